@@ -1,0 +1,60 @@
+# bosun — build, test and run targets. `make help` lists them.
+
+SHELL := /usr/bin/env bash -o errexit -o nounset -o pipefail
+GO ?= go
+OUT := _output
+BIN := $(OUT)/bin
+BINARIES := bosun-controller-manager bosun-daemon
+STAGING := staging/src/github.com/bosun-dev
+STAGING_MODULES := $(STAGING)/api $(STAGING)/client-go
+INTEGRATION_TIMEOUT ?= 40m
+
+.PHONY: help
+help: ## List the targets.
+	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
+
+.PHONY: build
+build: ## Build both binaries into _output/bin.
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/ $(addprefix ./cmd/,$(BINARIES))
+
+.PHONY: test
+test: verify test-unit test-integration ## Everything CI runs: verify, unit and integration tests.
+
+.PHONY: test-unit
+test-unit: ## Unit tests of the main module and the staging modules.
+	$(GO) test -race ./cmd/... ./pkg/...
+	@for m in $(STAGING_MODULES); do (cd $$m && GOFLAGS=-mod=mod $(GO) test ./...); done
+
+.PHONY: test-integration
+test-integration: test-servers ## Integration tests against a real etcd + kube-apiserver.
+	$(GO) test -timeout $(INTEGRATION_TIMEOUT) -p 1 ./test/...
+
+.PHONY: test-servers
+test-servers: ## Build etcd, kube-apiserver and kubectl from the Go module proxy (cached).
+	hack/build-test-servers.sh
+
+.PHONY: verify
+verify: ## gofmt, go vet, and the generated code, CRD and vendor checks.
+	hack/verify-gofmt.sh
+	$(GO) vet ./...
+	@for m in $(STAGING_MODULES); do (cd $$m && GOFLAGS=-mod=mod $(GO) vet ./...); done
+	hack/verify-codegen.sh
+	hack/verify-crds.sh
+	hack/verify-vendor.sh
+	hack/verify-docs.sh
+
+.PHONY: update
+update: ## Regenerate code, CRDs and vendor/ after changing types or dependencies.
+	hack/update-codegen.sh
+	hack/update-crds.sh
+	hack/update-vendor.sh
+	hack/update-docs.sh
+
+.PHONY: local-up
+local-up: test-servers ## Run etcd + kube-apiserver + bosun locally; prints how to use kubectl.
+	$(GO) run ./hack/local-up
+
+.PHONY: clean
+clean: ## Remove build output (keeps the cached test servers).
+	rm -rf $(BIN)

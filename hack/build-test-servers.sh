@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Builds the real etcd, kube-apiserver, kubectl (and, on request, kube-controller-manager)
+# from the Go module proxy into _output/tools/bin. The binaries are reused until
+# hack/tools changes, so only the first run on a machine pays the few minutes of compiling.
+#
+# Usage: hack/build-test-servers.sh [binary ...]   (default: etcd kube-apiserver kubectl)
+set -o errexit -o nounset -o pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+TOOLS="${ROOT}/hack/tools"
+OUT="${BOSUN_TOOLS_BIN:-${ROOT}/_output/tools/bin}"
+mkdir -p "${OUT}"
+
+binaries=("$@")
+if [ ${#binaries[@]} -eq 0 ]; then
+  binaries=(etcd kube-apiserver kubectl)
+fi
+
+# The stamp covers everything that decides what gets built.
+stamp=$(cd "${TOOLS}" && cat go.mod go.sum ./*/main.go | sha256sum | cut -c1-16)
+
+for bin in "${binaries[@]}"; do
+  if [ ! -d "${TOOLS}/${bin}" ]; then
+    echo "build-test-servers: unknown binary ${bin}" >&2
+    exit 2
+  fi
+  if [ -x "${OUT}/${bin}" ] && [ "$(cat "${OUT}/${bin}.stamp" 2>/dev/null)" = "${stamp}" ]; then
+    continue
+  fi
+  echo "build-test-servers: building ${bin} (first build on a machine takes minutes)" >&2
+  start=$(date +%s)
+  (cd "${TOOLS}" && GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "${OUT}/${bin}.tmp" "./${bin}")
+  mv "${OUT}/${bin}.tmp" "${OUT}/${bin}"
+  echo "${stamp}" > "${OUT}/${bin}.stamp"
+  echo "build-test-servers: ${bin} built in $(( $(date +%s) - start ))s" >&2
+done

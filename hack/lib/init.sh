@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Shared settings for the hack/ scripts. Source it; do not run it.
+
+BOSUN_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+export BOSUN_ROOT
+BOSUN_OUTPUT="${BOSUN_ROOT}/_output"
+BOSUN_TOOLS_BIN="${BOSUN_TOOLS_BIN:-${BOSUN_OUTPUT}/tools/bin}"
+export BOSUN_TOOLS_BIN
+
+# The staging modules, published as their own Go modules.
+BOSUN_STAGING_MODULES=(api client-go)
+BOSUN_STAGING_DIR="${BOSUN_ROOT}/staging/src/github.com/bosun-dev"
+
+# bosun::util::verify_generated runs an update script against a scratch copy of the tree and
+# fails when the result differs from the committed files under the given paths.
+bosun::util::verify_generated() {
+  local update_script=$1
+  shift
+  local scratch failed=0 p
+  scratch=$(mktemp -d)
+  # Copy the tree as git sees it (tracked files plus new, not-ignored ones) so the update
+  # script runs on exactly what would be committed, never touching the working tree.
+  (cd "${BOSUN_ROOT}" && git ls-files -z --cached --others --exclude-standard \
+    | tar --null --ignore-failed-read -T - -cf - 2>/dev/null) | tar -xf - -C "${scratch}"
+  if ! (cd "${scratch}" && BOSUN_VERIFY=1 bash "${update_script}" >"${scratch}/.update.log" 2>&1); then
+    cat "${scratch}/.update.log" >&2
+    rm -rf "${scratch}"
+    return 1
+  fi
+  for p in "$@"; do
+    if ! diff -Nr "${BOSUN_ROOT}/${p}" "${scratch}/${p}" >"${scratch}/.diff" 2>&1; then
+      echo "${p} is stale: run ${update_script}. Differences:" >&2
+      head -n 40 "${scratch}/.diff" >&2
+      failed=1
+    fi
+  done
+  rm -rf "${scratch}"
+  return "${failed}"
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Regenerates the code derived from the API types with k8s.io/code-generator's
+# kube_codegen.sh, at the code-generator version that go.mod pins:
+#   - deepcopy and defaulter functions in staging/src/github.com/bosun-dev/api
+#   - the typed clientset, listers, informers and apply configurations that make up
+#     staging/src/github.com/bosun-dev/client-go
+set -o errexit -o nounset -o pipefail
+
+source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
+cd "${BOSUN_ROOT}"
+
+CODEGEN_VERSION=$(GOFLAGS=-mod=mod go list -m -f '{{.Version}}' k8s.io/code-generator)
+CODEGEN_PKG=$(GOFLAGS=-mod=mod go mod download -json "k8s.io/code-generator@${CODEGEN_VERSION}" \
+  | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+# kube_codegen.sh installs its generators into GOBIN; keep them out of the user's GOPATH.
+export GOBIN="${BOSUN_OUTPUT}/codegen/${CODEGEN_VERSION}/bin"
+mkdir -p "${GOBIN}"
+# shellcheck source=/dev/null
+source "${CODEGEN_PKG}/kube_codegen.sh"
+
+API_DIR="${BOSUN_STAGING_DIR}/api"
+CLIENT_DIR="${BOSUN_STAGING_DIR}/client-go"
+
+# The generators load packages through the module that contains the working directory;
+# the main module sees both staging modules through its replace directives.
+kube::codegen::gen_helpers \
+  --boilerplate "${BOSUN_ROOT}/hack/boilerplate.go.txt" \
+  "${API_DIR}"
+
+kube::codegen::gen_client \
+  --with-watch \
+  --with-applyconfig \
+  --output-dir "${CLIENT_DIR}" \
+  --output-pkg github.com/bosun-dev/client-go \
+  --boilerplate "${BOSUN_ROOT}/hack/boilerplate.go.txt" \
+  "${API_DIR}"

@@ -1,0 +1,106 @@
+package queue
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+)
+
+// Rate limiter defaults shared by every bosun controller.
+const (
+	// BaseRetryDelay is the delay after an item's first failure; it doubles per failure.
+	BaseRetryDelay = 5 * time.Millisecond
+	// MaxRetryDelay caps the per-item exponential backoff.
+	MaxRetryDelay = 1000 * time.Second
+	// OverallRetryQPS and OverallRetryBurst bound retries across all items, so that many
+	// failing items cannot flood the API server.
+	OverallRetryQPS   = 10
+	OverallRetryBurst = 100
+)
+
+// Queue names; each becomes the "name" label of the workqueue_* metrics.
+const (
+	NameReplicaSet                    = "replicaset"
+	NameDeployment                    = "deployment"
+	NameGarbageCollectorAttemptDelete = "garbage_collector_attempt_to_delete"
+	NameGarbageCollectorAttemptOrphan = "garbage_collector_attempt_to_orphan"
+	NameGarbageCollectorGraphChanges  = "garbage_collector_graph_changes"
+)
+
+// WorkerRestartPeriod is how long a worker waits before it is restarted after returning.
+const WorkerRestartPeriod = time.Second
+
+// DefaultRateLimiter returns the maximum of a per-item exponential backoff
+// (BaseRetryDelay × 2^failures, capped at MaxRetryDelay) and an overall token bucket of
+// OverallRetryQPS per second with burst OverallRetryBurst.
+func DefaultRateLimiter[T comparable]() workqueue.TypedRateLimiter[T] {
+	return workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[T](BaseRetryDelay, MaxRetryDelay),
+		&workqueue.TypedBucketRateLimiter[T]{Limiter: rate.NewLimiter(rate.Limit(OverallRetryQPS), OverallRetryBurst)},
+	)
+}
+
+// New returns a rate-limited queue named name using DefaultRateLimiter.
+func New[T comparable](name string) workqueue.TypedRateLimitingInterface[T] {
+	return workqueue.NewTypedRateLimitingQueueWithConfig(
+		DefaultRateLimiter[T](),
+		workqueue.TypedRateLimitingQueueConfig[T]{Name: name},
+	)
+}
+
+// SyncFunc handles one item. A nil error means the item is done; an error requeues it
+// with rate limiting.
+type SyncFunc[T comparable] func(ctx context.Context, item T) error
+
+// RunWorkers starts workers goroutines that process q with syncItem and blocks until they have
+// all stopped. Workers stop when ctx is cancelled (RunWorkers then shuts q down) or when q
+// is shut down by someone else. A worker that returns for any other reason is restarted
+// after WorkerRestartPeriod.
+func RunWorkers[T comparable](ctx context.Context, q workqueue.TypedRateLimitingInterface[T], workers int, syncItem SyncFunc[T]) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		<-ctx.Done()
+		q.ShutDown()
+	}()
+
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			wait.UntilWithContext(ctx, func(ctx context.Context) {
+				for ProcessNextItem(ctx, q, syncItem) {
+				}
+				if q.ShuttingDown() {
+					// Stop every worker instead of restarting this one once a second forever.
+					cancel()
+				}
+			}, WorkerRestartPeriod)
+		})
+	}
+	wg.Wait()
+}
+
+// ProcessNextItem takes one item from q and syncs it. It returns false once q is shut down.
+func ProcessNextItem[T comparable](ctx context.Context, q workqueue.TypedRateLimitingInterface[T], syncItem SyncFunc[T]) bool {
+	item, quit := q.Get()
+	if quit {
+		return false
+	}
+	// Done must run even if syncItem panics, or the item stays "processing" forever.
+	defer q.Done(item)
+
+	if err := syncItem(ctx, item); err != nil {
+		utilruntime.HandleErrorWithContext(ctx, err, "Error syncing; requeuing with rate limit", "item", item)
+		q.AddRateLimited(item)
+		return true
+	}
+	q.Forget(item)
+	klog.FromContext(ctx).V(5).Info("Synced item", "item", item)
+	return true
+}

@@ -1,0 +1,55 @@
+package features
+
+import (
+	"testing"
+
+	"k8s.io/component-base/featuregate"
+)
+
+func TestDefaults(t *testing.T) {
+	gate := NewFeatureGate()
+	for _, f := range []featuregate.Feature{PodDeletionCost, DeploymentReplicaSetTerminatingReplicas,
+		StaleControllerConsistencyReplicaSet, LogarithmicScaleDown} {
+		if !gate.Enabled(f) {
+			t.Errorf("%s: want enabled by default", f)
+		}
+	}
+}
+
+func TestSet(t *testing.T) {
+	tests := []struct {
+		value        string
+		wantErr      bool
+		wantDisabled []featuregate.Feature
+	}{
+		{value: "PodDeletionCost=false", wantDisabled: []featuregate.Feature{PodDeletionCost}},
+		{
+			value:        "StaleControllerConsistencyReplicaSet=false,DeploymentReplicaSetTerminatingReplicas=false",
+			wantDisabled: []featuregate.Feature{StaleControllerConsistencyReplicaSet, DeploymentReplicaSetTerminatingReplicas},
+		},
+		{value: "NoSuchGate=true", wantErr: true},
+		{value: "LogarithmicScaleDown=false", wantErr: true},
+		{value: "LogarithmicScaleDown=true"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.value, func(t *testing.T) {
+			gate := NewFeatureGate()
+			err := gate.Set(tc.value)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("Set(%q) error = %v, wantErr %v", tc.value, err, tc.wantErr)
+			}
+			if tc.wantErr {
+				return
+			}
+			disabled := map[featuregate.Feature]bool{}
+			for _, f := range tc.wantDisabled {
+				disabled[f] = true
+			}
+			for f := range defaultFeatureGates {
+				if got := gate.Enabled(f); got == disabled[f] {
+					t.Errorf("%s enabled = %v, want %v", f, got, !disabled[f])
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,9 @@
+// Package v1alpha1 holds the apps.kruise.io/v1alpha1 API types served by bosun: the
+// Advanced DaemonSet, ContainerRecreateRequest, NodeImage and ImagePullJob. They are
+// wire-compatible with OpenKruise v1alpha1, field for field, so existing OpenKruise
+// manifests work unchanged.
+//
+// +k8s:deepcopy-gen=package
+// +k8s:defaulter-gen=TypeMeta
+// +groupName=apps.kruise.io
+package v1alpha1

@@ -1,0 +1,7 @@
+// Package v1alpha1 holds the policy.kruise.io/v1alpha1 API types served by bosun: the
+// PodUnavailableBudget, wire-compatible with OpenKruise v1alpha1.
+//
+// +k8s:deepcopy-gen=package
+// +k8s:defaulter-gen=TypeMeta
+// +groupName=policy.kruise.io
+package v1alpha1
