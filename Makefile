@@ -28,7 +28,7 @@ test-unit: ## Unit tests of the main module and the staging modules.
 
 .PHONY: test-integration
 test-integration: test-servers ## Integration tests against a real etcd + kube-apiserver.
-	$(GO) test -timeout $(INTEGRATION_TIMEOUT) -p 1 ./test/...
+	BOSUN_INTEGRATION=1 $(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) -p 1 ./test/...
 
 .PHONY: test-servers
 test-servers: ## Build etcd, kube-apiserver and kubectl from the Go module proxy (cached).

@@ -21,15 +21,27 @@ source "${CODEGEN_PKG}/kube_codegen.sh"
 API_DIR="${BOSUN_STAGING_DIR}/api"
 CLIENT_DIR="${BOSUN_STAGING_DIR}/client-go"
 
-# The generators load packages through the module that contains the working directory;
-# the main module sees both staging modules through its replace directives.
+# The generators resolve input directories to import paths through the module that
+# contains the working directory, so they run inside the api module.
+cd "${API_DIR}"
+export GOFLAGS=-mod=mod
+
 kube::codegen::gen_helpers \
   --boilerplate "${BOSUN_ROOT}/hack/boilerplate.go.txt" \
   "${API_DIR}"
 
+# Fields of built-in types get client-go's apply configurations, so a PodTemplateSpec can
+# be applied field by field like in k8s.io/client-go/applyconfigurations/apps/v1.
+apply_externals=()
+for t in PodTemplateSpec ContainerPort ExecAction HTTPGetAction TCPSocketAction ObjectReference; do
+  apply_externals+=("k8s.io/api/core/v1.${t}:k8s.io/client-go/applyconfigurations/core/v1")
+done
+apply_externals+=("k8s.io/api/apps/v1.DaemonSetCondition:k8s.io/client-go/applyconfigurations/apps/v1")
+
 kube::codegen::gen_client \
   --with-watch \
   --with-applyconfig \
+  --applyconfig-externals "$(IFS=,; echo "${apply_externals[*]}")" \
   --output-dir "${CLIENT_DIR}" \
   --output-pkg github.com/bosun-dev/client-go \
   --boilerplate "${BOSUN_ROOT}/hack/boilerplate.go.txt" \

@@ -11,8 +11,8 @@ export GOFLAGS=-mod=mod
 for m in "${BOSUN_STAGING_MODULES[@]}"; do
   (cd "${BOSUN_STAGING_DIR}/${m}" && go mod tidy)
 done
-for tools in hack/tools hack/crd-tools; do
-  (cd "${BOSUN_ROOT}/${tools}" && go mod tidy)
+for other in "${BOSUN_OTHER_MODULES[@]}"; do
+  (cd "${BOSUN_ROOT}/${other}" && go mod tidy)
 done
 
 cd "${BOSUN_ROOT}"

@@ -4,7 +4,10 @@ set -o errexit -o nounset -o pipefail
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 
-paths=(go.mod go.sum vendor hack/tools/go.mod hack/tools/go.sum hack/crd-tools/go.mod hack/crd-tools/go.sum)
+paths=(go.mod go.sum vendor)
+for m in "${BOSUN_OTHER_MODULES[@]}"; do
+  paths+=("${m}/go.mod" "${m}/go.sum")
+done
 for m in "${BOSUN_STAGING_MODULES[@]}"; do
   paths+=("staging/src/github.com/bosun-dev/${m}/go.mod" "staging/src/github.com/bosun-dev/${m}/go.sum")
 done

@@ -10,6 +10,8 @@ export BOSUN_TOOLS_BIN
 # The staging modules, published as their own Go modules.
 BOSUN_STAGING_MODULES=(api client-go)
 BOSUN_STAGING_DIR="${BOSUN_ROOT}/staging/src/github.com/bosun-dev"
+# Modules of their own that are not staged: build tools and examples.
+BOSUN_OTHER_MODULES=(hack/tools hack/crd-tools docs/examples/list-daemonsets)
 
 # bosun::util::verify_generated runs an update script against a scratch copy of the tree and
 # fails when the result differs from the committed files under the given paths.

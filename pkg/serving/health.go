@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apiserver/pkg/server/healthz"
 )
 
@@ -27,7 +28,8 @@ type CheckSet struct {
 // NewCheckSet returns a set serving path (for example "/healthz") with the given checks.
 func NewCheckSet(path string, checks ...healthz.HealthChecker) *CheckSet {
 	s := &CheckSet{path: path}
-	s.Add(checks...)
+	// Duplicate names here are a programming error in the binary's wiring.
+	utilruntime.Must(s.Add(checks...))
 	return s
 }
 

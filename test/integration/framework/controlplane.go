@@ -106,7 +106,7 @@ type staticToken struct {
 // StartControlPlane starts etcd and kube-apiserver and waits until the API is ready.
 // ctx bounds only the start; the servers run until Stop. The error is a
 // *MissingBinariesError when the servers have not been built.
-func StartControlPlane(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
+func StartControlPlane(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 	logger := klog.FromContext(ctx)
 	began := time.Now()
 	binaries, err := toolPaths(ServerBinaries...)
@@ -121,7 +121,7 @@ func StartControlPlane(ctx context.Context, opts Options) (cp *ControlPlane, err
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	cp = &ControlPlane{dir: opts.Dir, tokens: map[string]string{}}
+	cp := &ControlPlane{dir: opts.Dir, tokens: map[string]string{}}
 	if cp.dir == "" {
 		if cp.dir, err = os.MkdirTemp("", "bosun-integration-"); err != nil {
 			return nil, fmt.Errorf("creating the control plane directory: %w", err)
@@ -135,7 +135,6 @@ func StartControlPlane(ctx context.Context, opts Options) (cp *ControlPlane, err
 			// Whatever started is stopped; the directory is kept only if the caller
 			// owns it, the error already carries the end of the logs.
 			_ = cp.Stop()
-			cp = nil
 		}
 	}()
 
@@ -306,7 +305,11 @@ func (cp *ControlPlane) LogTails(n int) string {
 func (cp *ControlPlane) logTailsSince(offsets map[*Process]int64, n int) string {
 	var b strings.Builder
 	for _, p := range cp.Processes() {
-		fmt.Fprintf(&b, "--- last lines of %s (%s) ---\n%s", p.Name(), p.LogPath(), tailFile(p.LogPath(), offsets[p], n))
+		tail := tailFile(p.LogPath(), offsets[p], n)
+		if tail == "" {
+			tail = "(nothing logged)\n"
+		}
+		fmt.Fprintf(&b, "--- last lines of %s (%s) ---\n%s", p.Name(), p.LogPath(), tail)
 	}
 	return b.String()
 }

@@ -5,7 +5,10 @@ module github.com/bosun-dev/api
 
 go 1.26.0
 
-require k8s.io/apimachinery v0.36.6
+require (
+	k8s.io/api v0.36.6
+	k8s.io/apimachinery v0.36.6
+)
 
 require (
 	github.com/fxamacker/cbor/v2 v2.9.0 // indirect
@@ -20,7 +23,6 @@ require (
 	golang.org/x/text v0.39.0 // indirect
 	gopkg.in/check.v1 v1.0.0-20201130134442-10cb98267c6c // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
-	k8s.io/api v0.36.6 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect
 	k8s.io/kube-openapi v0.0.0-20260317180543-43fb72c5454a // indirect
 	k8s.io/utils v0.0.0-20260210185600-b8788abfbbc2 // indirect

@@ -20,6 +20,7 @@ import (
 // pod so that the kubelet starts them again, optionally running their preStop hooks and
 // making the pod not ready first. The pod itself is kept.
 type ContainerRecreateRequest struct {
+	// TypeMeta carries the kind and apiVersion of the object.
 	metav1.TypeMeta `json:",inline"`
 	// Standard object metadata. Admission adds the labels crr.apps.kruise.io/pod-uid,
 	// crr.apps.kruise.io/node-name and crr.apps.kruise.io/active.
@@ -251,6 +252,7 @@ type ContainerRecreateRequestSyncContainerStatus struct {
 
 // ContainerRecreateRequestList is a list of ContainerRecreateRequests.
 type ContainerRecreateRequestList struct {
+	// TypeMeta carries the kind and apiVersion of the object.
 	metav1.TypeMeta `json:",inline"`
 	// Standard list metadata.
 	// +optional

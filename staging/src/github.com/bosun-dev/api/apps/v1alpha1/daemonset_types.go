@@ -26,6 +26,7 @@ import (
 // like the built-in apps/v1 DaemonSet, and adds partitioned and node-selected rolling
 // updates, surge, in-place image updates, a burst limit and a pre-delete lifecycle hook.
 type DaemonSet struct {
+	// TypeMeta carries the kind and apiVersion of the object.
 	metav1.TypeMeta `json:",inline"`
 	// Standard object metadata. The name must be a DNS subdomain.
 	// +optional
@@ -234,6 +235,7 @@ type DaemonSetStatus struct {
 
 // DaemonSetList is a list of DaemonSets.
 type DaemonSetList struct {
+	// TypeMeta carries the kind and apiVersion of the object.
 	metav1.TypeMeta `json:",inline"`
 	// Standard list metadata.
 	// +optional

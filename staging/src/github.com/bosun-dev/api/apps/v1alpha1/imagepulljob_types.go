@@ -21,6 +21,7 @@ import (
 // ImagePullJob pulls one image on a set of nodes, a few nodes at a time, by adding a tag
 // to their NodeImages and following the pulls.
 type ImagePullJob struct {
+	// TypeMeta carries the kind and apiVersion of the object.
 	metav1.TypeMeta `json:",inline"`
 	// Standard object metadata. Admission adds the finalizer
 	// apps.kruise.io/deletion-protection on creation.
@@ -217,6 +218,7 @@ type ImagePullJobStatus struct {
 
 // ImagePullJobList is a list of ImagePullJobs.
 type ImagePullJobList struct {
+	// TypeMeta carries the kind and apiVersion of the object.
 	metav1.TypeMeta `json:",inline"`
 	// Standard list metadata.
 	// +optional

@@ -23,6 +23,7 @@ import (
 // been Ready for a while, keeps its labels equal to the node's, and deletes it with the
 // node. The node agent on that node pulls the images through the container runtime.
 type NodeImage struct {
+	// TypeMeta carries the kind and apiVersion of the object.
 	metav1.TypeMeta `json:",inline"`
 	// Standard object metadata. The name is the node name; the labels mirror the node's.
 	// +optional
@@ -249,6 +250,7 @@ type SyncStatus struct {
 
 // NodeImageList is a list of NodeImages.
 type NodeImageList struct {
+	// TypeMeta carries the kind and apiVersion of the object.
 	metav1.TypeMeta `json:",inline"`
 	// Standard list metadata.
 	// +optional

@@ -21,6 +21,7 @@ import (
 // admission webhook spends the budget atomically; its controller keeps the status current.
 // Unlike a PodDisruptionBudget it also protects against deletes and in-place updates.
 type PodUnavailableBudget struct {
+	// TypeMeta carries the kind and apiVersion of the object.
 	metav1.TypeMeta `json:",inline"`
 	// Standard object metadata. The annotations kruise.io/pub-protect-operations and
 	// pub.kruise.io/protect-total-replicas tune the budget.
@@ -122,6 +123,7 @@ type PodUnavailableBudgetStatus struct {
 
 // PodUnavailableBudgetList is a list of PodUnavailableBudgets.
 type PodUnavailableBudgetList struct {
+	// TypeMeta carries the kind and apiVersion of the object.
 	metav1.TypeMeta `json:",inline"`
 	// Standard list metadata.
 	// +optional

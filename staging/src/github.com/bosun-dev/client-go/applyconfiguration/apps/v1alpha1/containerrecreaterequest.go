@@ -31,6 +31,7 @@ import (
 // pod so that the kubelet starts them again, optionally running their preStop hooks and
 // making the pod not ready first. The pod itself is kept.
 type ContainerRecreateRequestApplyConfiguration struct {
+	// TypeMeta carries the kind and apiVersion of the object.
 	v1.TypeMetaApplyConfiguration `json:",inline"`
 	// Standard object metadata. Admission adds the labels crr.apps.kruise.io/pod-uid,
 	// crr.apps.kruise.io/node-name and crr.apps.kruise.io/active.

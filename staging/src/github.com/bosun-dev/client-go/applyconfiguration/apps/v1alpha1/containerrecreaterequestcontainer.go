@@ -19,7 +19,7 @@ limitations under the License.
 package v1alpha1
 
 import (
-	v1 "k8s.io/api/core/v1"
+	v1 "k8s.io/client-go/applyconfigurations/core/v1"
 )
 
 // ContainerRecreateRequestContainerApplyConfiguration represents a declarative configuration of the ContainerRecreateRequestContainer type for use
@@ -37,7 +37,7 @@ type ContainerRecreateRequestContainerApplyConfiguration struct {
 	// Ports is copied by admission from the pod container's ports when preStop is an
 	// httpGet hook, so that named ports can be resolved. Read-only: a user-supplied value
 	// is rejected.
-	Ports []v1.ContainerPort `json:"ports,omitempty"`
+	Ports []v1.ContainerPortApplyConfiguration `json:"ports,omitempty"`
 	// StatusContext is the container's status when the request was admitted, used to tell
 	// the old container from its replacement. Read-only: a user-supplied value is rejected.
 	StatusContext *ContainerRecreateRequestContainerContextApplyConfiguration `json:"statusContext,omitempty"`
@@ -68,9 +68,12 @@ func (b *ContainerRecreateRequestContainerApplyConfiguration) WithPreStop(value 
 // WithPorts adds the given value to the Ports field in the declarative configuration
 // and returns the receiver, so that objects can be build by chaining "With" function invocations.
 // If called multiple times, values provided by each call will be appended to the Ports field.
-func (b *ContainerRecreateRequestContainerApplyConfiguration) WithPorts(values ...v1.ContainerPort) *ContainerRecreateRequestContainerApplyConfiguration {
+func (b *ContainerRecreateRequestContainerApplyConfiguration) WithPorts(values ...*v1.ContainerPortApplyConfiguration) *ContainerRecreateRequestContainerApplyConfiguration {
 	for i := range values {
-		b.Ports = append(b.Ports, values[i])
+		if values[i] == nil {
+			panic("nil value passed to WithPorts")
+		}
+		b.Ports = append(b.Ports, *values[i])
 	}
 	return b
 }

@@ -31,6 +31,7 @@ import (
 // like the built-in apps/v1 DaemonSet, and adds partitioned and node-selected rolling
 // updates, surge, in-place image updates, a burst limit and a pre-delete lifecycle hook.
 type DaemonSetApplyConfiguration struct {
+	// TypeMeta carries the kind and apiVersion of the object.
 	v1.TypeMetaApplyConfiguration `json:",inline"`
 	// Standard object metadata. The name must be a DNS subdomain.
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`

@@ -19,8 +19,8 @@ limitations under the License.
 package v1alpha1
 
 import (
-	corev1 "k8s.io/api/core/v1"
 	intstr "k8s.io/apimachinery/pkg/util/intstr"
+	corev1 "k8s.io/client-go/applyconfigurations/core/v1"
 	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
 
@@ -39,7 +39,7 @@ type DaemonSetSpecApplyConfiguration struct {
 	// spec.activeDeadlineSeconds must not be set. Not defaulted.
 	// The CRD stores it schemaless with unknown fields preserved (as OpenKruise does), so
 	// pod fields newer than this API are kept; the admission webhook validates it.
-	Template *corev1.PodTemplateSpec `json:"template,omitempty"`
+	Template *corev1.PodTemplateSpecApplyConfiguration `json:"template,omitempty"`
 	// UpdateStrategy says how existing daemon pods are replaced when the template changes.
 	// Defaults to type RollingUpdate with a Standard rolling update of maxUnavailable 1.
 	UpdateStrategy *DaemonSetUpdateStrategyApplyConfiguration `json:"updateStrategy,omitempty"`
@@ -77,8 +77,8 @@ func (b *DaemonSetSpecApplyConfiguration) WithSelector(value *v1.LabelSelectorAp
 // WithTemplate sets the Template field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the Template field is set to the value of the last call.
-func (b *DaemonSetSpecApplyConfiguration) WithTemplate(value corev1.PodTemplateSpec) *DaemonSetSpecApplyConfiguration {
-	b.Template = &value
+func (b *DaemonSetSpecApplyConfiguration) WithTemplate(value *corev1.PodTemplateSpecApplyConfiguration) *DaemonSetSpecApplyConfiguration {
+	b.Template = value
 	return b
 }
 

@@ -19,7 +19,7 @@ limitations under the License.
 package v1alpha1
 
 import (
-	v1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/client-go/applyconfigurations/apps/v1"
 )
 
 // DaemonSetStatusApplyConfiguration represents a declarative configuration of the DaemonSetStatus type for use
@@ -54,7 +54,7 @@ type DaemonSetStatusApplyConfiguration struct {
 	CollisionCount *int32 `json:"collisionCount,omitempty"`
 	// Conditions are the latest observations of the DaemonSet's state. The compatible
 	// controller never writes them.
-	Conditions []v1.DaemonSetCondition `json:"conditions,omitempty"`
+	Conditions []v1.DaemonSetConditionApplyConfiguration `json:"conditions,omitempty"`
 	// DaemonSetHash is the controller-revision-hash of the current revision (OpenKruise
 	// v1beta1 calls it updateRevision).
 	DaemonSetHash *string `json:"daemonSetHash,omitempty"`
@@ -141,9 +141,12 @@ func (b *DaemonSetStatusApplyConfiguration) WithCollisionCount(value int32) *Dae
 // WithConditions adds the given value to the Conditions field in the declarative configuration
 // and returns the receiver, so that objects can be build by chaining "With" function invocations.
 // If called multiple times, values provided by each call will be appended to the Conditions field.
-func (b *DaemonSetStatusApplyConfiguration) WithConditions(values ...v1.DaemonSetCondition) *DaemonSetStatusApplyConfiguration {
+func (b *DaemonSetStatusApplyConfiguration) WithConditions(values ...*v1.DaemonSetConditionApplyConfiguration) *DaemonSetStatusApplyConfiguration {
 	for i := range values {
-		b.Conditions = append(b.Conditions, values[i])
+		if values[i] == nil {
+			panic("nil value passed to WithConditions")
+		}
+		b.Conditions = append(b.Conditions, *values[i])
 	}
 	return b
 }

@@ -30,6 +30,7 @@ import (
 // ImagePullJob pulls one image on a set of nodes, a few nodes at a time, by adding a tag
 // to their NodeImages and following the pulls.
 type ImagePullJobApplyConfiguration struct {
+	// TypeMeta carries the kind and apiVersion of the object.
 	v1.TypeMetaApplyConfiguration `json:",inline"`
 	// Standard object metadata. Admission adds the finalizer
 	// apps.kruise.io/deletion-protection on creation.

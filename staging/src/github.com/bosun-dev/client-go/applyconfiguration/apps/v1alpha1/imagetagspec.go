@@ -20,8 +20,8 @@ package v1alpha1
 
 import (
 	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
-	corev1 "k8s.io/api/core/v1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1 "k8s.io/client-go/applyconfigurations/core/v1"
 )
 
 // ImageTagSpecApplyConfiguration represents a declarative configuration of the ImageTagSpec type for use
@@ -41,7 +41,7 @@ type ImageTagSpecApplyConfiguration struct {
 	// OwnerReferences are the objects that asked for this tag, usually ImagePullJobs.
 	// Owners are matched by UID; the manager removes the tag when no ImagePullJob owner
 	// remains.
-	OwnerReferences []corev1.ObjectReference `json:"ownerReferences,omitempty"`
+	OwnerReferences []corev1.ObjectReferenceApplyConfiguration `json:"ownerReferences,omitempty"`
 	// Version is bumped to ask for a new pull of the same tag; a tag status is current only
 	// when its version equals this one. Defaults to 0. Must be >= 0.
 	Version *int64 `json:"version,omitempty"`
@@ -84,9 +84,12 @@ func (b *ImageTagSpecApplyConfiguration) WithPullPolicy(value *ImageTagPullPolic
 // WithOwnerReferences adds the given value to the OwnerReferences field in the declarative configuration
 // and returns the receiver, so that objects can be build by chaining "With" function invocations.
 // If called multiple times, values provided by each call will be appended to the OwnerReferences field.
-func (b *ImageTagSpecApplyConfiguration) WithOwnerReferences(values ...corev1.ObjectReference) *ImageTagSpecApplyConfiguration {
+func (b *ImageTagSpecApplyConfiguration) WithOwnerReferences(values ...*corev1.ObjectReferenceApplyConfiguration) *ImageTagSpecApplyConfiguration {
 	for i := range values {
-		b.OwnerReferences = append(b.OwnerReferences, values[i])
+		if values[i] == nil {
+			panic("nil value passed to WithOwnerReferences")
+		}
+		b.OwnerReferences = append(b.OwnerReferences, *values[i])
 	}
 	return b
 }

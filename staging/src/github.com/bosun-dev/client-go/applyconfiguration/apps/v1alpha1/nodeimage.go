@@ -32,6 +32,7 @@ import (
 // been Ready for a while, keeps its labels equal to the node's, and deletes it with the
 // node. The node agent on that node pulls the images through the container runtime.
 type NodeImageApplyConfiguration struct {
+	// TypeMeta carries the kind and apiVersion of the object.
 	v1.TypeMetaApplyConfiguration `json:",inline"`
 	// Standard object metadata. The name is the node name; the labels mirror the node's.
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`

@@ -32,6 +32,7 @@ import (
 // admission webhook spends the budget atomically; its controller keeps the status current.
 // Unlike a PodDisruptionBudget it also protects against deletes and in-place updates.
 type PodUnavailableBudgetApplyConfiguration struct {
+	// TypeMeta carries the kind and apiVersion of the object.
 	v1.TypeMetaApplyConfiguration `json:",inline"`
 	// Standard object metadata. The annotations kruise.io/pub-protect-operations and
 	// pub.kruise.io/protect-total-replicas tune the budget.

@@ -1,0 +1,22 @@
+// Package api tests bosun's API against a real kube-apiserver: the CRDs install and their
+// schemas accept OpenKruise objects and reject bad ones, and the generated client library
+// (clientset, listers, informers, apply configurations) works on every kind, including from
+// a module outside this repository.
+package api
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/bosun-dev/bosun/test/integration/framework"
+)
+
+func TestMain(m *testing.M) {
+	crdDir, err := framework.DefaultCRDDir()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	framework.Main(m, framework.Options{CRDDirs: []string{crdDir}})
+}
