@@ -6,6 +6,7 @@ require (
 	github.com/bosun-dev/api v0.0.0
 	github.com/bosun-dev/client-go v0.0.0
 	github.com/google/go-cmp v0.7.0
+	github.com/spf13/pflag v1.1.0
 	golang.org/x/time v0.14.0
 	k8s.io/api v0.36.6
 	k8s.io/apimachinery v0.36.6
@@ -14,6 +15,7 @@ require (
 	k8s.io/component-base v0.36.6
 	k8s.io/klog/v2 v2.140.0
 	k8s.io/utils v0.0.0-20261023123148-ca04ba58ecab
+	sigs.k8s.io/yaml v1.6.0
 )
 
 require (
@@ -58,7 +60,6 @@ require (
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/spf13/cobra v1.10.2 // indirect
-	github.com/spf13/pflag v1.1.0 // indirect
 	github.com/stoewer/go-strcase v1.3.0 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	go.etcd.io/etcd/api/v3 v3.6.8 // indirect
@@ -106,7 +107,6 @@ require (
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.3.3 // indirect
-	sigs.k8s.io/yaml v1.6.0 // indirect
 )
 
 // The staging modules are developed in this repository and published from it, the way

@@ -1,0 +1,36 @@
+// Package config holds the settled, flag-independent configuration that
+// bosun-controller-manager hands to its controllers. The options package fills it from the
+// command line; controllers only read it.
+package config
+
+import "time"
+
+// Configuration is what controllers may read about how the manager was started.
+type Configuration struct {
+	// MinResyncPeriod is --min-resync-period; shared informers resync in [p, 2p).
+	MinResyncPeriod time.Duration
+
+	ReplicaSet       ReplicaSetConfiguration
+	Deployment       DeploymentConfiguration
+	GarbageCollector GarbageCollectorConfiguration
+}
+
+// ReplicaSetConfiguration configures the ReplicaSet controller.
+type ReplicaSetConfiguration struct {
+	// ConcurrentSyncs is the number of workers (--concurrent-replicaset-syncs).
+	ConcurrentSyncs int32
+}
+
+// DeploymentConfiguration configures the Deployment controller.
+type DeploymentConfiguration struct {
+	// ConcurrentSyncs is the number of workers (--concurrent-deployment-syncs).
+	ConcurrentSyncs int32
+}
+
+// GarbageCollectorConfiguration configures the garbage collector.
+type GarbageCollectorConfiguration struct {
+	// Enabled is --enable-garbage-collector; it must match the API server's own setting.
+	Enabled bool
+	// ConcurrentSyncs is the number of workers (--concurrent-gc-syncs).
+	ConcurrentSyncs int32
+}
