@@ -106,7 +106,7 @@ func render(dir string) ([]byte, error) {
 	for _, c := range crds {
 		for _, v := range c.Spec.Versions {
 			fmt.Fprintf(&buf, "| [%s](#%s) | `%s/%s` | `%s` | %s | %s |\n", c.Spec.Names.Kind,
-				strings.ToLower(c.Spec.Names.Kind+"-"+c.Spec.Group), c.Spec.Group, v.Name,
+				strings.ToLower(c.Spec.Names.Kind+"-"+strings.ReplaceAll(c.Spec.Group, ".", "")), c.Spec.Group, v.Name,
 				c.Spec.Names.Plural, c.Spec.Scope, code(c.Spec.Names.ShortNames))
 		}
 	}

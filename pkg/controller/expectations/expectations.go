@@ -56,6 +56,7 @@ func NewWithClock(clk clock.PassiveClock) *Store {
 
 // Satisfied reports whether the controller may act on key: true when there is no record,
 // when every counter is <= 0, or when the record is older than ExpectationsTimeout.
+// (Upstream also answers true when its store lookup fails; this in-memory map cannot fail.)
 func (s *Store) Satisfied(ctx context.Context, key string) bool {
 	logger := klog.FromContext(ctx)
 	s.mu.RLock()

@@ -41,7 +41,7 @@ func TestRankedPodsRules(t *testing.T) {
 		zeroNow      bool
 	}{
 		{
-			name:  "1 unscheduled before scheduled",
+			name: "1 unscheduled before scheduled",
 			// Rule 1 outranks a higher deletion cost on the unscheduled pod.
 			first: func() *corev1.Pod { p := withCost(basePod("z"), "100"); p.Spec.NodeName = ""; return p }(),
 			other: basePod("a"),

@@ -119,7 +119,7 @@ func startAPIServer(ctx context.Context, binary, dir, etcdURL string, files *api
 	logger := klog.FromContext(ctx)
 	logPath := filepath.Join(dir, "kube-apiserver.log")
 	for attempt := 1; ; attempt++ {
-		ports, err := freeLoopbackPorts(1)
+		ports, err := FreeLoopbackPorts(1)
 		if err != nil {
 			return nil, err
 		}

@@ -30,7 +30,7 @@ func startEtcd(ctx context.Context, binary, dir string, extraArgs []string) (*Pr
 	logger := klog.FromContext(ctx)
 	logPath := filepath.Join(dir, "etcd.log")
 	for attempt := 1; ; attempt++ {
-		ports, err := freeLoopbackPorts(2)
+		ports, err := FreeLoopbackPorts(2)
 		if err != nil {
 			return nil, "", err
 		}
@@ -125,10 +125,10 @@ func logMentionsPortConflict(proc *Process) bool {
 	return strings.Contains(proc.LogTail(failureLogLines), "address already in use")
 }
 
-// freeLoopbackPorts returns n distinct TCP ports that were free on 127.0.0.1 a moment
+// FreeLoopbackPorts returns n distinct TCP ports that were free on 127.0.0.1 a moment
 // ago. All listeners are open at once so that the ports differ; a port can still be
 // taken before the server binds it, which the callers retry.
-func freeLoopbackPorts(n int) ([]int, error) {
+func FreeLoopbackPorts(n int) ([]int, error) {
 	ports := make([]int, 0, n)
 	for range n {
 		l, err := net.Listen("tcp", "127.0.0.1:0")

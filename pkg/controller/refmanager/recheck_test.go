@@ -1,0 +1,93 @@
+package refmanager
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	metadatafake "k8s.io/client-go/metadata/fake"
+)
+
+func TestRecheckDeletionTimestamp(t *testing.T) {
+	cached := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "rs", UID: "uid-1"}}
+	live := func(uid string, deleting bool) *appsv1.ReplicaSet {
+		rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "rs", UID: "uid-1"}}
+		rs.UID = types.UID(uid)
+		if deleting {
+			rs.DeletionTimestamp = deletedAt
+		}
+		return rs
+	}
+	tests := []struct {
+		name    string
+		get     GetLiveFunc
+		wantErr string
+	}{
+		{name: "alive", get: func(context.Context) (metav1.Object, error) { return live("uid-1", false), nil }},
+		{
+			name:    "GET fails",
+			get:     func(context.Context) (metav1.Object, error) { return nil, errors.New("connection refused") },
+			wantErr: "can't recheck DeletionTimestamp: connection refused",
+		},
+		{
+			name:    "replaced under the same name",
+			get:     func(context.Context) (metav1.Object, error) { return live("uid-2", false), nil },
+			wantErr: "original ReplicaSet ns/rs is gone: got uid uid-2, wanted uid-1",
+		},
+		{
+			name:    "being deleted",
+			get:     func(context.Context) (metav1.Object, error) { return live("uid-1", true), nil },
+			wantErr: "ns/rs has just been deleted at 2025-01-02 03:04:05 +0000 UTC",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := RecheckDeletionTimestamp(cached, "ReplicaSet", tc.get)(context.Background())
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("unexpected error %v", err)
+			case tc.wantErr != "" && (err == nil || err.Error() != tc.wantErr):
+				t.Errorf("err = %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestLiveGettersReadFromTheAPIServer(t *testing.T) {
+	ctx := context.Background()
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "rs", UID: "uid-1"}}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "d", UID: "uid-d"}}
+	client := fake.NewClientset(rs, d)
+	if err := RecheckDeletionTimestamp(rs, "ReplicaSet", LiveReplicaSet(client, rs))(ctx); err != nil {
+		t.Errorf("LiveReplicaSet: %v", err)
+	}
+	if err := RecheckDeletionTimestamp(d, "Deployment", LiveDeployment(client, d))(ctx); err != nil {
+		t.Errorf("LiveDeployment: %v", err)
+	}
+	missing := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "missing"}}
+	if _, err := LiveReplicaSet(client, missing)(ctx); !apierrors.IsNotFound(err) {
+		t.Errorf("missing ReplicaSet: err = %v, want NotFound", err)
+	}
+
+	scheme := runtime.NewScheme()
+	if err := metav1.AddMetaToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	thing := &metav1.PartialObjectMetadata{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "example.com/v1", Kind: "Thing"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "t", UID: "uid-t", DeletionTimestamp: deletedAt},
+	}
+	md := metadatafake.NewSimpleMetadataClient(scheme, thing)
+	gvr := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "things"}
+	err := RecheckDeletionTimestamp(thing, "Thing", LiveMetadata(md, gvr, thing))(ctx)
+	if err == nil || err.Error() != "ns/t has just been deleted at 2025-01-02 03:04:05 +0000 UTC" {
+		t.Errorf("LiveMetadata recheck: err = %v", err)
+	}
+}

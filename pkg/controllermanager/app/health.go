@@ -1,0 +1,51 @@
+package app
+
+import (
+	"time"
+
+	"k8s.io/apiserver/pkg/server/healthz"
+	"k8s.io/client-go/tools/leaderelection"
+
+	"github.com/bosun-dev/bosun/pkg/serving"
+)
+
+// leaderElectionHealthTolerance is how long past the lease duration a leader that has not
+// renewed keeps passing the leaderElection check; beyond it the process is stuck and should be
+// restarted.
+const leaderElectionHealthTolerance = 20 * time.Second
+
+// healthChecks are the manager's three health endpoints and the checks wired into them.
+type healthChecks struct {
+	healthz *serving.CheckSet
+	livez   *serving.CheckSet
+	readyz  *serving.CheckSet
+
+	informerSync *serving.InformerSync
+	// election is nil without leader election.
+	election *leaderelection.HealthzAdaptor
+}
+
+// newHealthChecks assembles the checks a process starts with:
+//   - /healthz: leaderElection (or ping without leader election); each controller adds its own
+//     check once built on the leader, so a standby shows only leaderElection.
+//   - /livez: ping and leaderElection, the one condition that warrants a restart.
+//   - /readyz: ping, informer-sync and shutdown (failing once terminating began, which is when
+//     terminating closes); independent of leadership.
+func newHealthChecks(leaderElect bool, terminating <-chan struct{}) *healthChecks {
+	h := &healthChecks{informerSync: &serving.InformerSync{}}
+	var healthzChecks []healthz.HealthChecker
+	livezChecks := []healthz.HealthChecker{healthz.PingHealthz}
+	if leaderElect {
+		h.election = leaderelection.NewLeaderHealthzAdaptor(leaderElectionHealthTolerance)
+		healthzChecks = append(healthzChecks, h.election)
+		livezChecks = append(livezChecks, h.election)
+	}
+	h.healthz = serving.NewCheckSet("/healthz", healthzChecks...)
+	h.livez = serving.NewCheckSet("/livez", livezChecks...)
+	h.readyz = serving.NewCheckSet("/readyz", healthz.PingHealthz, h.informerSync, healthz.NewShutdownHealthz(terminating))
+	return h
+}
+
+func (h *healthChecks) endpoints() serving.HealthEndpoints {
+	return serving.HealthEndpoints{Healthz: h.healthz, Livez: h.livez, Readyz: h.readyz}
+}

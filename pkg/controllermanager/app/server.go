@@ -1,0 +1,205 @@
+// Package app is bosun-controller-manager: the cobra command, the startup order (validate,
+// logging, clients, serving, leader election, controllers), leader election with a Lease that
+// is released only after the controllers stopped, and graceful shutdown.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	goruntime "runtime"
+
+	bosunscheme "github.com/bosun-dev/client-go/clientset/versioned/scheme"
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/component-base/featuregate"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	"k8s.io/component-base/term"
+	"k8s.io/component-base/version"
+	"k8s.io/component-base/version/verflag"
+	"k8s.io/klog/v2"
+
+	// Makes --logging-format=json available.
+	_ "k8s.io/component-base/logs/json/register"
+
+	"github.com/bosun-dev/bosun/pkg/controllermanager/clientbuilder"
+	"github.com/bosun-dev/bosun/pkg/controllermanager/options"
+	"github.com/bosun-dev/bosun/pkg/controllermanager/registry"
+	"github.com/bosun-dev/bosun/pkg/features"
+	"github.com/bosun-dev/bosun/pkg/serving"
+)
+
+// componentName is the binary's name, its root client's User-Agent suffix, the event source
+// and the manager label of its metrics.
+const componentName = "bosun-controller-manager"
+
+// serviceAccountNamespace holds the controllers' ServiceAccounts with
+// --use-service-account-credentials.
+const serviceAccountNamespace = "kube-system"
+
+// errInvalidFlags is returned after the validation errors have been printed.
+var errInvalidFlags = errors.New("invalid command-line flags")
+
+// NewControllerManagerCommand returns the bosun-controller-manager command.
+func NewControllerManagerCommand() *cobra.Command {
+	return newCommand(NewControllerRegistry(), features.DefaultMutableFeatureGate)
+}
+
+func newCommand(reg *registry.Registry, gate featuregate.MutableVersionedFeatureGate) *cobra.Command {
+	o := options.NewOptions(gate)
+	fss := o.Flags(reg)
+	cmd := &cobra.Command{
+		Use: componentName,
+		Long: `bosun-controller-manager runs bosun's workload controllers (ReplicaSet, Deployment, garbage collector and
+the OpenKruise-compatible ones). Like kube-controller-manager it elects a leader through a Lease, serves
+/healthz, /livez, /readyz and /metrics over HTTPS, and stops its controllers gracefully on SIGTERM.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return fmt.Errorf("%q does not take any arguments, got %q", cmd.CommandPath(), args)
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			verflag.PrintAndExitIfRequested()
+			// Everything is checked before logging is configured or anything is contacted.
+			if err := o.Validate(reg); err != nil {
+				printErrors(cmd.ErrOrStderr(), err)
+				return errInvalidFlags
+			}
+			if err := logsapi.ValidateAndApply(o.Logs, gate); err != nil {
+				return err
+			}
+			cliflag.PrintFlags(cmd.Flags())
+			return Run(genericapiserver.SetupSignalContext(), o, reg)
+		},
+	}
+	options.AddTo(cmd.Flags(), fss)
+	cols, _, _ := term.TerminalSize(cmd.OutOrStdout())
+	cliflag.SetUsageAndHelpFunc(cmd, fss, cols)
+	return cmd
+}
+
+// printErrors writes one line per error, unquoted, so that messages such as
+// `"nosuch" is not in the list of known controllers` appear exactly as written.
+func printErrors(w io.Writer, err error) {
+	var agg utilerrors.Aggregate
+	if errors.As(err, &agg) {
+		for _, e := range agg.Errors() {
+			fmt.Fprintf(w, "Error: %v\n", e)
+		}
+		return
+	}
+	fmt.Fprintf(w, "Error: %v\n", err)
+}
+
+// Run runs bosun-controller-manager until ctx is cancelled (the first SIGTERM or SIGINT) and
+// its controllers stopped. It returns nil after a clean shutdown.
+func Run(ctx context.Context, o *options.Options, reg *registry.Registry) error {
+	logger := klog.FromContext(ctx)
+	logger.Info("Starting", "component", componentName, "version", version.Get().String())
+	logger.Info("Golang settings", "GOGC", os.Getenv("GOGC"), "GOMAXPROCS", goruntime.GOMAXPROCS(0), "GOTRACEBACK", os.Getenv("GOTRACEBACK"))
+	registerMetrics()
+
+	// Step 2: clients.
+	baseConfig, err := o.Client.RESTConfig()
+	if err != nil {
+		return err
+	}
+	rootClient, err := kubernetes.NewForConfig(rest.AddUserAgent(rest.CopyConfig(baseConfig), componentName))
+	if err != nil {
+		return fmt.Errorf("creating the root client: %w", err)
+	}
+	builder := clientbuilder.NewSimpleBuilder(baseConfig)
+	if o.UseServiceAccountCredentials {
+		builder = clientbuilder.NewServiceAccountBuilder(baseConfig, rootClient.CoreV1(), serviceAccountNamespace)
+	}
+
+	// Step 3: events, then serving; health and metrics answer from here on.
+	events := newEventBroadcaster(ctx, rootClient)
+	defer events.Shutdown()
+	health := newHealthChecks(o.LeaderElection.LeaderElect, ctx.Done())
+	servingConfig, err := o.Serving.Config(baseConfig)
+	if err != nil {
+		return err
+	}
+	mux := serving.NewBaseMux(componentName, health.endpoints(), o.Profiling)
+	// Serving outlives ctx: while controllers stop, /readyz must still answer (failing).
+	serverStop := make(chan struct{})
+	serverStopped, err := servingConfig.Serve(mux, serverStop)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		close(serverStop)
+		<-serverStopped
+	}()
+
+	// Step 4 would start the components that run on every replica (admission webhooks); bosun
+	// has none yet.
+
+	m := &controllerManager{
+		registry:      reg,
+		enabled:       reg.Enabled(o.Controllers),
+		clientBuilder: builder,
+		rootClient:    rootClient,
+		config:        o.ControllerConfiguration(),
+		featureGate:   o.FeatureGate,
+		eventRecorder: events.recorderFor,
+		health:        health,
+		debugMux:      mux,
+		startInterval: o.ControllerStartInterval,
+	}
+	logger.Info("Enabled controllers", "controllers", m.enabled)
+
+	if o.LeaderElection.LeaderElect {
+		return runWithLeaderElection(ctx, o, baseConfig, m, events.recorderFor(componentName))
+	}
+	go m.leadOrExit(ctx)
+	<-ctx.Done()
+	logger.Info("Termination requested, stopping controllers")
+	return m.stopControllers(ctx, o.ControllerShutdownTimeout)
+}
+
+// leadOrExit runs a leadership term and exits the process if it cannot start: a manager whose
+// controllers failed to build must not keep running as if it led.
+func (m *controllerManager) leadOrExit(ctx context.Context) {
+	if err := m.lead(ctx); err != nil && ctx.Err() == nil {
+		klog.FromContext(ctx).Error(err, "Error starting controllers")
+		klog.FlushAndExit(klog.ExitFlushTimeout, 1)
+	}
+}
+
+// eventBroadcaster sends the controllers' events to the API server.
+type eventBroadcaster struct {
+	record.EventBroadcaster
+	scheme *runtime.Scheme
+}
+
+func newEventBroadcaster(ctx context.Context, client kubernetes.Interface) *eventBroadcaster {
+	// Events must keep flowing while controllers stop, so the broadcaster only borrows ctx's
+	// logger and is shut down explicitly at the very end.
+	b := record.NewBroadcaster(record.WithContext(context.WithoutCancel(ctx)))
+	b.StartStructuredLogging(3)
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	// Events may name built-in objects or bosun's own.
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(bosunscheme.AddToScheme(scheme))
+	return &eventBroadcaster{EventBroadcaster: b, scheme: scheme}
+}
+
+func (b *eventBroadcaster) recorderFor(component string) record.EventRecorderLogger {
+	return b.NewRecorder(b.scheme, corev1.EventSource{Component: component})
+}

@@ -1,0 +1,251 @@
+// Package options defines bosun-controller-manager's command-line flags, their defaults and
+// their validation. Flags are grouped into component-base named flag sets so that --help
+// prints them by topic, in the same groups as upstream kube-controller-manager where the two
+// overlap. Validation reports every problem at once and never contacts the API server.
+package options
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	cliflag "k8s.io/component-base/cli/flag"
+	componentbaseconfig "k8s.io/component-base/config"
+	componentbaseoptions "k8s.io/component-base/config/options"
+	"k8s.io/component-base/featuregate"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	"k8s.io/component-base/version/verflag"
+
+	"github.com/bosun-dev/bosun/pkg/clientconfig"
+	"github.com/bosun-dev/bosun/pkg/controller/informers"
+	"github.com/bosun-dev/bosun/pkg/controllermanager/config"
+	"github.com/bosun-dev/bosun/pkg/controllermanager/registry"
+	"github.com/bosun-dev/bosun/pkg/serving"
+)
+
+// Defaults that differ from upstream kube-controller-manager, so both can run side by side.
+const (
+	// DefaultSecurePort leaves upstream's 10257 free.
+	DefaultSecurePort = 10267
+	// DefaultLeaseName is never upstream's kube-controller-manager Lease.
+	DefaultLeaseName = "bosun-controller-manager"
+	// ServingCertPairName names the generated self-signed certificate.
+	ServingCertPairName = "bosun-controller-manager"
+)
+
+// Flag group names, in --help order.
+const (
+	groupGeneric        = "generic"
+	groupControllers    = "controllers"
+	groupClient         = "client"
+	groupLeaderElection = "leader election"
+	groupFeatureGates   = "feature gates"
+	groupLogs           = "logs"
+	groupMisc           = "misc"
+)
+
+// Options are all flags of bosun-controller-manager.
+type Options struct {
+	// Controllers is --controllers.
+	Controllers []string
+
+	ConcurrentReplicaSetSyncs int32
+	ConcurrentDeploymentSyncs int32
+	ConcurrentGCSyncs         int32
+	EnableGarbageCollector    bool
+
+	MinResyncPeriod              time.Duration
+	ControllerStartInterval      time.Duration
+	ControllerShutdownTimeout    time.Duration
+	UseServiceAccountCredentials bool
+
+	Client         *clientconfig.Options
+	LeaderElection componentbaseconfig.LeaderElectionConfiguration
+	Serving        *serving.Options
+	Profiling      serving.ProfilingOptions
+	Logs           *logsapi.LoggingConfiguration
+	// FeatureGate receives --feature-gates.
+	FeatureGate featuregate.MutableVersionedFeatureGate
+}
+
+// NewOptions returns the defaults. gate is the feature gate --feature-gates writes to.
+func NewOptions(gate featuregate.MutableVersionedFeatureGate) *Options {
+	return &Options{
+		Controllers:               []string{"*"},
+		ConcurrentReplicaSetSyncs: 5,
+		ConcurrentDeploymentSyncs: 5,
+		ConcurrentGCSyncs:         20,
+		EnableGarbageCollector:    true,
+		MinResyncPeriod:           informers.DefaultMinResyncPeriod,
+		ControllerStartInterval:   0,
+		ControllerShutdownTimeout: 10 * time.Second,
+		Client:                    clientconfig.NewOptions(),
+		LeaderElection: componentbaseconfig.LeaderElectionConfiguration{
+			LeaderElect:       true,
+			LeaseDuration:     metav1.Duration{Duration: 15 * time.Second},
+			RenewDeadline:     metav1.Duration{Duration: 10 * time.Second},
+			RetryPeriod:       metav1.Duration{Duration: 2 * time.Second},
+			ResourceLock:      resourcelock.LeasesResourceLock,
+			ResourceName:      DefaultLeaseName,
+			ResourceNamespace: "kube-system",
+		},
+		Serving:     serving.NewOptions(DefaultSecurePort, ServingCertPairName),
+		Profiling:   serving.ProfilingOptions{EnableProfiling: true},
+		Logs:        logsapi.NewLoggingConfiguration(),
+		FeatureGate: gate,
+	}
+}
+
+// Flags returns the flags grouped for --help. reg supplies the controller list for the
+// --controllers description.
+func (o *Options) Flags(reg *registry.Registry) cliflag.NamedFlagSets {
+	var fss cliflag.NamedFlagSets
+
+	generic := fss.FlagSet(groupGeneric)
+	generic.DurationVar(&o.MinResyncPeriod, "min-resync-period", o.MinResyncPeriod,
+		"The resync period of shared informers is a random duration between min-resync-period and twice that.")
+	generic.DurationVar(&o.ControllerStartInterval, "controller-start-interval", o.ControllerStartInterval,
+		"Each controller waits a random duration between this interval and twice that before it starts.")
+	generic.DurationVar(&o.ControllerShutdownTimeout, "controller-shutdown-timeout", o.ControllerShutdownTimeout,
+		"How long to wait for controllers to stop on SIGTERM or SIGINT before exiting with status 1.")
+	generic.BoolVar(&o.UseServiceAccountCredentials, "use-service-account-credentials", o.UseServiceAccountCredentials,
+		"If true, each controller authenticates as the ServiceAccount kube-system/<client name> (created if missing) with tokens from the TokenRequest API.")
+	generic.BoolVar(&o.Profiling.EnableProfiling, "profiling", o.Profiling.EnableProfiling,
+		"Enable profiling via web interface host:port/debug/pprof/ and PUT /debug/flags/v.")
+	generic.BoolVar(&o.Profiling.EnableContentionProfiling, "contention-profiling", o.Profiling.EnableContentionProfiling,
+		"Enable block profiling, if profiling is enabled.")
+
+	controllers := fss.FlagSet(groupControllers)
+	controllers.StringSliceVar(&o.Controllers, "controllers", o.Controllers, reg.HelpText())
+	controllers.Int32Var(&o.ConcurrentReplicaSetSyncs, "concurrent-replicaset-syncs", o.ConcurrentReplicaSetSyncs,
+		"The number of ReplicaSets that may sync concurrently.")
+	controllers.Int32Var(&o.ConcurrentDeploymentSyncs, "concurrent-deployment-syncs", o.ConcurrentDeploymentSyncs,
+		"The number of Deployments that may sync concurrently.")
+	controllers.Int32Var(&o.ConcurrentGCSyncs, "concurrent-gc-syncs", o.ConcurrentGCSyncs,
+		"The number of garbage collector workers that may sync concurrently.")
+	controllers.BoolVar(&o.EnableGarbageCollector, "enable-garbage-collector", o.EnableGarbageCollector,
+		"Enables the generic garbage collector. Must match the corresponding flag of the kube-apiserver.")
+
+	client := fss.FlagSet(groupClient)
+	o.Client.AddFlags(client)
+	o.Client.AddContentTypeFlag(client)
+
+	componentbaseoptions.BindLeaderElectionFlags(&o.LeaderElection, fss.FlagSet(groupLeaderElection))
+
+	o.Serving.AddFlags(&fss)
+
+	o.FeatureGate.AddFlag(fss.FlagSet(groupFeatureGates))
+
+	logsapi.AddFlags(o.Logs, fss.FlagSet(groupLogs))
+
+	misc := fss.FlagSet(groupMisc)
+	verflag.AddFlags(misc)
+	misc.BoolP("help", "h", false, "Help for bosun-controller-manager.")
+	return fss
+}
+
+// AddTo adds every flag of fss to fs.
+func AddTo(fs *pflag.FlagSet, fss cliflag.NamedFlagSets) {
+	for _, name := range fss.Order {
+		fs.AddFlagSet(fss.FlagSets[name])
+	}
+}
+
+// Validate returns all problems with the flags in one aggregate error, or nil.
+func (o *Options) Validate(reg *registry.Registry) error {
+	var errs []error
+	if err := reg.Validate(o.Controllers); err != nil {
+		errs = append(errs, flatten(err)...)
+	}
+	for _, workers := range []struct {
+		flag  string
+		value int32
+	}{
+		{"--concurrent-replicaset-syncs", o.ConcurrentReplicaSetSyncs},
+		{"--concurrent-deployment-syncs", o.ConcurrentDeploymentSyncs},
+		{"--concurrent-gc-syncs", o.ConcurrentGCSyncs},
+	} {
+		if workers.value < 1 {
+			errs = append(errs, fmt.Errorf("%s must be at least 1, got %d", workers.flag, workers.value))
+		}
+	}
+	if o.MinResyncPeriod <= 0 {
+		errs = append(errs, fmt.Errorf("--min-resync-period must be greater than 0, got %v", o.MinResyncPeriod))
+	}
+	if o.ControllerStartInterval < 0 {
+		errs = append(errs, fmt.Errorf("--controller-start-interval must not be negative, got %v", o.ControllerStartInterval))
+	}
+	if o.ControllerShutdownTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--controller-shutdown-timeout must be greater than 0, got %v", o.ControllerShutdownTimeout))
+	}
+	errs = append(errs, o.Client.Validate()...)
+	errs = append(errs, validateLeaderElection(&o.LeaderElection)...)
+	errs = append(errs, o.Serving.Validate()...)
+	for _, err := range logsapi.Validate(o.Logs, o.FeatureGate, nil) {
+		errs = append(errs, err)
+	}
+	return utilerrors.NewAggregate(errs)
+}
+
+// validateLeaderElection checks the timings client-go's elector would otherwise reject at run
+// time, and the lock type.
+func validateLeaderElection(le *componentbaseconfig.LeaderElectionConfiguration) []error {
+	if !le.LeaderElect {
+		return nil
+	}
+	var errs []error
+	lease, renew, retry := le.LeaseDuration.Duration, le.RenewDeadline.Duration, le.RetryPeriod.Duration
+	for _, timing := range []struct {
+		flag  string
+		value time.Duration
+	}{
+		{"--leader-elect-lease-duration", lease},
+		{"--leader-elect-renew-deadline", renew},
+		{"--leader-elect-retry-period", retry},
+	} {
+		if timing.value <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be greater than 0, got %v", timing.flag, timing.value))
+		}
+	}
+	if lease <= renew {
+		errs = append(errs, fmt.Errorf("--leader-elect-lease-duration (%v) must be greater than --leader-elect-renew-deadline (%v)", lease, renew))
+	}
+	if minRenew := time.Duration(leaderelection.JitterFactor * float64(retry)); renew <= minRenew {
+		errs = append(errs, fmt.Errorf("--leader-elect-renew-deadline (%v) must be greater than %v × --leader-elect-retry-period (%v × %v = %v)",
+			renew, leaderelection.JitterFactor, leaderelection.JitterFactor, retry, minRenew))
+	}
+	if le.ResourceLock != resourcelock.LeasesResourceLock {
+		errs = append(errs, fmt.Errorf("--leader-elect-resource-lock must be %q, got %q", resourcelock.LeasesResourceLock, le.ResourceLock))
+	}
+	if le.ResourceName == "" {
+		errs = append(errs, errors.New("--leader-elect-resource-name must not be empty"))
+	}
+	if le.ResourceNamespace == "" {
+		errs = append(errs, errors.New("--leader-elect-resource-namespace must not be empty"))
+	}
+	return errs
+}
+
+// ControllerConfiguration is the part of the options that controllers read.
+func (o *Options) ControllerConfiguration() *config.Configuration {
+	return &config.Configuration{
+		MinResyncPeriod:  o.MinResyncPeriod,
+		ReplicaSet:       config.ReplicaSetConfiguration{ConcurrentSyncs: o.ConcurrentReplicaSetSyncs},
+		Deployment:       config.DeploymentConfiguration{ConcurrentSyncs: o.ConcurrentDeploymentSyncs},
+		GarbageCollector: config.GarbageCollectorConfiguration{Enabled: o.EnableGarbageCollector, ConcurrentSyncs: o.ConcurrentGCSyncs},
+	}
+}
+
+// flatten returns the errors inside an aggregate, or err itself.
+func flatten(err error) []error {
+	var agg utilerrors.Aggregate
+	if errors.As(err, &agg) {
+		return agg.Errors()
+	}
+	return []error{err}
+}

@@ -1,0 +1,220 @@
+package options
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+
+	"github.com/bosun-dev/bosun/pkg/controllermanager/registry"
+	"github.com/bosun-dev/bosun/pkg/features"
+)
+
+type noop struct{}
+
+func (noop) Run(ctx context.Context) { <-ctx.Done() }
+
+func testRegistry() *registry.Registry {
+	r := registry.New()
+	construct := func(context.Context, *registry.ControllerContext) (registry.Controller, error) { return noop{}, nil }
+	r.MustRegister(registry.Descriptor{Name: "replicaset-controller", Aliases: []string{"replicaset"}, Constructor: construct})
+	r.MustRegister(registry.Descriptor{Name: "deployment-controller", Aliases: []string{"deployment"}, Constructor: construct})
+	return r
+}
+
+// parse builds fresh options and parses args into them the way the command does.
+func parse(t *testing.T, args ...string) (*Options, error) {
+	t.Helper()
+	o := NewOptions(features.NewFeatureGate())
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	AddTo(fs, o.Flags(testRegistry()))
+	return o, fs.Parse(args)
+}
+
+func TestDefaults(t *testing.T) {
+	o, err := parse(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Validate(testRegistry()); err != nil {
+		t.Fatalf("defaults do not validate: %v", err)
+	}
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"controllers", strings.Join(o.Controllers, ","), "*"},
+		{"replicaset workers", o.ConcurrentReplicaSetSyncs, int32(5)},
+		{"deployment workers", o.ConcurrentDeploymentSyncs, int32(5)},
+		{"gc workers", o.ConcurrentGCSyncs, int32(20)},
+		{"gc enabled", o.EnableGarbageCollector, true},
+		{"qps", o.Client.QPS, float32(20)},
+		{"burst", o.Client.Burst, int32(30)},
+		{"content type", o.Client.ContentType, "application/vnd.kubernetes.protobuf"},
+		{"min resync", o.MinResyncPeriod, 12 * time.Hour},
+		{"start interval", o.ControllerStartInterval, time.Duration(0)},
+		{"shutdown timeout", o.ControllerShutdownTimeout, 10 * time.Second},
+		{"sa credentials", o.UseServiceAccountCredentials, false},
+		{"leader elect", o.LeaderElection.LeaderElect, true},
+		{"lease", o.LeaderElection.LeaseDuration.Duration, 15 * time.Second},
+		{"renew", o.LeaderElection.RenewDeadline.Duration, 10 * time.Second},
+		{"retry", o.LeaderElection.RetryPeriod.Duration, 2 * time.Second},
+		{"lock", o.LeaderElection.ResourceLock, "leases"},
+		{"lease name", o.LeaderElection.ResourceName, "bosun-controller-manager"},
+		{"lease namespace", o.LeaderElection.ResourceNamespace, "kube-system"},
+		{"secure port", o.Serving.SecureServing.BindPort, 10267},
+		{"bind address", o.Serving.SecureServing.BindAddress.String(), "0.0.0.0"},
+		{"cert pair", o.Serving.SecureServing.ServerCert.PairName, "bosun-controller-manager"},
+		{"token cache ttl", o.Serving.Authentication.CacheTTL, 10 * time.Second},
+		{"always allow", strings.Join(o.Serving.Authorization.AlwaysAllowPaths, ","), "/healthz,/readyz,/livez"},
+		{"authz allowed ttl", o.Serving.Authorization.AllowCacheTTL, 10 * time.Second},
+		{"authz denied ttl", o.Serving.Authorization.DenyCacheTTL, 10 * time.Second},
+		{"profiling", o.Profiling.EnableProfiling, true},
+		{"contention profiling", o.Profiling.EnableContentionProfiling, false},
+		{"logging format", o.Logs.Format, "text"},
+		{"log flush", o.Logs.FlushFrequency.Duration.Duration, 5 * time.Second},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s: default %v, want %v", c.name, c.got, c.want)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		// wantErrs are substrings, one per expected error; the count must match exactly.
+		wantErrs []string
+	}{
+		{name: "valid selection with aliases", args: []string{"--controllers=-replicaset,*,deployment-controller"}},
+		{name: "empty selection is valid", args: []string{"--controllers="}},
+		{
+			name:     "unknown controller",
+			args:     []string{"--controllers=*,nosuch"},
+			wantErrs: []string{`"nosuch" is not in the list of known controllers; valid names are: deployment-controller (alias deployment), replicaset-controller (alias replicaset)`},
+		},
+		{
+			name:     "zero workers",
+			args:     []string{"--concurrent-replicaset-syncs=0", "--concurrent-deployment-syncs=-1", "--concurrent-gc-syncs=0"},
+			wantErrs: []string{"--concurrent-replicaset-syncs", "--concurrent-deployment-syncs", "--concurrent-gc-syncs"},
+		},
+		{name: "resync", args: []string{"--min-resync-period=0s"}, wantErrs: []string{"--min-resync-period"}},
+		{name: "start interval", args: []string{"--controller-start-interval=-1s"}, wantErrs: []string{"--controller-start-interval"}},
+		{name: "shutdown timeout", args: []string{"--controller-shutdown-timeout=0s"}, wantErrs: []string{"--controller-shutdown-timeout"}},
+		{name: "client", args: []string{"--kube-api-qps=0", "--kube-api-burst=0", "--kube-api-content-type=text/plain"},
+			wantErrs: []string{"--kube-api-qps", "--kube-api-burst", "--kube-api-content-type"}},
+		{
+			name:     "lease not longer than renew deadline",
+			args:     []string{"--leader-elect-lease-duration=10s", "--leader-elect-renew-deadline=10s"},
+			wantErrs: []string{"--leader-elect-lease-duration (10s) must be greater than --leader-elect-renew-deadline (10s)"},
+		},
+		{
+			name:     "renew deadline not above 1.2 x retry",
+			args:     []string{"--leader-elect-renew-deadline=6s", "--leader-elect-retry-period=5s"},
+			wantErrs: []string{"--leader-elect-renew-deadline (6s) must be greater than 1.2"},
+		},
+		{
+			name: "non-positive timings",
+			args: []string{"--leader-elect-lease-duration=0s", "--leader-elect-renew-deadline=-1s", "--leader-elect-retry-period=0s"},
+			wantErrs: []string{"--leader-elect-lease-duration must be greater than 0", "--leader-elect-renew-deadline must be greater than 0",
+				"--leader-elect-retry-period must be greater than 0", "--leader-elect-renew-deadline (-1s) must be greater than 1.2"},
+		},
+		{name: "lock type", args: []string{"--leader-elect-resource-lock=endpointsleases"}, wantErrs: []string{`--leader-elect-resource-lock must be "leases"`}},
+		{name: "empty lease name", args: []string{"--leader-elect-resource-name=", "--leader-elect-resource-namespace="},
+			wantErrs: []string{"--leader-elect-resource-name", "--leader-elect-resource-namespace"}},
+		{
+			name: "leader election rules do not apply when it is off",
+			args: []string{"--leader-elect=false", "--leader-elect-lease-duration=1s", "--leader-elect-resource-lock=configmaps"},
+		},
+		{name: "secure port out of range", args: []string{"--secure-port=70000"}, wantErrs: []string{"--secure-port"}},
+		{name: "secure port 0 disables serving", args: []string{"--secure-port=0"}},
+		{name: "logging format", args: []string{"--logging-format=xml"}, wantErrs: []string{"xml"}},
+		{
+			name:     "all problems are reported together",
+			args:     []string{"--controllers=nosuch", "--concurrent-gc-syncs=0", "--kube-api-qps=0", "--leader-elect-resource-lock=x", "--secure-port=-2"},
+			wantErrs: []string{`"nosuch" is not in the list`, "--concurrent-gc-syncs", "--kube-api-qps", "--leader-elect-resource-lock", "--secure-port"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := parse(t, tc.args...)
+			if err != nil {
+				t.Fatalf("parse: %v", err)
+			}
+			err = o.Validate(testRegistry())
+			var got []error
+			if err != nil {
+				got = err.(utilerrors.Aggregate).Errors()
+			}
+			if len(got) != len(tc.wantErrs) {
+				t.Fatalf("got %d errors %v, want %d matching %q", len(got), got, len(tc.wantErrs), tc.wantErrs)
+			}
+			for _, want := range tc.wantErrs {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("errors %q lack %q", err, want)
+				}
+			}
+		})
+	}
+}
+
+func TestParseRejects(t *testing.T) {
+	for _, args := range [][]string{
+		{"--feature-gates=NoSuchGate=true"},
+		{"--feature-gates=LogarithmicScaleDown=false"},
+		{"--no-such-flag"},
+	} {
+		if _, err := parse(t, args...); err == nil {
+			t.Errorf("parsing %v succeeded", args)
+		}
+	}
+	o, err := parse(t, "--feature-gates=PodDeletionCost=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.FeatureGate.Enabled(features.PodDeletionCost) {
+		t.Error("--feature-gates=PodDeletionCost=false did not reach the gate")
+	}
+}
+
+func TestFlagGroupsAndHelp(t *testing.T) {
+	o := NewOptions(features.NewFeatureGate())
+	fss := o.Flags(testRegistry())
+	wantOrder := []string{"generic", "controllers", "client", "leader election", "secure serving", "authentication",
+		"authorization", "feature gates", "logs", "misc"}
+	if got := strings.Join(fss.Order, "|"); got != strings.Join(wantOrder, "|") {
+		t.Errorf("groups %q, want %q", got, strings.Join(wantOrder, "|"))
+	}
+	for group, flag := range map[string]string{
+		"controllers": "concurrent-gc-syncs", "client": "kube-api-content-type", "leader election": "leader-elect-renew-deadline",
+		"secure serving": "tls-cert-file", "authentication": "requestheader-client-ca-file",
+		"authorization": "authorization-always-allow-paths", "feature gates": "feature-gates", "logs": "logging-format",
+		"misc": "version", "generic": "controller-shutdown-timeout",
+	} {
+		if fss.FlagSets[group].Lookup(flag) == nil {
+			t.Errorf("--%s is not in group %q", flag, group)
+		}
+	}
+	help := fss.FlagSets["controllers"].Lookup("controllers").Usage
+	if !strings.Contains(help, "All controllers: deployment-controller (alias deployment), replicaset-controller (alias replicaset)") {
+		t.Errorf("--controllers help %q does not list the controllers", help)
+	}
+}
+
+func TestControllerConfiguration(t *testing.T) {
+	o, err := parse(t, "--concurrent-replicaset-syncs=7", "--concurrent-deployment-syncs=8", "--concurrent-gc-syncs=9",
+		"--enable-garbage-collector=false", "--min-resync-period=1h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := o.ControllerConfiguration()
+	if c.ReplicaSet.ConcurrentSyncs != 7 || c.Deployment.ConcurrentSyncs != 8 || c.GarbageCollector.ConcurrentSyncs != 9 ||
+		c.GarbageCollector.Enabled || c.MinResyncPeriod != time.Hour {
+		t.Errorf("configuration %+v", c)
+	}
+}
