@@ -21,8 +21,8 @@ import (
 	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2"
 
+	"github.com/bosun-dev/bosun/pkg/clientbuilder"
 	toolkitinformers "github.com/bosun-dev/bosun/pkg/controller/informers"
-	"github.com/bosun-dev/bosun/pkg/controllermanager/clientbuilder"
 	"github.com/bosun-dev/bosun/pkg/controllermanager/config"
 	"github.com/bosun-dev/bosun/pkg/controllermanager/registry"
 	"github.com/bosun-dev/bosun/pkg/serving"
@@ -49,8 +49,12 @@ var errShutdownTimeout = errors.New("controller shutdown timeout reached")
 // controllerManager builds and runs the enabled controllers for one leadership term and stops
 // them on shutdown.
 type controllerManager struct {
-	registry      *registry.Registry
-	enabled       []string
+	registry *registry.Registry
+	enabled  []string
+	// rootBuilder builds the manager's own clients (shared informers, discovery) with the
+	// manager's credentials; clientBuilder builds the controllers' clients, which act as
+	// their own ServiceAccounts with --use-service-account-credentials.
+	rootBuilder   clientbuilder.Builder
 	clientBuilder clientbuilder.Builder
 	rootClient    kubernetes.Interface
 	config        *config.Configuration
@@ -135,6 +139,9 @@ func (m *controllerManager) runTerm(ctx context.Context, controllerContext leade
 	klog.FromContext(ctx).Info("Started shared informers", "controllers", len(built))
 
 	m.runControllers(ctx, built)
+	// The term lasts until ctx ends even if every controller returned early (or none was
+	// built): the informers stop only then.
+	<-ctx.Done()
 	factories.shutdown()
 	return nil
 }
@@ -150,11 +157,11 @@ type leaderContext struct {
 func (m *controllerManager) newControllerContext(ctx context.Context) (leaderContext, *sharedFactories, error) {
 	minResync := m.config.MinResyncPeriod
 
-	informerClient, err := m.clientBuilder.Client(sharedInformersClientName)
+	informerClient, err := m.rootBuilder.Client(sharedInformersClientName)
 	if err != nil {
 		return leaderContext{}, nil, err
 	}
-	metadataConfig, err := m.clientBuilder.Config(metadataInformersClientName)
+	metadataConfig, err := m.rootBuilder.Config(metadataInformersClientName)
 	if err != nil {
 		return leaderContext{}, nil, err
 	}
@@ -162,7 +169,7 @@ func (m *controllerManager) newControllerContext(ctx context.Context) (leaderCon
 	if err != nil {
 		return leaderContext{}, nil, fmt.Errorf("creating metadata client: %w", err)
 	}
-	bosunClient, err := registry.NewBosunClient(m.clientBuilder, sharedInformersClientName)
+	bosunClient, err := clientbuilder.BosunClient(m.rootBuilder, sharedInformersClientName)
 	if err != nil {
 		return leaderContext{}, nil, err
 	}
@@ -181,7 +188,7 @@ func (m *controllerManager) newControllerContext(ctx context.Context) (leaderCon
 		return leaderContext{}, nil, err
 	}
 
-	discoveryClient, err := m.clientBuilder.Client(discoveryClientName)
+	discoveryClient, err := m.rootBuilder.Client(discoveryClientName)
 	if err != nil {
 		return leaderContext{}, nil, err
 	}

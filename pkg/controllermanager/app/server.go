@@ -5,17 +5,12 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"os"
-	goruntime "runtime"
 
 	bosunscheme "github.com/bosun-dev/client-go/clientset/versioned/scheme"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/kubernetes"
@@ -27,14 +22,14 @@ import (
 	"k8s.io/component-base/featuregate"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/component-base/term"
-	"k8s.io/component-base/version"
 	"k8s.io/component-base/version/verflag"
 	"k8s.io/klog/v2"
 
 	// Makes --logging-format=json available.
 	_ "k8s.io/component-base/logs/json/register"
 
-	"github.com/bosun-dev/bosun/pkg/controllermanager/clientbuilder"
+	"github.com/bosun-dev/bosun/pkg/clientbuilder"
+	"github.com/bosun-dev/bosun/pkg/cmdutil"
 	"github.com/bosun-dev/bosun/pkg/controllermanager/options"
 	"github.com/bosun-dev/bosun/pkg/controllermanager/registry"
 	"github.com/bosun-dev/bosun/pkg/features"
@@ -48,9 +43,6 @@ const componentName = "bosun-controller-manager"
 // serviceAccountNamespace holds the controllers' ServiceAccounts with
 // --use-service-account-credentials.
 const serviceAccountNamespace = "kube-system"
-
-// errInvalidFlags is returned after the validation errors have been printed.
-var errInvalidFlags = errors.New("invalid command-line flags")
 
 // NewControllerManagerCommand returns the bosun-controller-manager command.
 func NewControllerManagerCommand() *cobra.Command {
@@ -75,8 +67,8 @@ the OpenKruise-compatible ones). Like kube-controller-manager it elects a leader
 			verflag.PrintAndExitIfRequested()
 			// Everything is checked before logging is configured or anything is contacted.
 			if err := o.Validate(reg); err != nil {
-				printErrors(cmd.ErrOrStderr(), err)
-				return errInvalidFlags
+				cmdutil.PrintErrors(cmd.ErrOrStderr(), err)
+				return cmdutil.ErrInvalidFlags
 			}
 			if err := logsapi.ValidateAndApply(o.Logs, gate); err != nil {
 				return err
@@ -91,25 +83,11 @@ the OpenKruise-compatible ones). Like kube-controller-manager it elects a leader
 	return cmd
 }
 
-// printErrors writes one line per error, unquoted, so that messages such as
-// `"nosuch" is not in the list of known controllers` appear exactly as written.
-func printErrors(w io.Writer, err error) {
-	var agg utilerrors.Aggregate
-	if errors.As(err, &agg) {
-		for _, e := range agg.Errors() {
-			fmt.Fprintf(w, "Error: %v\n", e)
-		}
-		return
-	}
-	fmt.Fprintf(w, "Error: %v\n", err)
-}
-
 // Run runs bosun-controller-manager until ctx is cancelled (the first SIGTERM or SIGINT) and
 // its controllers stopped. It returns nil after a clean shutdown.
 func Run(ctx context.Context, o *options.Options, reg *registry.Registry) error {
 	logger := klog.FromContext(ctx)
-	logger.Info("Starting", "component", componentName, "version", version.Get().String())
-	logger.Info("Golang settings", "GOGC", os.Getenv("GOGC"), "GOMAXPROCS", goruntime.GOMAXPROCS(0), "GOTRACEBACK", os.Getenv("GOTRACEBACK"))
+	cmdutil.LogStartup(ctx, componentName)
 	registerMetrics()
 
 	// Step 2: clients.
@@ -121,7 +99,8 @@ func Run(ctx context.Context, o *options.Options, reg *registry.Registry) error 
 	if err != nil {
 		return fmt.Errorf("creating the root client: %w", err)
 	}
-	builder := clientbuilder.NewSimpleBuilder(baseConfig)
+	rootBuilder := clientbuilder.NewSimpleBuilder(baseConfig)
+	builder := rootBuilder
 	if o.UseServiceAccountCredentials {
 		builder = clientbuilder.NewServiceAccountBuilder(baseConfig, rootClient.CoreV1(), serviceAccountNamespace)
 	}
@@ -152,6 +131,7 @@ func Run(ctx context.Context, o *options.Options, reg *registry.Registry) error 
 	m := &controllerManager{
 		registry:      reg,
 		enabled:       reg.Enabled(o.Controllers),
+		rootBuilder:   rootBuilder,
 		clientBuilder: builder,
 		rootClient:    rootClient,
 		config:        o.ControllerConfiguration(),

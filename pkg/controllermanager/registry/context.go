@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"fmt"
 	"time"
 
 	bosunclientset "github.com/bosun-dev/client-go/clientset/versioned"
@@ -14,7 +13,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/featuregate"
 
-	"github.com/bosun-dev/bosun/pkg/controllermanager/clientbuilder"
+	"github.com/bosun-dev/bosun/pkg/clientbuilder"
 	"github.com/bosun-dev/bosun/pkg/controllermanager/config"
 )
 
@@ -72,20 +71,5 @@ func (c *ControllerContext) Client() (kubernetes.Interface, error) {
 // JSON whatever --kube-api-content-type says, because custom resources are not served as
 // protobuf.
 func (c *ControllerContext) BosunClient() (bosunclientset.Interface, error) {
-	return NewBosunClient(c.ClientBuilder, c.ClientName)
-}
-
-// NewBosunClient builds a JSON clientset for bosun's API types for the named client.
-func NewBosunClient(builder clientbuilder.Builder, name string) (bosunclientset.Interface, error) {
-	config, err := builder.Config(name)
-	if err != nil {
-		return nil, err
-	}
-	config.ContentType = "application/json"
-	config.AcceptContentTypes = "application/json"
-	client, err := bosunclientset.NewForConfig(config)
-	if err != nil {
-		return nil, fmt.Errorf("creating bosun client %q: %w", name, err)
-	}
-	return client, nil
+	return clientbuilder.BosunClient(c.ClientBuilder, c.ClientName)
 }

@@ -10,6 +10,8 @@ package clientbuilder
 import (
 	"fmt"
 
+	bosunclientset "github.com/bosun-dev/client-go/clientset/versioned"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -57,6 +59,22 @@ func clientFor(b Builder, name string) (kubernetes.Interface, error) {
 	client, err := kubernetes.NewForConfig(config)
 	if err != nil {
 		return nil, fmt.Errorf("creating client %q: %w", name, err)
+	}
+	return client, nil
+}
+
+// BosunClient builds a clientset for bosun's API types for the named client. It speaks JSON
+// whatever the base content type, because custom resources are not served as protobuf.
+func BosunClient(b Builder, name string) (bosunclientset.Interface, error) {
+	config, err := b.Config(name)
+	if err != nil {
+		return nil, err
+	}
+	config.ContentType = runtime.ContentTypeJSON
+	config.AcceptContentTypes = runtime.ContentTypeJSON
+	client, err := bosunclientset.NewForConfig(config)
+	if err != nil {
+		return nil, fmt.Errorf("creating bosun client %q: %w", name, err)
 	}
 	return client, nil
 }

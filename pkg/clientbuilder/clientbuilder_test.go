@@ -148,3 +148,25 @@ func TestServiceAccountBuilder(t *testing.T) {
 		}
 	}
 }
+
+func TestBosunClientSpeaksJSON(t *testing.T) {
+	var accept string
+	apiServer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		accept = r.Header.Get("Accept")
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"kind":"ContainerRecreateRequestList","apiVersion":"apps.kruise.io/v1alpha1","items":[]}`))
+	}))
+	defer apiServer.Close()
+	base := &rest.Config{Host: apiServer.URL}
+	base.ContentType = "application/vnd.kubernetes.protobuf"
+	client, err := BosunClient(NewSimpleBuilder(base), "nodeimage-agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.AppsV1alpha1().ContainerRecreateRequests("").List(context.Background(), metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if accept != "application/json" {
+		t.Errorf("Accept %q, want application/json", accept)
+	}
+}

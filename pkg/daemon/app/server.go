@@ -1,0 +1,177 @@
+// Package app is bosun-daemon, the node agent: one process per node, no leader election. It
+// validates its flags, serves health and metrics, connects to the container runtime (retrying
+// while reporting not-ready), starts informers scoped to its node and runs the agent
+// controllers once they synced.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/healthz"
+	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/component-base/featuregate"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	"k8s.io/component-base/term"
+	"k8s.io/component-base/version/verflag"
+	"k8s.io/klog/v2"
+
+	// Makes --logging-format=json available.
+	_ "k8s.io/component-base/logs/json/register"
+	// Registers client-go's workqueue and REST client metrics for /metrics.
+	_ "k8s.io/component-base/metrics/prometheus/restclient"
+	_ "k8s.io/component-base/metrics/prometheus/workqueue"
+
+	"github.com/bosun-dev/bosun/pkg/clientbuilder"
+	"github.com/bosun-dev/bosun/pkg/cmdutil"
+	toolkitinformers "github.com/bosun-dev/bosun/pkg/controller/informers"
+	"github.com/bosun-dev/bosun/pkg/daemon/cri"
+	"github.com/bosun-dev/bosun/pkg/daemon/options"
+	"github.com/bosun-dev/bosun/pkg/features"
+	"github.com/bosun-dev/bosun/pkg/serving"
+)
+
+const (
+	componentName = "bosun-daemon"
+	// informersClientName is the User-Agent suffix of the scoped informers' clients.
+	informersClientName = "node-informers"
+	// shutdownTimeout bounds the graceful shutdown, as the manager's default
+	// --controller-shutdown-timeout does.
+	shutdownTimeout = 10 * time.Second
+)
+
+var errShutdownTimeout = errors.New("shutdown timeout reached")
+
+// NewDaemonCommand returns the bosun-daemon command.
+func NewDaemonCommand() *cobra.Command {
+	return newCommand(features.DefaultMutableFeatureGate)
+}
+
+func newCommand(gate featuregate.MutableVersionedFeatureGate) *cobra.Command {
+	o := options.NewOptions(gate)
+	fss := o.Flags()
+	cmd := &cobra.Command{
+		Use: componentName,
+		Long: `bosun-daemon is bosun's node agent. It runs on every node, talks to the container runtime over CRI,
+and serves ContainerRecreateRequests and NodeImages of its own node only.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return fmt.Errorf("%q does not take any arguments, got %q", cmd.CommandPath(), args)
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			verflag.PrintAndExitIfRequested()
+			if err := o.Validate(); err != nil {
+				cmdutil.PrintErrors(cmd.ErrOrStderr(), err)
+				return cmdutil.ErrInvalidFlags
+			}
+			if err := logsapi.ValidateAndApply(o.Logs, gate); err != nil {
+				return err
+			}
+			cliflag.PrintFlags(cmd.Flags())
+			return Run(genericapiserver.SetupSignalContext(), o)
+		},
+	}
+	options.AddTo(cmd.Flags(), fss)
+	cols, _, _ := term.TerminalSize(cmd.OutOrStdout())
+	cliflag.SetUsageAndHelpFunc(cmd, fss, cols)
+	return cmd
+}
+
+// healthChecks are the daemon's endpoints: /healthz and /livez answer ping; /readyz needs
+// synced informers, a container runtime that answered recently, and no termination.
+type healthChecks struct {
+	healthz, livez, readyz *serving.CheckSet
+	informerSync           *serving.InformerSync
+}
+
+func newHealthChecks(runtime healthz.HealthChecker, terminating <-chan struct{}) *healthChecks {
+	h := &healthChecks{informerSync: &serving.InformerSync{}}
+	h.healthz = serving.NewCheckSet("/healthz", healthz.PingHealthz)
+	h.livez = serving.NewCheckSet("/livez", healthz.PingHealthz)
+	h.readyz = serving.NewCheckSet("/readyz", h.informerSync, runtime, healthz.NewShutdownHealthz(terminating))
+	return h
+}
+
+// Run runs the node agent until ctx is cancelled and everything stopped.
+func Run(ctx context.Context, o *options.Options) error {
+	logger := klog.FromContext(ctx).WithValues("node", o.NodeName)
+	ctx = klog.NewContext(ctx, logger)
+	cmdutil.LogStartup(ctx, componentName)
+
+	baseConfig, err := o.Client.RESTConfig()
+	if err != nil {
+		return err
+	}
+	builder := clientbuilder.NewSimpleBuilder(baseConfig)
+	runtime, err := cri.NewMonitor(o.RuntimeEndpoint, o.RuntimeSocketDirs)
+	if err != nil {
+		return err
+	}
+
+	health := newHealthChecks(runtime, ctx.Done())
+	servingConfig, err := o.Serving.Config(baseConfig)
+	if err != nil {
+		return err
+	}
+	mux := serving.NewBaseMux(componentName, serving.HealthEndpoints{Healthz: health.healthz, Livez: health.livez, Readyz: health.readyz}, o.Profiling)
+	serverStop := make(chan struct{})
+	serverStopped, err := servingConfig.Serve(mux, serverStop)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		close(serverStop)
+		<-serverStopped
+	}()
+
+	// The runtime is retried in the background; until it answers, /readyz fails.
+	runtimeDone := make(chan struct{})
+	go func() {
+		defer close(runtimeDone)
+		runtime.Run(ctx)
+	}()
+
+	kubeClient, err := builder.Client(informersClientName)
+	if err != nil {
+		return err
+	}
+	bosunClient, err := clientbuilder.BosunClient(builder, informersClientName)
+	if err != nil {
+		return err
+	}
+	scoped := newScopedInformers(kubeClient, bosunClient, o.NodeName, toolkitinformers.DefaultMinResyncPeriod)
+	scoped.requestCoreInformers()
+	scoped.watchSync(health.informerSync)
+	scoped.start(ctx)
+
+	if err := scoped.waitForSync(ctx); err == nil {
+		logger.Info("Scoped informers synced")
+		if rt, err := runtime.WaitForRuntime(ctx); err == nil {
+			// The agent controllers (ContainerRecreateRequest, NodeImage) start here.
+			logger.Info("Node agent ready", "runtime", rt.Name, "runtimeVersion", rt.Version, "endpoint", rt.Endpoint)
+		}
+	}
+
+	<-ctx.Done()
+	logger.Info("Termination requested, stopping")
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		scoped.shutdown()
+		<-runtimeDone
+	}()
+	select {
+	case <-stopped:
+		logger.Info("Stopped")
+		return nil
+	case <-time.After(shutdownTimeout):
+		logger.Error(nil, "shutdown timeout reached")
+		return errShutdownTimeout
+	}
+}

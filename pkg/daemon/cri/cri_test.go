@@ -1,0 +1,174 @@
+package cri
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+// fakeRuntime is a real gRPC server implementing RuntimeService.Version on a unix socket.
+type fakeRuntime struct {
+	runtimeapi.UnimplementedRuntimeServiceServer
+	server *grpc.Server
+	path   string
+}
+
+func (*fakeRuntime) Version(context.Context, *runtimeapi.VersionRequest) (*runtimeapi.VersionResponse, error) {
+	return &runtimeapi.VersionResponse{Version: "0.1.0", RuntimeName: "fake-runtime", RuntimeVersion: "1.2.3", RuntimeApiVersion: "v1"}, nil
+}
+
+func startFakeRuntime(t *testing.T, path string) *fakeRuntime {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	listener, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeRuntime{server: grpc.NewServer(), path: path}
+	runtimeapi.RegisterRuntimeServiceServer(f.server, f)
+	go func() { _ = f.server.Serve(listener) }()
+	t.Cleanup(f.stop)
+	return f
+}
+
+// stop stops the server; the listener removes its socket file.
+func (f *fakeRuntime) stop() { f.server.Stop() }
+
+// shortDir returns a temporary directory with a path short enough for unix sockets (108 bytes).
+func shortDir(t *testing.T) string {
+	dir, err := os.MkdirTemp("", "cri")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+func TestCandidatesAndDiscover(t *testing.T) {
+	explicit, err := Candidates("/run/x.sock", DefaultSocketDirs)
+	if err != nil || len(explicit) != 1 || explicit[0] != "unix:///run/x.sock" {
+		t.Errorf("explicit path: %v, %v", explicit, err)
+	}
+	if _, err := Candidates("tcp://127.0.0.1:1", nil); err == nil {
+		t.Error("tcp endpoint accepted")
+	}
+	if _, err := Candidates("relative.sock", nil); err == nil {
+		t.Error("relative endpoint accepted")
+	}
+
+	dir := shortDir(t)
+	candidates, _ := Candidates("", []string{dir})
+	if len(candidates) != 6 || candidates[0] != "unix://"+dir+"/containerd.sock" || candidates[5] != "unix://"+dir+"/cri-dockerd/cri-dockerd.sock" {
+		t.Fatalf("candidates %v", candidates)
+	}
+	if _, err := Discover(candidates); err == nil || !strings.Contains(err.Error(), "no CRI runtime socket found") {
+		t.Errorf("empty dir: %v", err)
+	}
+	// A regular file with a socket's name is not a socket.
+	if err := os.WriteFile(filepath.Join(dir, "containerd.sock"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	startFakeRuntime(t, filepath.Join(dir, "cri-dockerd.sock"))
+	startFakeRuntime(t, filepath.Join(dir, "crio", "crio.sock"))
+	got, err := Discover(candidates)
+	if err != nil || got != "unix://"+dir+"/crio/crio.sock" {
+		t.Errorf("Discover = %q, %v; want the CRI-O socket, which comes before cri-dockerd", got, err)
+	}
+}
+
+// eventually polls cond for up to a minute; the monitor's own intervals are milliseconds.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestMonitorReadiness(t *testing.T) {
+	dir := shortDir(t)
+	m, err := NewMonitor("", []string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.probePeriod, m.initialRetry, m.maxRetry = 20*time.Millisecond, 10*time.Millisecond, 40*time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		m.Run(ctx)
+	}()
+	ready := func() bool { return m.Check(&http.Request{}) == nil }
+
+	if ready() {
+		t.Fatal("ready before any runtime exists")
+	}
+	runtime := startFakeRuntime(t, filepath.Join(dir, "containerd", "containerd.sock"))
+	eventually(t, "the runtime is found", ready)
+	rt, err := m.WaitForRuntime(ctx)
+	if err != nil || rt.Name != "fake-runtime" || rt.Version != "1.2.3" || rt.Endpoint != "unix://"+dir+"/containerd/containerd.sock" {
+		t.Errorf("runtime %+v, %v", rt, err)
+	}
+
+	runtime.stop()
+	eventually(t, "the vanished runtime makes the agent not ready", func() bool { return !ready() })
+
+	startFakeRuntime(t, filepath.Join(dir, "crio.sock"))
+	eventually(t, "a runtime reappearing elsewhere is found", ready)
+	if rt := m.Runtime(); rt.Endpoint != "unix://"+dir+"/crio.sock" {
+		t.Errorf("after rediscovery the endpoint is %q", rt.Endpoint)
+	}
+	cancel()
+	<-done
+}
+
+func TestCheckRequiresRecentSuccess(t *testing.T) {
+	dir := shortDir(t)
+	startFakeRuntime(t, filepath.Join(dir, "r.sock"))
+	m, err := NewMonitor("unix://"+filepath.Join(dir, "r.sock"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fakeClock := clocktesting.NewFakeClock(time.Now())
+	m.clock = fakeClock
+	conn, err := grpc.NewClient(m.candidates[0], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := m.probe(context.Background(), conn, m.candidates[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Check(nil); err != nil {
+		t.Errorf("right after a successful call: %v", err)
+	}
+	fakeClock.Step(ReadinessWindow)
+	if err := m.Check(nil); err != nil {
+		t.Errorf("%v after the call: %v", ReadinessWindow, err)
+	}
+	fakeClock.Step(time.Second)
+	if err := m.Check(nil); err == nil {
+		t.Error("still ready 11s after the last successful call")
+	}
+	m.recordFailure(context.DeadlineExceeded)
+	fakeClock.SetTime(m.lastSuccess)
+	if err := m.Check(nil); err == nil {
+		t.Error("ready although the last call failed")
+	}
+}
