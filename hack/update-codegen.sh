@@ -13,7 +13,7 @@ CODEGEN_VERSION=$(GOFLAGS=-mod=mod go list -m -f '{{.Version}}' k8s.io/code-gene
 CODEGEN_PKG=$(GOFLAGS=-mod=mod go mod download -json "k8s.io/code-generator@${CODEGEN_VERSION}" \
   | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
 # kube_codegen.sh installs its generators into GOBIN; keep them out of the user's GOPATH.
-export GOBIN="${BOSUN_OUTPUT}/codegen/${CODEGEN_VERSION}/bin"
+export GOBIN="${BOSUN_CACHE_DIR}/codegen/${CODEGEN_VERSION}/bin"
 mkdir -p "${GOBIN}"
 # shellcheck source=/dev/null
 source "${CODEGEN_PKG}/kube_codegen.sh"

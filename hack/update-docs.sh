@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Regenerates the parts of docs/ that are derived from code: the API reference (from the
 # CRDs) and the flags reference (from the binaries' --help).
+#
+# Usage: hack/update-docs.sh [output-dir]   (default: docs/)
 set -o errexit -o nounset -o pipefail
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 cd "${BOSUN_ROOT}"
+out=$(mkdir -p "${1:-docs}" && cd "${1:-docs}" && pwd)
 
-go run ./hack/gen-api-docs config/crd/bases docs/api-reference.md
+go run ./hack/gen-api-docs config/crd/bases "${out}/api-reference.md"
 
 bin=$(mktemp -d)
 trap 'rm -rf "${bin}"' EXIT
@@ -29,4 +32,4 @@ go build -o "${bin}/" ./cmd/bosun-controller-manager ./cmd/bosun-daemon
     COLUMNS=100 "${bin}/${b}" --help 2>&1 | sed -e 's/[[:space:]]*$//'
     echo '```'
   done
-} > docs/flags.md
+} > "${out}/flags.md"

@@ -3,9 +3,11 @@
 
 BOSUN_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 export BOSUN_ROOT
-BOSUN_OUTPUT="${BOSUN_ROOT}/_output"
-BOSUN_TOOLS_BIN="${BOSUN_TOOLS_BIN:-${BOSUN_OUTPUT}/tools/bin}"
-export BOSUN_TOOLS_BIN
+# Built tools are cached here. Exported, so that verify scripts running an update script
+# in a scratch copy of the tree reuse the cache instead of building everything again.
+BOSUN_CACHE_DIR="${BOSUN_CACHE_DIR:-${BOSUN_ROOT}/_output}"
+BOSUN_TOOLS_BIN="${BOSUN_TOOLS_BIN:-${BOSUN_CACHE_DIR}/tools/bin}"
+export BOSUN_CACHE_DIR BOSUN_TOOLS_BIN
 
 # The staging modules, published as their own Go modules.
 BOSUN_STAGING_MODULES=(api client-go)
