@@ -9,6 +9,14 @@ STAGING := staging/src/github.com/bosun-dev
 STAGING_MODULES := $(STAGING)/api $(STAGING)/client-go
 INTEGRATION_TIMEOUT ?= 40m
 
+# Stamped into the binaries; `--version` prints it.
+VERSION ?= v0.1.0-dev
+GIT_COMMIT := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+VERSION_PKG := k8s.io/component-base/version
+LDFLAGS := -X $(VERSION_PKG).gitVersion=$(VERSION) -X $(VERSION_PKG).gitCommit=$(GIT_COMMIT) \
+	-X $(VERSION_PKG).buildDate=$(shell date -u +%Y-%m-%dT%H:%M:%SZ) \
+	-X $(VERSION_PKG)/verflag.programName=bosun
+
 .PHONY: help
 help: ## List the targets.
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -16,7 +24,7 @@ help: ## List the targets.
 .PHONY: build
 build: ## Build both binaries into _output/bin.
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ $(addprefix ./cmd/,$(BINARIES))
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ $(addprefix ./cmd/,$(BINARIES))
 
 .PHONY: test
 test: verify test-unit test-integration ## Everything CI runs: verify, unit and integration tests.
@@ -52,7 +60,7 @@ update: ## Regenerate code, CRDs and vendor/ after changing types or dependencie
 	hack/update-docs.sh
 
 .PHONY: local-up
-local-up: test-servers ## Run etcd + kube-apiserver + bosun locally; prints how to use kubectl.
+local-up: test-servers build ## Run etcd + kube-apiserver + bosun locally; prints how to use kubectl.
 	$(GO) run ./hack/local-up
 
 .PHONY: clean

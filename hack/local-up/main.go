@@ -10,7 +10,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"syscall"
@@ -46,12 +45,10 @@ func run(ctx context.Context, controllers string, securePort int) error {
 	if err := os.RemoveAll(out); err != nil {
 		return fmt.Errorf("clearing %s: %w", out, err)
 	}
-	binDir := filepath.Join(root, "_output", "bin")
-	logger.Info("Building bosun-controller-manager", "dir", binDir)
-	build := exec.CommandContext(ctx, "go", "build", "-o", binDir+"/", "./cmd/bosun-controller-manager")
-	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("building bosun-controller-manager: %w", err)
+	// `make local-up` builds the binary first, with the version stamped in.
+	manager := filepath.Join(root, "_output", "bin", "bosun-controller-manager")
+	if _, err := os.Stat(manager); err != nil {
+		return fmt.Errorf("%w (run `make build` first)", err)
 	}
 
 	crdDir, err := framework.DefaultCRDDir()
@@ -73,8 +70,8 @@ func run(ctx context.Context, controllers string, securePort int) error {
 		}
 	}()
 
-	manager, err := framework.StartProcess(framework.ProcessConfig{
-		Path: filepath.Join(binDir, "bosun-controller-manager"),
+	process, err := framework.StartProcess(framework.ProcessConfig{
+		Path: manager,
 		Args: []string{
 			"--kubeconfig=" + cp.KubeconfigPath(),
 			"--controllers=" + controllers,
@@ -87,7 +84,7 @@ func run(ctx context.Context, controllers string, securePort int) error {
 	if err != nil {
 		return err
 	}
-	defer manager.Stop(framework.DefaultStopGracePeriod)
+	defer process.Stop(framework.DefaultStopGracePeriod)
 
 	kubectl, err := framework.ToolPath("kubectl")
 	if err != nil {
@@ -109,9 +106,9 @@ Press Ctrl-C to stop everything.
 	case <-ctx.Done():
 		logger.Info("Shutting down")
 		return nil
-	case <-manager.Done():
+	case <-process.Done():
 		time.Sleep(100 * time.Millisecond) // let the last log lines land
 		return fmt.Errorf("bosun-controller-manager exited with status %d; its log ends:\n%s",
-			manager.ExitCode(), manager.LogTail(30))
+			process.ExitCode(), process.LogTail(30))
 	}
 }

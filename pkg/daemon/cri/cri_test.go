@@ -2,7 +2,6 @@ package cri
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -12,49 +11,10 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/bosun-dev/bosun/pkg/daemon/cri/crifake"
 )
-
-// fakeRuntime is a real gRPC server implementing RuntimeService.Version on a unix socket.
-type fakeRuntime struct {
-	runtimeapi.UnimplementedRuntimeServiceServer
-	server *grpc.Server
-	path   string
-}
-
-func (*fakeRuntime) Version(context.Context, *runtimeapi.VersionRequest) (*runtimeapi.VersionResponse, error) {
-	return &runtimeapi.VersionResponse{Version: "0.1.0", RuntimeName: "fake-runtime", RuntimeVersion: "1.2.3", RuntimeApiVersion: "v1"}, nil
-}
-
-func startFakeRuntime(t *testing.T, path string) *fakeRuntime {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	listener, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &fakeRuntime{server: grpc.NewServer(), path: path}
-	runtimeapi.RegisterRuntimeServiceServer(f.server, f)
-	go func() { _ = f.server.Serve(listener) }()
-	t.Cleanup(f.stop)
-	return f
-}
-
-// stop stops the server; the listener removes its socket file.
-func (f *fakeRuntime) stop() { f.server.Stop() }
-
-// shortDir returns a temporary directory with a path short enough for unix sockets (108 bytes).
-func shortDir(t *testing.T) string {
-	dir, err := os.MkdirTemp("", "cri")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
 
 func TestCandidatesAndDiscover(t *testing.T) {
 	explicit, err := Candidates("/run/x.sock", DefaultSocketDirs)
@@ -68,7 +28,7 @@ func TestCandidatesAndDiscover(t *testing.T) {
 		t.Error("relative endpoint accepted")
 	}
 
-	dir := shortDir(t)
+	dir := crifake.ShortTempDir(t)
 	candidates, _ := Candidates("", []string{dir})
 	if len(candidates) != 6 || candidates[0] != "unix://"+dir+"/containerd.sock" || candidates[5] != "unix://"+dir+"/cri-dockerd/cri-dockerd.sock" {
 		t.Fatalf("candidates %v", candidates)
@@ -80,8 +40,8 @@ func TestCandidatesAndDiscover(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "containerd.sock"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	startFakeRuntime(t, filepath.Join(dir, "cri-dockerd.sock"))
-	startFakeRuntime(t, filepath.Join(dir, "crio", "crio.sock"))
+	crifake.Start(t, filepath.Join(dir, "cri-dockerd.sock"))
+	crifake.Start(t, filepath.Join(dir, "crio", "crio.sock"))
 	got, err := Discover(candidates)
 	if err != nil || got != "unix://"+dir+"/crio/crio.sock" {
 		t.Errorf("Discover = %q, %v; want the CRI-O socket, which comes before cri-dockerd", got, err)
@@ -101,7 +61,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 func TestMonitorReadiness(t *testing.T) {
-	dir := shortDir(t)
+	dir := crifake.ShortTempDir(t)
 	m, err := NewMonitor("", []string{dir})
 	if err != nil {
 		t.Fatal(err)
@@ -119,17 +79,17 @@ func TestMonitorReadiness(t *testing.T) {
 	if ready() {
 		t.Fatal("ready before any runtime exists")
 	}
-	runtime := startFakeRuntime(t, filepath.Join(dir, "containerd", "containerd.sock"))
+	runtime := crifake.Start(t, filepath.Join(dir, "containerd", "containerd.sock"))
 	eventually(t, "the runtime is found", ready)
 	rt, err := m.WaitForRuntime(ctx)
 	if err != nil || rt.Name != "fake-runtime" || rt.Version != "1.2.3" || rt.Endpoint != "unix://"+dir+"/containerd/containerd.sock" {
 		t.Errorf("runtime %+v, %v", rt, err)
 	}
 
-	runtime.stop()
+	runtime.Stop()
 	eventually(t, "the vanished runtime makes the agent not ready", func() bool { return !ready() })
 
-	startFakeRuntime(t, filepath.Join(dir, "crio.sock"))
+	crifake.Start(t, filepath.Join(dir, "crio.sock"))
 	eventually(t, "a runtime reappearing elsewhere is found", ready)
 	if rt := m.Runtime(); rt.Endpoint != "unix://"+dir+"/crio.sock" {
 		t.Errorf("after rediscovery the endpoint is %q", rt.Endpoint)
@@ -139,8 +99,8 @@ func TestMonitorReadiness(t *testing.T) {
 }
 
 func TestCheckRequiresRecentSuccess(t *testing.T) {
-	dir := shortDir(t)
-	startFakeRuntime(t, filepath.Join(dir, "r.sock"))
+	dir := crifake.ShortTempDir(t)
+	crifake.Start(t, filepath.Join(dir, "r.sock"))
 	m, err := NewMonitor("unix://"+filepath.Join(dir, "r.sock"), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,145 @@
+// Package daemon runs the bosun-daemon binary as a process against a real kube-apiserver:
+// its flag checks, its readiness while the container runtime comes and goes, and — read
+// from the API server's audit log — that it never lists or watches beyond its own node.
+package daemon
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bosun-dev/bosun/pkg/daemon/cri/crifake"
+	"github.com/bosun-dev/bosun/test/integration/framework"
+)
+
+func TestMain(m *testing.M) {
+	crdDir, err := framework.DefaultCRDDir()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	framework.Main(m, framework.Options{CRDDirs: []string{crdDir}, AuditPolicy: framework.MetadataAuditPolicy})
+}
+
+func TestNodeNameIsRequired(t *testing.T) {
+	binary := framework.BuildBosunBinary(t, "bosun-daemon")
+	p := framework.RunProcess(t, framework.ProcessConfig{
+		Path: binary,
+		Args: []string{"--master=https://127.0.0.1:1"},
+		Env:  []string{"NODE_NAME="},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_ = p.Wait(ctx)
+	if code := p.ExitCode(); code != 1 {
+		t.Errorf("exit code = %d, want 1", code)
+	}
+	if log, _ := p.Log(); !strings.Contains(log, "--node-name (or NODE_NAME) is required") {
+		t.Errorf("the error does not say what is missing:\n%s", log)
+	}
+}
+
+func TestReadinessFollowsTheRuntimeAndWatchesStayOnTheNode(t *testing.T) {
+	cp := framework.SharedControlPlane(t)
+	binary := framework.BuildBosunBinary(t, "bosun-daemon")
+	ports, err := framework.FreeLoopbackPorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	socket := filepath.Join(crifake.ShortTempDir(t), "containerd.sock")
+	const node = "node-a"
+	daemon := framework.RunProcess(t, framework.ProcessConfig{
+		Path: binary,
+		Args: []string{
+			"--kubeconfig=" + cp.KubeconfigPath(),
+			"--runtime-endpoint=unix://" + socket,
+			"--bind-address=127.0.0.1",
+			fmt.Sprintf("--secure-port=%d", ports[0]),
+			"--v=2",
+		},
+		Env: []string{"NODE_NAME=" + node},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	get := func(path string) (int, string) {
+		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+		resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d%s", ports[0], path))
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		err := framework.WaitFor(ctx, time.Minute, what, func(context.Context) (bool, error) {
+			if daemon.Exited() {
+				return false, fmt.Errorf("bosun-daemon exited with status %d:\n%s", daemon.ExitCode(), daemon.LogTail(40))
+			}
+			return cond(), nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// No runtime yet: alive, but not ready, and it says why.
+	waitFor("/livez to answer", func() bool { code, _ := get("/livez"); return code == http.StatusOK })
+	code, body := get("/readyz?verbose")
+	if code == http.StatusOK || !strings.Contains(body, "[-]cri failed") {
+		t.Errorf("/readyz without a runtime = %d:\n%s", code, body)
+	}
+
+	runtime := crifake.Start(t, socket)
+	waitFor("/readyz to pass once the runtime is up", func() bool { code, _ := get("/readyz"); return code == http.StatusOK })
+	_, body = get("/readyz?verbose")
+	for _, check := range []string{"[+]cri ok", "[+]informer-sync ok"} {
+		if !strings.Contains(body, check) {
+			t.Errorf("/readyz?verbose lacks %q:\n%s", check, body)
+		}
+	}
+
+	runtime.Stop()
+	waitFor("/readyz to fail once the runtime is gone", func() bool { code, _ := get("/readyz"); return code != http.StatusOK })
+
+	// Every list and watch the daemon made names its node.
+	events, err := cp.AuditEvents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, ev := range events {
+		if !strings.Contains(ev.UserAgent, "bosun-daemon") || (ev.Verb != "list" && ev.Verb != "watch") {
+			continue
+		}
+		checked++
+		u, err := url.Parse(ev.RequestURI)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := u.Query()
+		// Delegated authentication of the daemon's own endpoints reads the one named
+		// ConfigMap that holds the cluster's client CA, like every component does.
+		authConfig := u.Path == "/api/v1/namespaces/kube-system/configmaps" &&
+			q.Get("fieldSelector") == "metadata.name=extension-apiserver-authentication"
+		scoped := authConfig || q.Get("fieldSelector") == "metadata.name="+node ||
+			q.Get("fieldSelector") == "spec.nodeName="+node ||
+			strings.Contains(q.Get("labelSelector"), "crr.apps.kruise.io/node-name="+node)
+		if !scoped {
+			t.Errorf("bosun-daemon made a %s beyond its node: %s", ev.Verb, ev.RequestURI)
+		}
+	}
+	if checked == 0 {
+		t.Fatal("the audit log holds no list or watch from bosun-daemon; nothing was checked")
+	}
+	t.Logf("checked %d list/watch requests of bosun-daemon", checked)
+}
