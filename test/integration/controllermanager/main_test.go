@@ -10,5 +10,5 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	framework.Main(m, framework.Options{})
+	framework.Main(m, framework.Options{AuditPolicy: framework.MetadataAuditPolicy})
 }
