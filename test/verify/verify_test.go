@@ -23,61 +23,56 @@ func TestVerifyScriptsFailOnStaleInputs(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// failure is a verify script that must fail, and what its output must point at.
+	type failure struct{ script, wantInOutput string }
 	cases := []struct {
 		name   string
-		script string
 		change func(t *testing.T, tree string)
-		// wantInOutput is what the failure must point at.
-		wantInOutput string
+		fails  []failure
 	}{{
-		name:   "a new API field without regenerated clients",
-		script: "hack/verify-codegen.sh",
+		name:   "a new API field without regenerated code and CRDs",
 		change: addStatusField,
-		// The apply configurations gain a WithObservedNodes builder.
-		wantInOutput: "client-go is stale",
+		fails: []failure{
+			// The apply configurations gain a WithObservedNodes builder.
+			{"hack/verify-codegen.sh", "client-go is stale"},
+			{"hack/verify-crds.sh", "config/crd/bases is stale"},
+		},
 	}, {
-		name:         "a new API field without regenerated CRDs",
-		script:       "hack/verify-crds.sh",
-		change:       addStatusField,
-		wantInOutput: "config/crd/bases is stale",
-	}, {
-		name:   "a hand-edited generated file",
-		script: "hack/verify-codegen.sh",
+		name: "a hand-edited generated file",
 		change: func(t *testing.T, tree string) {
 			appendTo(t, filepath.Join(tree, "staging/src/github.com/bosun-dev/api/apps/v1alpha1/zz_generated.deepcopy.go"), "\n// edited by hand\n")
 		},
-		wantInOutput: "api is stale",
+		fails: []failure{{"hack/verify-codegen.sh", "api is stale"}},
 	}, {
-		name:   "a file removed from vendor/",
-		script: "hack/verify-vendor.sh",
+		name: "a file removed from vendor/",
 		change: func(t *testing.T, tree string) {
 			if err := os.Remove(filepath.Join(tree, "vendor/k8s.io/klog/v2/klog.go")); err != nil {
 				t.Fatal(err)
 			}
 		},
-		wantInOutput: "vendor is stale",
+		fails: []failure{{"hack/verify-vendor.sh", "vendor is stale"}},
 	}, {
-		name:   "a requirement nothing uses",
-		script: "hack/verify-vendor.sh",
+		name: "a requirement nothing uses",
 		change: func(t *testing.T, tree string) {
 			appendTo(t, filepath.Join(tree, "go.mod"), "\nrequire github.com/google/btree v1.1.3\n")
 		},
-		wantInOutput: "go.mod is stale",
+		fails: []failure{{"hack/verify-vendor.sh", "go.mod is stale"}},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			tree := copyTree(t, root)
 			tc.change(t, tree)
-			cmd := exec.Command("bash", tc.script)
-			cmd.Dir = tree
-			// Reuse the real checkout's built tools rather than building them again.
-			cmd.Env = append(os.Environ(), "BOSUN_CACHE_DIR="+filepath.Join(root, "_output"))
-			out, err := cmd.CombinedOutput()
-			if err == nil {
-				t.Fatalf("%s passed on a stale tree:\n%s", tc.script, out)
-			}
-			if !strings.Contains(string(out), tc.wantInOutput) {
-				t.Errorf("%s failed without saying %q:\n%s", tc.script, tc.wantInOutput, out)
+			for _, f := range tc.fails {
+				cmd := exec.Command("bash", f.script)
+				cmd.Dir = tree
+				// Reuse the real checkout's built tools rather than building them again.
+				cmd.Env = append(os.Environ(), "BOSUN_CACHE_DIR="+filepath.Join(root, "_output"))
+				out, err := cmd.CombinedOutput()
+				if err == nil {
+					t.Errorf("%s passed on a stale tree:\n%s", f.script, out)
+				} else if !strings.Contains(string(out), f.wantInOutput) {
+					t.Errorf("%s failed without saying %q:\n%s", f.script, f.wantInOutput, out)
+				}
 			}
 		})
 	}

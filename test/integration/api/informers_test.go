@@ -52,10 +52,15 @@ func TestInformersAndListersSeeEveryKind(t *testing.T) {
 		bosuninformers.WithTransform(informers.StripManagedFields))
 	niLister := clusterFactory.Apps().V1alpha1().NodeImages().Lister()
 
-	factory.Start(ctx.Done())
-	clusterFactory.Start(ctx.Done())
-	defer factory.Shutdown()
-	defer clusterFactory.Shutdown()
+	stop := make(chan struct{})
+	factory.Start(stop)
+	clusterFactory.Start(stop)
+	// Shutdown waits for the informers, which stop only once stop is closed.
+	defer func() {
+		close(stop)
+		factory.Shutdown()
+		clusterFactory.Shutdown()
+	}()
 	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			t.Fatalf("informer for %v did not sync", typ)
