@@ -32,7 +32,7 @@ const (
 type apiServerFiles struct {
 	certFile, keyFile             string
 	saPublicKey, saPrivateKey     string
-	tokenFile                     string
+	tokenFile, clientCAFile       string
 	auditPolicyFile, auditLogFile string // empty unless auditing is on
 }
 
@@ -45,6 +45,7 @@ func writeAPIServerFiles(dir string, certs *servingCerts, tokens []staticToken, 
 		saPublicKey:  filepath.Join(dir, "service-account.pub"),
 		saPrivateKey: filepath.Join(dir, "service-account.key"),
 		tokenFile:    filepath.Join(dir, "tokens.csv"),
+		clientCAFile: filepath.Join(dir, "client-ca.crt"),
 	}
 	saPrivate, saPublic, err := newServiceAccountKey()
 	if err != nil {
@@ -61,6 +62,7 @@ func writeAPIServerFiles(dir string, certs *servingCerts, tokens []staticToken, 
 		files.saPublicKey:  saPublic,
 		files.saPrivateKey: saPrivate,
 		files.tokenFile:    []byte(tokenCSV.String()),
+		files.clientCAFile: certs.caPEM,
 	}
 	if auditPolicy != "" {
 		files.auditPolicyFile = filepath.Join(dir, "audit-policy.yaml")
@@ -89,6 +91,16 @@ func apiServerArgs(dir, etcdURL string, port int, files *apiServerFiles) []strin
 		"--service-account-key-file=" + files.saPublicKey,
 		"--service-account-signing-key-file=" + files.saPrivateKey,
 		"--token-auth-file=" + files.tokenFile,
+		// With a client CA the API server publishes the ConfigMap
+		// kube-system/extension-apiserver-authentication, which components that
+		// delegate authentication (bosun's binaries among them) read, as in a real cluster.
+		"--client-ca-file=" + files.clientCAFile,
+		// Front-proxy settings as kubeadm writes them, published in the same ConfigMap.
+		"--requestheader-client-ca-file=" + files.clientCAFile,
+		"--requestheader-allowed-names=front-proxy-client",
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
 		"--authorization-mode=Node,RBAC",
 		"--service-cluster-ip-range=" + ServiceClusterIPRange,
 		// Workloads under test may run privileged pods (node agents do).
