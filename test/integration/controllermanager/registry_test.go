@@ -40,7 +40,7 @@ func (w *configMapWriter) Run(ctx context.Context) {
 // unhealthy is a controller whose health check always fails.
 type unhealthy struct{}
 
-func (unhealthy) Run(ctx context.Context)          { <-ctx.Done() }
+func (unhealthy) Run(ctx context.Context)         { <-ctx.Done() }
 func (unhealthy) HealthCheck(*http.Request) error { return errors.New("stuck") }
 
 // TestRegisteredControllersRunWithTheirOwnClientsAndChecks runs the manager in this test
