@@ -108,7 +108,9 @@ func (m *Manager) Claim(ctx context.Context, obj metav1.Object, match func(metav
 // Adopt makes the owner obj's controller, after checking CanAdopt.
 func (m *Manager) Adopt(ctx context.Context, obj metav1.Object) error {
 	if err := m.CanAdopt(ctx); err != nil {
-		return fmt.Errorf("can't adopt %s %s/%s (%s): %w", m.patcher.Kind(), obj.GetNamespace(), obj.GetName(), obj.GetUID(), err)
+		// %v, not %w: canAdopt's error is about the owner, and a NotFound for the owner
+		// must not unwrap to the NotFound that Claim reads as "the object is gone".
+		return fmt.Errorf("can't adopt %s %s/%s (%s): %v", m.patcher.Kind(), obj.GetNamespace(), obj.GetName(), obj.GetUID(), err)
 	}
 	klog.FromContext(ctx).V(2).Info("Adopting orphan", "kind", m.patcher.Kind(), "object", klog.KObj(obj),
 		"owner", klog.KObj(m.owner), "ownerKind", m.ownerGVK.Kind)
