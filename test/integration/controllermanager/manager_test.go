@@ -11,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -219,9 +222,29 @@ func TestMetricsNeedAuthorization(t *testing.T) {
 	if code, _ := m.get(t, "/metrics", "not-a-token"); code != http.StatusUnauthorized {
 		t.Errorf("/metrics with a bad token = %d, want 401", code)
 	}
+	// A scraper's ServiceAccount: refused until RBAC allows it to get /metrics.
+	scraperToken := serviceAccountToken(ctx, t, cp, "metrics-scraper")
+	if code, _ := m.get(t, "/metrics", scraperToken); code != http.StatusForbidden {
+		t.Errorf("/metrics for a ServiceAccount without RBAC = %d, want 403", code)
+	}
+	allowMetrics(ctx, t, cp, "metrics-scraper")
+	err := framework.WaitFor(ctx, 30*time.Second, "the scraper to be allowed /metrics", func(context.Context) (bool, error) {
+		code, _ := m.get(t, "/metrics", scraperToken)
+		return code == http.StatusOK, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Health endpoints need no credentials at all.
+	for _, path := range []string{"/healthz", "/livez", "/readyz"} {
+		if code, _ := m.get(t, path, ""); code != http.StatusOK {
+			t.Errorf("%s without credentials = %d, want 200", path, code)
+		}
+	}
+
 	token := cp.Config().BearerToken
 	var metrics string
-	err := framework.WaitFor(ctx, 30*time.Second, "leader_election_master_status 1", func(context.Context) (bool, error) {
+	err = framework.WaitFor(ctx, 30*time.Second, "leader_election_master_status 1", func(context.Context) (bool, error) {
 		code, body := m.get(t, "/metrics", token)
 		metrics = body
 		v, ok := metricValue(body, `leader_election_master_status{name="bosun-controller-manager"}`)
@@ -340,5 +363,44 @@ func TestLeaderExitsWhenItsLeaseIsTaken(t *testing.T) {
 	}
 	if code := m.proc.ExitCode(); code != 1 {
 		t.Errorf("exit code after losing the Lease = %d, want 1:\n%s", code, m.proc.LogTail(30))
+	}
+}
+
+// serviceAccountToken creates a ServiceAccount in kube-system and returns a token for it
+// from the TokenRequest API, as a Prometheus in the cluster would hold.
+func serviceAccountToken(ctx context.Context, t *testing.T, cp *framework.ControlPlane, name string) string {
+	t.Helper()
+	client := cp.Clientset(t)
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system"}}
+	if _, err := client.CoreV1().ServiceAccounts("kube-system").Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := client.CoreV1().ServiceAccounts("kube-system").CreateToken(ctx, name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("requesting a token for %s: %v", name, err)
+	}
+	return tr.Status.Token
+}
+
+// allowMetrics grants the ServiceAccount get on the non-resource URL /metrics.
+func allowMetrics(ctx context.Context, t *testing.T, cp *framework.ControlPlane, name string) {
+	t.Helper()
+	client := cp.Clientset(t)
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
+	}
+	if _, err := client.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: "kube-system"}},
+	}
+	if _, err := client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
