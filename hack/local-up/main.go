@@ -51,12 +51,8 @@ func run(ctx context.Context, controllers string, securePort int) error {
 		return fmt.Errorf("%w (run `make build` first)", err)
 	}
 
-	crdDir, err := framework.DefaultCRDDir()
-	if err != nil {
-		return err
-	}
 	logger.Info("Starting etcd and kube-apiserver", "dir", out)
-	cp, err := framework.StartControlPlane(ctx, framework.Options{Dir: out, CRDDirs: []string{crdDir}})
+	cp, err := framework.StartControlPlane(ctx, framework.Options{Dir: out, BosunCRDs: true})
 	if err != nil {
 		var missing *framework.MissingBinariesError
 		if errors.As(err, &missing) {

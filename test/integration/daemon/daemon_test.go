@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,12 +20,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	crdDir, err := framework.DefaultCRDDir()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	framework.Main(m, framework.Options{CRDDirs: []string{crdDir}, AuditPolicy: framework.MetadataAuditPolicy})
+	framework.Main(m, framework.Options{BosunCRDs: true, AuditPolicy: framework.MetadataAuditPolicy})
 }
 
 func TestNodeNameIsRequired(t *testing.T) {

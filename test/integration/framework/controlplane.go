@@ -70,7 +70,10 @@ type Options struct {
 	// AuditPolicy, when set, is the YAML of an audit policy, and kube-apiserver writes
 	// audit events to ControlPlane.AuditLogPath. See MetadataAuditPolicy.
 	AuditPolicy string
-	// CRDDirs are directories whose CustomResourceDefinitions are installed (see
+	// BosunCRDs installs bosun's own CustomResourceDefinitions (DefaultCRDDir) before
+	// StartControlPlane returns.
+	BosunCRDs bool
+	// CRDDirs are further directories whose CustomResourceDefinitions are installed (see
 	// InstallCRDs) before StartControlPlane returns.
 	CRDDirs []string
 	// StartTimeout bounds the start; DefaultStartTimeout when zero.
@@ -172,7 +175,15 @@ func StartControlPlane(ctx context.Context, opts Options) (_ *ControlPlane, err 
 	if err := cp.writeKubeconfig(cp.kubeconfig, AdminUser); err != nil {
 		return nil, err
 	}
-	for _, dir := range opts.CRDDirs {
+	crdDirs := opts.CRDDirs
+	if opts.BosunCRDs {
+		dir, err := DefaultCRDDir()
+		if err != nil {
+			return nil, err
+		}
+		crdDirs = append([]string{dir}, crdDirs...)
+	}
+	for _, dir := range crdDirs {
 		if err := InstallCRDs(ctx, cp.Config(), dir); err != nil {
 			return nil, err
 		}

@@ -8,18 +8,11 @@
 package toolkit
 
 import (
-	"fmt"
-	"os"
 	"testing"
 
 	"github.com/bosun-dev/bosun/test/integration/framework"
 )
 
 func TestMain(m *testing.M) {
-	crdDir, err := framework.DefaultCRDDir()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	framework.Main(m, framework.Options{CRDDirs: []string{crdDir}})
+	framework.Main(m, framework.Options{BosunCRDs: true})
 }
