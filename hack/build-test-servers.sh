@@ -16,8 +16,15 @@ if [ ${#binaries[@]} -eq 0 ]; then
   binaries=(etcd kube-apiserver kubectl)
 fi
 
-# The stamp covers everything that decides what gets built.
-stamp=$(cd "${TOOLS}" && cat go.mod go.sum ./*/main.go | sha256sum | cut -c1-16)
+# The stamp covers everything that decides what gets built, this script included.
+stamp=$(cd "${TOOLS}" && cat go.mod go.sum ./*/main.go "${ROOT}/hack/build-test-servers.sh" | sha256sum | cut -c1-16)
+
+# Stamp the Kubernetes release into the binaries, as release builds do, so that
+# `kubectl version` and /version report it instead of v0.0.0-master.
+kube_version=$(cd "${TOOLS}" && GOFLAGS=-mod=mod go list -m -f '{{.Version}}' k8s.io/kubernetes)
+kube_minor=$(echo "${kube_version}" | cut -d. -f2)
+version_pkg=k8s.io/component-base/version
+ldflags="-s -w -X ${version_pkg}.gitVersion=${kube_version} -X ${version_pkg}.gitMajor=1 -X ${version_pkg}.gitMinor=${kube_minor} -X ${version_pkg}.gitTreeState=clean"
 
 for bin in "${binaries[@]}"; do
   if [ ! -d "${TOOLS}/${bin}" ]; then
@@ -29,7 +36,7 @@ for bin in "${binaries[@]}"; do
   fi
   echo "build-test-servers: building ${bin} (first build on a machine takes minutes)" >&2
   start=$(date +%s)
-  (cd "${TOOLS}" && GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "${OUT}/${bin}.tmp" "./${bin}")
+  (cd "${TOOLS}" && GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -ldflags="${ldflags}" -o "${OUT}/${bin}.tmp" "./${bin}")
   mv "${OUT}/${bin}.tmp" "${OUT}/${bin}"
   echo "${stamp}" > "${OUT}/${bin}.stamp"
   echo "build-test-servers: ${bin} built in $(( $(date +%s) - start ))s" >&2
