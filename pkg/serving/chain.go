@@ -33,22 +33,25 @@ func BuildHandlerChain(handler http.Handler, authn *genericapiserver.Authenticat
 	return handler
 }
 
-// Serve serves handler behind the handler chain until stopCh closes. It returns a channel that
-// closes once the server has stopped. Serving disabled (nil SecureServing) returns a channel
-// that is already closed.
+// Serve serves handler behind the handler chain until the returned stop function is
+// called; stop returns once the server has stopped. With serving disabled (nil
+// SecureServing) nothing is served and stop returns at once.
 //
-// The stop channel is separate from the process' root context on purpose: during graceful
-// shutdown the endpoint must keep answering (with /readyz failing) until the very end.
-func (c *Config) Serve(handler http.Handler, stopCh <-chan struct{}) (<-chan struct{}, error) {
+// Serving is stopped by the caller rather than by the process' root context on purpose:
+// during graceful shutdown the endpoint must keep answering (with /readyz failing) until
+// the very end.
+func (c *Config) Serve(handler http.Handler) (stop func(), err error) {
 	if c.SecureServing == nil {
-		stopped := make(chan struct{})
-		close(stopped)
-		return stopped, nil
+		return func() {}, nil
 	}
 	chain := BuildHandlerChain(handler, &c.Authentication, &c.Authorization)
+	stopCh := make(chan struct{})
 	stopped, _, err := c.SecureServing.Serve(chain, 0, stopCh)
 	if err != nil {
 		return nil, fmt.Errorf("starting secure serving: %w", err)
 	}
-	return stopped, nil
+	return func() {
+		close(stopCh)
+		<-stopped
+	}, nil
 }

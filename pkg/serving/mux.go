@@ -4,6 +4,8 @@ import (
 	"net/http"
 	goruntime "runtime"
 
+	"github.com/spf13/pflag"
+
 	"k8s.io/apiserver/pkg/server/mux"
 	"k8s.io/apiserver/pkg/server/routes"
 	"k8s.io/component-base/logs"
@@ -14,6 +16,14 @@ import (
 type ProfilingOptions struct {
 	EnableProfiling           bool
 	EnableContentionProfiling bool
+}
+
+// AddFlags adds --profiling and --contention-profiling to fs.
+func (o *ProfilingOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.EnableProfiling, "profiling", o.EnableProfiling,
+		"Enable profiling via web interface host:port/debug/pprof/ and PUT /debug/flags/v.")
+	fs.BoolVar(&o.EnableContentionProfiling, "contention-profiling", o.EnableContentionProfiling,
+		"Enable block profiling, if profiling is enabled.")
 }
 
 // HealthEndpoints are the three health paths a binary serves.

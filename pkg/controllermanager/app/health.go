@@ -16,9 +16,7 @@ const leaderElectionHealthTolerance = 20 * time.Second
 
 // healthChecks are the manager's three health endpoints and the checks wired into them.
 type healthChecks struct {
-	healthz *serving.CheckSet
-	livez   *serving.CheckSet
-	readyz  *serving.CheckSet
+	serving.HealthEndpoints
 
 	informerSync *serving.InformerSync
 	// election is nil without leader election.
@@ -40,12 +38,8 @@ func newHealthChecks(leaderElect bool, terminating <-chan struct{}) *healthCheck
 		healthzChecks = append(healthzChecks, h.election)
 		livezChecks = append(livezChecks, h.election)
 	}
-	h.healthz = serving.NewCheckSet("/healthz", healthzChecks...)
-	h.livez = serving.NewCheckSet("/livez", livezChecks...)
-	h.readyz = serving.NewCheckSet("/readyz", healthz.PingHealthz, h.informerSync, healthz.NewShutdownHealthz(terminating))
+	h.Healthz = serving.NewCheckSet("/healthz", healthzChecks...)
+	h.Livez = serving.NewCheckSet("/livez", livezChecks...)
+	h.Readyz = serving.NewCheckSet("/readyz", healthz.PingHealthz, h.informerSync, healthz.NewShutdownHealthz(terminating))
 	return h
-}
-
-func (h *healthChecks) endpoints() serving.HealthEndpoints {
-	return serving.HealthEndpoints{Healthz: h.healthz, Livez: h.livez, Readyz: h.readyz}
 }

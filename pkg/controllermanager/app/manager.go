@@ -266,7 +266,7 @@ func (m *controllerManager) buildControllers(ctx context.Context, controllerCont
 		if checkable, ok := controller.(registry.HealthCheckable); ok {
 			check = healthz.NamedCheck(name, checkable.HealthCheck)
 		}
-		if err := m.health.healthz.Add(check); err != nil {
+		if err := m.health.Healthz.Add(check); err != nil {
 			return nil, err
 		}
 		if debuggable, ok := controller.(registry.Debuggable); ok {

@@ -64,9 +64,9 @@ func TestHealthChecksAssembly(t *testing.T) {
 			}
 			h := newHealthChecks(tc.leaderElect, terminating)
 			handler := mux.NewPathRecorderMux("test")
-			handler.Handle("/healthz", h.healthz)
-			handler.Handle("/livez", h.livez)
-			handler.Handle("/readyz", h.readyz)
+			handler.Handle("/healthz", h.Healthz)
+			handler.Handle("/livez", h.Livez)
+			handler.Handle("/readyz", h.Readyz)
 			code, body := get(t, handler, tc.url)
 			if code != tc.wantCode || body != tc.wantBody {
 				t.Errorf("GET %s = %d %q, want %d %q", tc.url, code, body, tc.wantCode, tc.wantBody)
@@ -185,7 +185,7 @@ func newTestManager(t *testing.T, enabled []string, extra ...registry.Descriptor
 		health:   newHealthChecks(true, make(chan struct{})),
 		debugMux: tm.mux,
 	}
-	tm.mux.Handle("/healthz", tm.health.healthz)
+	tm.mux.Handle("/healthz", tm.health.Healthz)
 	return tm
 }
 

@@ -12,21 +12,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
-	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/featuregate"
-	logsapi "k8s.io/component-base/logs/api/v1"
-	"k8s.io/component-base/term"
-	"k8s.io/component-base/version/verflag"
 	"k8s.io/klog/v2"
-
-	// Makes --logging-format=json available.
-	_ "k8s.io/component-base/logs/json/register"
 
 	"github.com/bosun-dev/bosun/pkg/clientbuilder"
 	"github.com/bosun-dev/bosun/pkg/cmdutil"
@@ -51,36 +43,17 @@ func NewControllerManagerCommand() *cobra.Command {
 
 func newCommand(reg *registry.Registry, gate featuregate.MutableVersionedFeatureGate) *cobra.Command {
 	o := options.NewOptions(gate)
-	fss := o.Flags(reg)
-	cmd := &cobra.Command{
-		Use: componentName,
+	return cmdutil.NewCommand(cmdutil.Command{
+		Name: componentName,
 		Long: `bosun-controller-manager runs bosun's workload controllers (ReplicaSet, Deployment, garbage collector and
 the OpenKruise-compatible ones). Like kube-controller-manager it elects a leader through a Lease, serves
 /healthz, /livez, /readyz and /metrics over HTTPS, and stops its controllers gracefully on SIGTERM.`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return fmt.Errorf("%q does not take any arguments, got %q", cmd.CommandPath(), args)
-			}
-			return nil
-		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			verflag.PrintAndExitIfRequested()
-			// Everything is checked before logging is configured or anything is contacted.
-			if err := o.Validate(reg); err != nil {
-				cmdutil.PrintErrors(cmd.ErrOrStderr(), err)
-				return cmdutil.ErrInvalidFlags
-			}
-			if err := logsapi.ValidateAndApply(o.Logs, gate); err != nil {
-				return err
-			}
-			cliflag.PrintFlags(cmd.Flags())
-			return Run(genericapiserver.SetupSignalContext(), o, reg)
-		},
-	}
-	options.AddTo(cmd.Flags(), fss)
-	cols, _, _ := term.TerminalSize(cmd.OutOrStdout())
-	cliflag.SetUsageAndHelpFunc(cmd, fss, cols)
-	return cmd
+		Flags:       o.Flags(reg),
+		Logs:        o.Logs,
+		FeatureGate: gate,
+		Validate:    func() error { return o.Validate(reg) },
+		Run:         func(ctx context.Context) error { return Run(ctx, o, reg) },
+	})
 }
 
 // Run runs bosun-controller-manager until ctx is cancelled (the first SIGTERM or SIGINT) and
@@ -113,17 +86,13 @@ func Run(ctx context.Context, o *options.Options, reg *registry.Registry) error 
 	if err != nil {
 		return err
 	}
-	mux := serving.NewBaseMux(componentName, health.endpoints(), o.Profiling)
+	mux := serving.NewBaseMux(componentName, health.HealthEndpoints, o.Profiling)
 	// Serving outlives ctx: while controllers stop, /readyz must still answer (failing).
-	serverStop := make(chan struct{})
-	serverStopped, err := servingConfig.Serve(mux, serverStop)
+	stopServing, err := servingConfig.Serve(mux)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		close(serverStop)
-		<-serverStopped
-	}()
+	defer stopServing()
 
 	// Step 4 would start the components that run on every replica (admission webhooks); bosun
 	// has none yet.

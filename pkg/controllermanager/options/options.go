@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/leaderelection"
@@ -115,10 +114,7 @@ func (o *Options) Flags(reg *registry.Registry) cliflag.NamedFlagSets {
 		"How long to wait for controllers to stop on SIGTERM or SIGINT before exiting with status 1.")
 	generic.BoolVar(&o.UseServiceAccountCredentials, "use-service-account-credentials", o.UseServiceAccountCredentials,
 		"If true, each controller authenticates as the ServiceAccount kube-system/<client name> (created if missing) with tokens from the TokenRequest API.")
-	generic.BoolVar(&o.Profiling.EnableProfiling, "profiling", o.Profiling.EnableProfiling,
-		"Enable profiling via web interface host:port/debug/pprof/ and PUT /debug/flags/v.")
-	generic.BoolVar(&o.Profiling.EnableContentionProfiling, "contention-profiling", o.Profiling.EnableContentionProfiling,
-		"Enable block profiling, if profiling is enabled.")
+	o.Profiling.AddFlags(generic)
 
 	controllers := fss.FlagSet(groupControllers)
 	controllers.StringSliceVar(&o.Controllers, "controllers", o.Controllers, reg.HelpText())
@@ -147,13 +143,6 @@ func (o *Options) Flags(reg *registry.Registry) cliflag.NamedFlagSets {
 	verflag.AddFlags(misc)
 	misc.BoolP("help", "h", false, "Help for bosun-controller-manager.")
 	return fss
-}
-
-// AddTo adds every flag of fss to fs.
-func AddTo(fs *pflag.FlagSet, fss cliflag.NamedFlagSets) {
-	for _, name := range fss.Order {
-		fs.AddFlagSet(fss.FlagSets[name])
-	}
 }
 
 // Validate returns all problems with the flags in one aggregate error, or nil.

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 
+	"github.com/bosun-dev/bosun/pkg/cmdutil"
 	"github.com/bosun-dev/bosun/pkg/controllermanager/registry"
 	"github.com/bosun-dev/bosun/pkg/features"
 )
@@ -30,7 +31,7 @@ func parse(t *testing.T, args ...string) (*Options, error) {
 	t.Helper()
 	o := NewOptions(features.NewFeatureGate())
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-	AddTo(fs, o.Flags(testRegistry()))
+	cmdutil.AddFlagSets(fs, o.Flags(testRegistry()))
 	return o, fs.Parse(args)
 }
 

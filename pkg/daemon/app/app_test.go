@@ -100,18 +100,18 @@ func TestReadyzNeedsRuntime(t *testing.T) {
 		body, _ := io.ReadAll(rec.Result().Body)
 		return rec.Code, string(body)
 	}
-	if code, body := get(h.readyz, "/readyz"); code != 500 || body != "[+]informer-sync ok\n[-]cri failed: reason withheld\n[+]shutdown ok\nreadyz check failed\n" {
+	if code, body := get(h.Readyz, "/readyz"); code != 500 || body != "[+]informer-sync ok\n[-]cri failed: reason withheld\n[+]shutdown ok\nreadyz check failed\n" {
 		t.Errorf("runtime down: %d %q", code, body)
 	}
-	if code, body := get(h.livez, "/livez?verbose"); code != 200 || !strings.HasPrefix(body, "[+]ping ok") {
+	if code, body := get(h.Livez, "/livez?verbose"); code != 200 || !strings.HasPrefix(body, "[+]ping ok") {
 		t.Errorf("livez must not depend on the runtime: %d %q", code, body)
 	}
 	runtimeErr = nil
-	if code, _ := get(h.readyz, "/readyz"); code != 200 {
+	if code, _ := get(h.Readyz, "/readyz"); code != 200 {
 		t.Errorf("runtime up: %d", code)
 	}
 	close(terminating)
-	if code, _ := get(h.readyz, "/readyz"); code != 500 {
+	if code, _ := get(h.Readyz, "/readyz"); code != 500 {
 		t.Errorf("terminating: %d, want 500", code)
 	}
 }

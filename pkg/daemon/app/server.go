@@ -7,21 +7,13 @@ package app
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
-	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/healthz"
-	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/featuregate"
-	logsapi "k8s.io/component-base/logs/api/v1"
-	"k8s.io/component-base/term"
-	"k8s.io/component-base/version/verflag"
 	"k8s.io/klog/v2"
 
-	// Makes --logging-format=json available.
-	_ "k8s.io/component-base/logs/json/register"
 	// Registers client-go's workqueue and REST client metrics for /metrics.
 	_ "k8s.io/component-base/metrics/prometheus/restclient"
 	_ "k8s.io/component-base/metrics/prometheus/workqueue"
@@ -53,48 +45,30 @@ func NewDaemonCommand() *cobra.Command {
 
 func newCommand(gate featuregate.MutableVersionedFeatureGate) *cobra.Command {
 	o := options.NewOptions(gate)
-	fss := o.Flags()
-	cmd := &cobra.Command{
-		Use: componentName,
+	return cmdutil.NewCommand(cmdutil.Command{
+		Name: componentName,
 		Long: `bosun-daemon is bosun's node agent. It runs on every node, talks to the container runtime over CRI,
 and serves ContainerRecreateRequests and NodeImages of its own node only.`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return fmt.Errorf("%q does not take any arguments, got %q", cmd.CommandPath(), args)
-			}
-			return nil
-		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			verflag.PrintAndExitIfRequested()
-			if err := o.Validate(); err != nil {
-				cmdutil.PrintErrors(cmd.ErrOrStderr(), err)
-				return cmdutil.ErrInvalidFlags
-			}
-			if err := logsapi.ValidateAndApply(o.Logs, gate); err != nil {
-				return err
-			}
-			cliflag.PrintFlags(cmd.Flags())
-			return Run(genericapiserver.SetupSignalContext(), o)
-		},
-	}
-	options.AddTo(cmd.Flags(), fss)
-	cols, _, _ := term.TerminalSize(cmd.OutOrStdout())
-	cliflag.SetUsageAndHelpFunc(cmd, fss, cols)
-	return cmd
+		Flags:       o.Flags(),
+		Logs:        o.Logs,
+		FeatureGate: gate,
+		Validate:    o.Validate,
+		Run:         func(ctx context.Context) error { return Run(ctx, o) },
+	})
 }
 
 // healthChecks are the daemon's endpoints: /healthz and /livez answer ping; /readyz needs
 // synced informers, a container runtime that answered recently, and no termination.
 type healthChecks struct {
-	healthz, livez, readyz *serving.CheckSet
-	informerSync           *serving.InformerSync
+	serving.HealthEndpoints
+	informerSync *serving.InformerSync
 }
 
 func newHealthChecks(runtime healthz.HealthChecker, terminating <-chan struct{}) *healthChecks {
 	h := &healthChecks{informerSync: &serving.InformerSync{}}
-	h.healthz = serving.NewCheckSet("/healthz", healthz.PingHealthz)
-	h.livez = serving.NewCheckSet("/livez", healthz.PingHealthz)
-	h.readyz = serving.NewCheckSet("/readyz", h.informerSync, runtime, healthz.NewShutdownHealthz(terminating))
+	h.Healthz = serving.NewCheckSet("/healthz", healthz.PingHealthz)
+	h.Livez = serving.NewCheckSet("/livez", healthz.PingHealthz)
+	h.Readyz = serving.NewCheckSet("/readyz", h.informerSync, runtime, healthz.NewShutdownHealthz(terminating))
 	return h
 }
 
@@ -119,16 +93,13 @@ func Run(ctx context.Context, o *options.Options) error {
 	if err != nil {
 		return err
 	}
-	mux := serving.NewBaseMux(componentName, serving.HealthEndpoints{Healthz: health.healthz, Livez: health.livez, Readyz: health.readyz}, o.Profiling)
-	serverStop := make(chan struct{})
-	serverStopped, err := servingConfig.Serve(mux, serverStop)
+	mux := serving.NewBaseMux(componentName, health.HealthEndpoints, o.Profiling)
+	// Serving outlives ctx: while informers stop, /readyz must still answer (failing).
+	stopServing, err := servingConfig.Serve(mux)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		close(serverStop)
-		<-serverStopped
-	}()
+	defer stopServing()
 
 	// The runtime is retried in the background; until it answers, /readyz fails.
 	runtimeDone := make(chan struct{})

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"os"
 
-	"github.com/spf13/pflag"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/featuregate"
@@ -69,10 +68,7 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 			"CRI-O and cri-dockerd are looked for in --runtime-socket-dirs.")
 	generic.StringSliceVar(&o.RuntimeSocketDirs, "runtime-socket-dirs", o.RuntimeSocketDirs,
 		"Directories searched for a runtime socket when --runtime-endpoint is empty (the host's /run, or where it is mounted).")
-	generic.BoolVar(&o.Profiling.EnableProfiling, "profiling", o.Profiling.EnableProfiling,
-		"Enable profiling via web interface host:port/debug/pprof/ and PUT /debug/flags/v.")
-	generic.BoolVar(&o.Profiling.EnableContentionProfiling, "contention-profiling", o.Profiling.EnableContentionProfiling,
-		"Enable block profiling, if profiling is enabled.")
+	o.Profiling.AddFlags(generic)
 
 	o.Client.AddFlags(fss.FlagSet("client"))
 	o.Serving.AddFlags(&fss)
@@ -83,13 +79,6 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	verflag.AddFlags(misc)
 	misc.BoolP("help", "h", false, "Help for bosun-daemon.")
 	return fss
-}
-
-// AddTo adds every flag of fss to fs.
-func AddTo(fs *pflag.FlagSet, fss cliflag.NamedFlagSets) {
-	for _, name := range fss.Order {
-		fs.AddFlagSet(fss.FlagSets[name])
-	}
 }
 
 // Validate returns all problems with the flags in one aggregate error, or nil.

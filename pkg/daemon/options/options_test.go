@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/pflag"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 
+	"github.com/bosun-dev/bosun/pkg/cmdutil"
 	"github.com/bosun-dev/bosun/pkg/features"
 )
 
@@ -14,7 +15,7 @@ func parse(t *testing.T, args ...string) *Options {
 	t.Helper()
 	o := NewOptions(features.NewFeatureGate())
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-	AddTo(fs, o.Flags())
+	cmdutil.AddFlagSets(fs, o.Flags())
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}
