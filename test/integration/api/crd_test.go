@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	_ "embed"
-	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"reflect"
@@ -18,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
@@ -110,7 +107,7 @@ func TestOpenKruiseObjectsAreStoredUnchanged(t *testing.T) {
 			if err != nil {
 				t.Fatalf("creating: %v", err)
 			}
-			// Compared as YAML: the decoders disagree on Go number types, not on values.
+			// Compared as YAML, which is also what a failure prints.
 			sent, _ := yaml.Marshal(obj.Object["spec"])
 			stored, _ := yaml.Marshal(created.Object["spec"])
 			if !bytes.Equal(sent, stored) {
@@ -290,20 +287,11 @@ func TestKubectlGetByShortNames(t *testing.T) {
 
 func decodeAll(t *testing.T, data []byte) []*unstructured.Unstructured {
 	t.Helper()
-	var objects []*unstructured.Unstructured
-	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	for {
-		obj := &unstructured.Unstructured{}
-		if err := decoder.Decode(&obj.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return objects
-			}
-			t.Fatalf("decoding testdata: %v", err)
-		}
-		if len(obj.Object) > 0 {
-			objects = append(objects, obj)
-		}
+	objects, err := framework.DecodeObjects(bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("decoding testdata: %v", err)
 	}
+	return objects
 }
 
 func resourceFor(t *testing.T, obj *unstructured.Unstructured) schema.GroupVersionResource {

@@ -2,9 +2,7 @@ package controllermanager
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -61,26 +59,10 @@ func startManager(t *testing.T, cp *framework.ControlPlane, leaseName string, ex
 	return m
 }
 
-// get requests path from the manager's secure port, with a bearer token when token is
-// not empty, and returns the status code and body.
+// get requests path from the manager's secure port (see framework.GetEndpoint).
 func (m *manager) get(t *testing.T, path, token string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d%s", m.port, path), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	// The serving certificate is self-signed, as upstream's is without --tls-cert-file.
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
+	return framework.GetEndpoint(m.port, path, token)
 }
 
 func (m *manager) waitServing(t *testing.T) {

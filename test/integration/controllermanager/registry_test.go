@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/bosun-dev/bosun/pkg/cmdutil"
 	"github.com/bosun-dev/bosun/pkg/controllermanager/app"
 	"github.com/bosun-dev/bosun/pkg/controllermanager/options"
 	"github.com/bosun-dev/bosun/pkg/controllermanager/registry"
@@ -46,6 +47,22 @@ func (w *configMapWriter) DebuggingHandler() http.Handler {
 	})
 }
 
+// configMapWriterDescriptor registers a configMapWriter as "<clientName>-controller" whose
+// client is the one the manager builds under clientName.
+func configMapWriterDescriptor(clientName, namespace string) registry.Descriptor {
+	return registry.Descriptor{
+		Name:       clientName + "-controller",
+		ClientName: clientName,
+		Constructor: func(ctx context.Context, cc *registry.ControllerContext) (registry.Controller, error) {
+			client, err := cc.Client()
+			if err != nil {
+				return nil, err
+			}
+			return &configMapWriter{client: client, namespace: namespace}, nil
+		},
+	}
+}
+
 // unhealthy is a controller whose health check always fails.
 type unhealthy struct{}
 
@@ -61,18 +78,9 @@ func TestRegisteredControllersRunWithTheirOwnClientsAndChecks(t *testing.T) {
 
 	var disabledBuilt atomic.Bool
 	reg := registry.New()
-	reg.MustRegister(registry.Descriptor{
-		Name:       "configmap-writer-controller",
-		Aliases:    []string{"writer"},
-		ClientName: "configmap-writer",
-		Constructor: func(ctx context.Context, cc *registry.ControllerContext) (registry.Controller, error) {
-			client, err := cc.Client()
-			if err != nil {
-				return nil, err
-			}
-			return &configMapWriter{client: client, namespace: ns}, nil
-		},
-	})
+	writer := configMapWriterDescriptor("configmap-writer", ns)
+	writer.Aliases = []string{"writer"}
+	reg.MustRegister(writer)
 	reg.MustRegister(registry.Descriptor{
 		Name: "unhealthy-controller",
 		Constructor: func(context.Context, *registry.ControllerContext) (registry.Controller, error) {
@@ -177,17 +185,7 @@ func TestServiceAccountCredentialsGiveEachControllerItsIdentity(t *testing.T) {
 	}
 
 	reg := registry.New()
-	reg.MustRegister(registry.Descriptor{
-		Name:       "sa-writer-controller",
-		ClientName: "sa-writer",
-		Constructor: func(ctx context.Context, cc *registry.ControllerContext) (registry.Controller, error) {
-			client, err := cc.Client()
-			if err != nil {
-				return nil, err
-			}
-			return &configMapWriter{client: client, namespace: ns}, nil
-		},
-	})
+	reg.MustRegister(configMapWriterDescriptor("sa-writer", ns))
 	runInProcess(t, cp, reg, "--use-service-account-credentials")
 
 	err := framework.WaitFor(ctx, 30*time.Second, "the manager to create the controller's ServiceAccount", func(ctx context.Context) (bool, error) {
@@ -227,7 +225,7 @@ func runInProcess(t *testing.T, cp *framework.ControlPlane, reg *registry.Regist
 	}
 	o := options.NewOptions(features.NewFeatureGate())
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-	options.AddTo(fs, o.Flags(reg))
+	cmdutil.AddFlagSets(fs, o.Flags(reg))
 	args := append([]string{
 		"--kubeconfig=" + cp.KubeconfigPath(),
 		"--controllers=*",

@@ -5,9 +5,7 @@ package daemon
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -63,16 +61,7 @@ func TestReadinessFollowsTheRuntimeAndWatchesStayOnTheNode(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	get := func(path string) (int, string) {
-		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-		resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d%s", ports[0], path))
-		if err != nil {
-			return 0, err.Error()
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(body)
-	}
+	get := func(path string) (int, string) { return framework.GetEndpoint(ports[0], path, "") }
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
 		err := framework.WaitFor(ctx, time.Minute, what, func(context.Context) (bool, error) {

@@ -117,14 +117,24 @@ func decodeObjects(file string) ([]*unstructured.Unstructured, error) {
 		return nil, fmt.Errorf("reading CRDs: %w", err)
 	}
 	defer f.Close()
-	decoder := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
+	objs, err := DecodeObjects(f)
+	if err != nil {
+		return nil, fmt.Errorf("decoding %s: %w", file, err)
+	}
+	return objs, nil
+}
+
+// DecodeObjects returns the objects of a YAML stream (possibly multi-document) or JSON,
+// skipping empty documents. Integers stay int64, as the API server returns them.
+func DecodeObjects(r io.Reader) ([]*unstructured.Unstructured, error) {
+	decoder := utilyaml.NewYAMLOrJSONDecoder(r, 4096)
 	var objs []*unstructured.Unstructured
 	for {
 		var raw json.RawMessage
 		if err := decoder.Decode(&raw); errors.Is(err, io.EOF) {
 			return objs, nil
 		} else if err != nil {
-			return nil, fmt.Errorf("decoding %s: %w", file, err)
+			return nil, err
 		}
 		if trimmed := bytes.TrimSpace(raw); len(trimmed) == 0 || string(trimmed) == "null" {
 			continue // an empty document, e.g. after a leading "---"
@@ -132,7 +142,7 @@ func decodeObjects(file string) ([]*unstructured.Unstructured, error) {
 		// Unstructured's own decoding keeps integers as int64, as the API server would.
 		obj := &unstructured.Unstructured{}
 		if err := obj.UnmarshalJSON(raw); err != nil {
-			return nil, fmt.Errorf("decoding %s: %w", file, err)
+			return nil, err
 		}
 		objs = append(objs, obj)
 	}
