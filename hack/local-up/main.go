@@ -1,5 +1,7 @@
 // Command local-up runs bosun on this machine: a real etcd and kube-apiserver (built by
-// hack/build-test-servers.sh), bosun's CRDs, and bosun-controller-manager against them.
+// hack/build-test-servers.sh), bosun's CRDs, bosun-controller-manager, and upstream
+// kube-controller-manager for the controllers bosun does not replace, the way an operator
+// runs the two side by side (`--controllers=*,-replicaset,-deployment` upstream).
 // It prints how to point kubectl at the cluster and runs until interrupted; everything it
 // started stops with it. `make local-up` runs it.
 package main
@@ -24,17 +26,20 @@ func main() {
 	klog.InitFlags(nil)
 	controllers := flag.String("controllers", "*", "value of bosun-controller-manager's --controllers")
 	securePort := flag.Int("secure-port", 10267, "port of bosun-controller-manager's health and metrics endpoints")
+	upstream := flag.String("upstream-controllers", "*,-replicaset,-deployment",
+		"value of upstream kube-controller-manager's --controllers; empty runs no upstream controllers")
+	upstreamPort := flag.Int("upstream-secure-port", 10257, "port of upstream kube-controller-manager's health endpoints")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *controllers, *securePort); err != nil {
+	if err := run(ctx, *controllers, *securePort, *upstream, *upstreamPort); err != nil {
 		fmt.Fprintln(os.Stderr, "local-up:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, controllers string, securePort int) error {
+func run(ctx context.Context, controllers string, securePort int, upstreamControllers string, upstreamPort int) error {
 	logger := klog.FromContext(ctx)
 	root, err := framework.RepoRoot()
 	if err != nil {
@@ -81,6 +86,18 @@ func run(ctx context.Context, controllers string, securePort int) error {
 		return err
 	}
 	defer process.Stop(framework.DefaultStopGracePeriod)
+	exited := anyDone(process)
+
+	if upstreamControllers != "" {
+		// The garbage collector, namespace and service-account controllers and the rest of a
+		// cluster's control loops still come from upstream.
+		upstream, err := startUpstreamControllerManager(cp, upstreamControllers, upstreamPort, out)
+		if err != nil {
+			return err
+		}
+		defer upstream.Stop(framework.DefaultStopGracePeriod)
+		exited = anyDone(process, upstream)
+	}
 
 	kubectl, err := framework.ToolPath("kubectl")
 	if err != nil {
@@ -92,6 +109,8 @@ bosun is running locally.
   export KUBECONFIG=%s
   export PATH=%s:$PATH
   kubectl get ads,pub,crr,nodeimages,imagepulljobs -A
+  kubectl create deployment web --image=registry.k8s.io/pause:3.10 --replicas=3
+  kubectl get deployments,replicasets,pods   # pods stay Pending: the cluster has no node yet
   curl -sk https://127.0.0.1:%d/healthz?verbose
 
 Logs: %s/*.log
@@ -102,9 +121,43 @@ Press Ctrl-C to stop everything.
 	case <-ctx.Done():
 		logger.Info("Shutting down")
 		return nil
-	case <-process.Done():
+	case p := <-exited:
 		time.Sleep(100 * time.Millisecond) // let the last log lines land
-		return fmt.Errorf("bosun-controller-manager exited with status %d; its log ends:\n%s",
-			process.ExitCode(), process.LogTail(30))
+		return fmt.Errorf("%s exited with status %d; its log ends:\n%s", p.Name(), p.ExitCode(), p.LogTail(30))
 	}
+}
+
+// startUpstreamControllerManager runs kube-controller-manager (built by
+// hack/build-test-servers.sh) with controllers, as the admin user.
+func startUpstreamControllerManager(cp *framework.ControlPlane, controllers string, port int, out string) (*framework.Process, error) {
+	path, err := framework.ToolPath("kube-controller-manager")
+	if err != nil {
+		return nil, err
+	}
+	return framework.StartProcess(framework.ProcessConfig{
+		Path: path,
+		Args: []string{
+			"--kubeconfig=" + cp.KubeconfigPath(),
+			"--authentication-kubeconfig=" + cp.KubeconfigPath(),
+			"--authorization-kubeconfig=" + cp.KubeconfigPath(),
+			"--controllers=" + controllers,
+			"--service-account-private-key-file=" + filepath.Join(cp.Dir(), "service-account.key"),
+			"--bind-address=127.0.0.1",
+			fmt.Sprintf("--secure-port=%d", port),
+			"--v=1",
+		},
+		LogPath: filepath.Join(out, "kube-controller-manager.log"),
+	})
+}
+
+// anyDone returns a channel that yields the first of processes to exit.
+func anyDone(processes ...*framework.Process) <-chan *framework.Process {
+	first := make(chan *framework.Process, len(processes))
+	for _, p := range processes {
+		go func() {
+			<-p.Done()
+			first <- p
+		}()
+	}
+	return first
 }

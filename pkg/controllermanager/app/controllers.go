@@ -16,5 +16,8 @@ func NewControllerRegistry() *registry.Registry {
 //
 //	{Name: "replicaset-controller", Aliases: []string{"replicaset"}, Constructor: newReplicaSetController},
 func builtinControllers() []registry.Descriptor {
-	return []registry.Descriptor{}
+	return []registry.Descriptor{
+		{Name: "replicaset-controller", Aliases: []string{"replicaset"}, ClientName: "replicaset-controller", Constructor: newReplicaSetController},
+		{Name: "deployment-controller", Aliases: []string{"deployment"}, ClientName: "deployment-controller", Constructor: newDeploymentController},
+	}
 }

@@ -132,6 +132,11 @@ func TestUnknownControllerIsAFlagError(t *testing.T) {
 	if !strings.Contains(log, `"nosuch" is not in the list of known controllers`) {
 		t.Errorf("the error does not name the unknown controller:\n%s", log)
 	}
+	for _, name := range []string{"replicaset-controller", "deployment-controller", "replicaset", "deployment"} {
+		if !strings.Contains(log, name) {
+			t.Errorf("the error does not list %q among the valid names:\n%s", name, log)
+		}
+	}
 	if strings.Contains(log, "127.0.0.1:1") {
 		t.Errorf("the manager contacted the server before rejecting its flags:\n%s", log)
 	}

@@ -1,0 +1,40 @@
+package app
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/bosun-dev/bosun/pkg/controller/deployment"
+	"github.com/bosun-dev/bosun/pkg/controllermanager/registry"
+)
+
+// newDeploymentController builds the Deployment controller on the shared informers.
+func newDeploymentController(ctx context.Context, cc *registry.ControllerContext) (registry.Controller, error) {
+	client, err := cc.Client()
+	if err != nil {
+		return nil, fmt.Errorf("building the deployment controller's client: %w", err)
+	}
+	c, err := deployment.NewController(ctx,
+		cc.InformerFactory.Apps().V1().Deployments(),
+		cc.InformerFactory.Apps().V1().ReplicaSets(),
+		cc.InformerFactory.Core().V1().Pods(),
+		client,
+		cc.EventRecorder("deployment-controller"),
+		cc.FeatureGate,
+	)
+	if err != nil {
+		return nil, fmt.Errorf("building the deployment controller: %w", err)
+	}
+	return deploymentRunner{controller: c, workers: int(cc.Config.Deployment.ConcurrentSyncs)}, nil
+}
+
+// deploymentRunner adapts the controller's Run(ctx, workers) to registry.Controller.
+type deploymentRunner struct {
+	controller *deployment.Controller
+	workers    int
+}
+
+// Run implements registry.Controller.
+func (r deploymentRunner) Run(ctx context.Context) {
+	r.controller.Run(ctx, r.workers)
+}

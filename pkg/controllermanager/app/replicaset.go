@@ -1,0 +1,41 @@
+package app
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/bosun-dev/bosun/pkg/controller/replicaset"
+	"github.com/bosun-dev/bosun/pkg/controllermanager/registry"
+)
+
+// newReplicaSetController builds the ReplicaSet controller on the shared informers.
+func newReplicaSetController(ctx context.Context, cc *registry.ControllerContext) (registry.Controller, error) {
+	client, err := cc.Client()
+	if err != nil {
+		return nil, fmt.Errorf("creating the ReplicaSet controller's client: %w", err)
+	}
+	controller, err := replicaset.NewController(ctx,
+		cc.InformerFactory.Apps().V1().ReplicaSets(),
+		cc.InformerFactory.Core().V1().Pods(),
+		client,
+		cc.EventRecorder(replicaset.ControllerName),
+		cc.FeatureGate,
+		replicaset.BurstReplicas,
+	)
+	if err != nil {
+		return nil, fmt.Errorf("creating the ReplicaSet controller: %w", err)
+	}
+	return &replicaSetController{controller: controller, workers: int(cc.Config.ReplicaSet.ConcurrentSyncs)}, nil
+}
+
+// replicaSetController adapts the controller to registry.Controller, supplying the
+// configured number of workers (--concurrent-replicaset-syncs).
+type replicaSetController struct {
+	controller *replicaset.Controller
+	workers    int
+}
+
+// Run implements registry.Controller.
+func (r *replicaSetController) Run(ctx context.Context) {
+	r.controller.Run(ctx, r.workers)
+}

@@ -1,0 +1,172 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+)
+
+// There is no kubelet in the test clusters: tests play its part by writing pod status.
+
+// SetPodRunning sets the pod's phase to Running and its Ready condition to ready, with the
+// condition's lastTransitionTime at readySince (now when zero). It retries on conflicts and
+// returns the updated pod.
+func SetPodRunning(ctx context.Context, client kubernetes.Interface, namespace, name string, ready bool, readySince time.Time) (*corev1.Pod, error) {
+	if readySince.IsZero() {
+		readySince = time.Now()
+	}
+	var updated *corev1.Pod
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		pod, err := client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		setRunning(pod, ready, readySince)
+		updated, err = client.CoreV1().Pods(namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("marking pod %s/%s running (ready=%v): %w", namespace, name, ready, err)
+	}
+	return updated, nil
+}
+
+// setRunning edits pod in place: phase Running and a Ready condition.
+func setRunning(pod *corev1.Pod, ready bool, readySince time.Time) {
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	pod.Status.Phase = corev1.PodRunning
+	condition := corev1.PodCondition{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.NewTime(readySince)}
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == corev1.PodReady {
+			pod.Status.Conditions[i] = condition
+			return
+		}
+	}
+	pod.Status.Conditions = append(pod.Status.Conditions, condition)
+}
+
+// PodReadier marks pods Running and Ready as they appear, the way a kubelet would once
+// their containers pass their readiness probes.
+type PodReadier struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu     sync.Mutex
+	marked int
+	err    error
+}
+
+// StartPodReadier watches the pods of namespace and marks every active pod that is not
+// ready yet and for which accept returns true (nil accepts all) Running and Ready, with
+// `workers` parallel writers. Stop it, or let the test end, to stop it.
+func StartPodReadier(ctx context.Context, client kubernetes.Interface, namespace string, workers int, accept func(*corev1.Pod) bool) *PodReadier {
+	ctx, cancel := context.WithCancel(ctx)
+	r := &PodReadier{cancel: cancel, done: make(chan struct{})}
+	pending := make(chan *corev1.Pod, 4096)
+	var wg sync.WaitGroup
+	for range max(workers, 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for pod := range pending {
+				r.markReady(ctx, client, pod)
+			}
+		}()
+	}
+	go func() {
+		defer close(r.done)
+		defer wg.Wait()
+		defer close(pending)
+		r.watch(ctx, client, namespace, accept, pending)
+	}()
+	return r
+}
+
+// watch feeds pending with pods that need marking until ctx ends, re-listing when the
+// watch closes.
+func (r *PodReadier) watch(ctx context.Context, client kubernetes.Interface, namespace string, accept func(*corev1.Pod) bool, pending chan<- *corev1.Pod) {
+	for ctx.Err() == nil {
+		w, err := client.CoreV1().Pods(namespace).Watch(ctx, metav1.ListOptions{FieldSelector: fields.Everything().String()})
+		if err != nil {
+			if ctx.Err() == nil {
+				time.Sleep(PollInterval)
+			}
+			continue
+		}
+		for event := range w.ResultChan() {
+			pod, ok := event.Object.(*corev1.Pod)
+			if !ok || (event.Type != watch.Added && event.Type != watch.Modified) {
+				continue
+			}
+			if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+				continue
+			}
+			if isReady(pod) || (accept != nil && !accept(pod)) {
+				continue
+			}
+			select {
+			case pending <- pod:
+			case <-ctx.Done():
+				w.Stop()
+				return
+			}
+		}
+		w.Stop()
+	}
+}
+
+func (r *PodReadier) markReady(ctx context.Context, client kubernetes.Interface, pod *corev1.Pod) {
+	pod = pod.DeepCopy()
+	setRunning(pod, true, time.Now())
+	_, err := client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		// A newer version is on its way through the watch, or the pod is gone.
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		if ctx.Err() == nil && r.err == nil {
+			r.err = fmt.Errorf("marking pod %s/%s ready: %w", pod.Namespace, pod.Name, err)
+		}
+		return
+	}
+	r.marked++
+}
+
+// Marked returns how many pods it has marked ready so far.
+func (r *PodReadier) Marked() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.marked
+}
+
+// Stop stops watching and waits for in-flight writes; it returns the first write error.
+func (r *PodReadier) Stop() error {
+	r.cancel()
+	<-r.done
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}
+
+func isReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
