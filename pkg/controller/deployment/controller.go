@@ -25,6 +25,7 @@ import (
 
 	"github.com/bosun-dev/bosun/pkg/controller/podutil"
 	"github.com/bosun-dev/bosun/pkg/controller/queue"
+	"github.com/bosun-dev/bosun/pkg/controller/refmanager"
 	"github.com/bosun-dev/bosun/pkg/features"
 )
 
@@ -311,40 +312,20 @@ func (c *Controller) deletePod(logger klog.Logger, obj any) {
 }
 
 // resolveControllerRef returns the Deployment ref points to, or nil when ref is not a
-// Deployment reference or points to a Deployment that no longer exists (same name, other UID).
+// Deployment reference or points to a Deployment that no longer exists.
 func (c *Controller) resolveControllerRef(namespace string, ref *metav1.OwnerReference) *appsv1.Deployment {
-	if ref.Kind != controllerKind.Kind {
-		return nil
-	}
-	d, err := c.dLister.Deployments(namespace).Get(ref.Name)
-	if err != nil || d.UID != ref.UID {
-		return nil
-	}
+	d, _ := refmanager.ResolveControllerRef(ref, controllerKind.Kind, c.dLister.Deployments(namespace).Get)
 	return d
 }
 
 // deploymentsForOrphan returns the Deployments of rs's namespace whose non-empty selector
 // matches rs's labels: the candidates for adopting it.
 func (c *Controller) deploymentsForOrphan(logger klog.Logger, rs *appsv1.ReplicaSet) []*appsv1.Deployment {
-	if len(rs.Labels) == 0 {
-		return nil
-	}
 	all, err := c.dLister.Deployments(rs.Namespace).List(labels.Everything())
 	if err != nil {
 		return nil
 	}
-	var matching []*appsv1.Deployment
-	for _, d := range all {
-		selector, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
-		if err != nil || selector.Empty() {
-			// An invalid selector matches nothing; an empty one would match everything,
-			// which syncDeployment refuses to act on.
-			continue
-		}
-		if selector.Matches(labels.Set(rs.Labels)) {
-			matching = append(matching, d)
-		}
-	}
+	matching := refmanager.SelectingOwners(all, rs.Labels, func(d *appsv1.Deployment) *metav1.LabelSelector { return d.Spec.Selector })
 	if len(matching) > 1 {
 		// Overlapping selectors are a user error; the first to claim the RS wins.
 		logger.Info("User error: more than one deployment selects replica set",
@@ -356,19 +337,11 @@ func (c *Controller) deploymentsForOrphan(logger klog.Logger, rs *appsv1.Replica
 // deploymentForPod follows pod → controlling ReplicaSet → controlling Deployment through the
 // listers, checking UIDs at each step.
 func (c *Controller) deploymentForPod(pod *corev1.Pod) *appsv1.Deployment {
-	ref := metav1.GetControllerOf(pod)
-	if ref == nil || ref.Kind != "ReplicaSet" {
+	rs, ok := refmanager.ResolveControllerRef(metav1.GetControllerOf(pod), "ReplicaSet", c.rsLister.ReplicaSets(pod.Namespace).Get)
+	if !ok {
 		return nil
 	}
-	rs, err := c.rsLister.ReplicaSets(pod.Namespace).Get(ref.Name)
-	if err != nil || rs.UID != ref.UID {
-		return nil
-	}
-	rsRef := metav1.GetControllerOf(rs)
-	if rsRef == nil {
-		return nil
-	}
-	return c.resolveControllerRef(rs.Namespace, rsRef)
+	return c.resolveControllerRef(rs.Namespace, metav1.GetControllerOf(rs))
 }
 
 // countPodsOfOwnedReplicaSets counts the pods, in any phase, of the ReplicaSets d selects and

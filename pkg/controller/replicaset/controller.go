@@ -27,6 +27,7 @@ import (
 	"github.com/bosun-dev/bosun/pkg/controller/podcontrol"
 	"github.com/bosun-dev/bosun/pkg/controller/podutil"
 	"github.com/bosun-dev/bosun/pkg/controller/queue"
+	"github.com/bosun-dev/bosun/pkg/controller/refmanager"
 	"github.com/bosun-dev/bosun/pkg/features"
 )
 
@@ -210,37 +211,20 @@ func (c *Controller) enqueueAfter(ctx context.Context, rs *appsv1.ReplicaSet, de
 }
 
 // resolveControllerRef returns the ReplicaSet ref points to, or nil if ref is not to a
-// ReplicaSet or names one that no longer exists (a different UID under the same name is
-// another object).
+// ReplicaSet or names one that no longer exists.
 func (c *Controller) resolveControllerRef(namespace string, ref *metav1.OwnerReference) *appsv1.ReplicaSet {
-	if ref.Kind != controllerKind.Kind {
-		return nil
-	}
-	rs, err := c.rsLister.ReplicaSets(namespace).Get(ref.Name)
-	if err != nil || rs.UID != ref.UID {
-		return nil
-	}
+	rs, _ := refmanager.ResolveControllerRef(ref, controllerKind.Kind, c.rsLister.ReplicaSets(namespace).Get)
 	return rs
 }
 
 // matchingReplicaSets returns the ReplicaSets whose selector matches an orphan pod, so that
 // they can consider adopting it. More than one is a user error worth logging.
 func (c *Controller) matchingReplicaSets(ctx context.Context, pod *corev1.Pod) []*appsv1.ReplicaSet {
-	if len(pod.Labels) == 0 {
-		return nil
-	}
 	all, err := c.rsLister.ReplicaSets(pod.Namespace).List(labels.Everything())
 	if err != nil {
 		return nil
 	}
-	var matching []*appsv1.ReplicaSet
-	for _, rs := range all {
-		selector, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
-		if err != nil || selector.Empty() || !selector.Matches(labels.Set(pod.Labels)) {
-			continue
-		}
-		matching = append(matching, rs)
-	}
+	matching := refmanager.SelectingOwners(all, pod.Labels, func(rs *appsv1.ReplicaSet) *metav1.LabelSelector { return rs.Spec.Selector })
 	if len(matching) > 1 {
 		// Overlapping selectors fight over pods; only the user can fix that.
 		utilruntime.HandleErrorWithContext(ctx, nil, "More than one ReplicaSet is selecting pods with labels",

@@ -1,0 +1,41 @@
+package refmanager
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// ResolveControllerRef returns the owner that a child's controller reference ref points
+// to, looked up with get (a lister's Get). It reports false when ref is not of kind, when
+// no such object exists, and when the object of that name has another UID: the owner was
+// deleted and re-created under the same name, so it is not the owner the child means.
+func ResolveControllerRef[T metav1.Object](ref *metav1.OwnerReference, kind string, get func(name string) (T, error)) (T, bool) {
+	var none T
+	if ref == nil || ref.Kind != kind {
+		return none, false
+	}
+	owner, err := get(ref.Name)
+	if err != nil || owner.GetUID() != ref.UID {
+		return none, false
+	}
+	return owner, true
+}
+
+// SelectingOwners returns the owners whose selector (selectorOf) matches an orphan's
+// labels: the owners that may want to adopt it. An orphan without labels matches nothing;
+// so do invalid selectors and empty ones, which would select everything and which
+// controllers refuse to act on.
+func SelectingOwners[T any](owners []T, orphanLabels map[string]string, selectorOf func(T) *metav1.LabelSelector) []T {
+	if len(orphanLabels) == 0 {
+		return nil
+	}
+	var matching []T
+	for _, owner := range owners {
+		selector, err := metav1.LabelSelectorAsSelector(selectorOf(owner))
+		if err != nil || selector.Empty() || !selector.Matches(labels.Set(orphanLabels)) {
+			continue
+		}
+		matching = append(matching, owner)
+	}
+	return matching
+}
