@@ -8,6 +8,7 @@ BINARIES := bosun-controller-manager bosun-daemon
 STAGING := staging/src/github.com/bosun-dev
 STAGING_MODULES := $(STAGING)/api $(STAGING)/client-go
 INTEGRATION_TIMEOUT ?= 40m
+BENCH_FLAGS ?=
 
 # Stamped into the binaries; `--version` prints it.
 VERSION ?= v0.1.0-dev
@@ -41,6 +42,10 @@ test-integration: test-servers ## Integration tests against a real etcd + kube-a
 .PHONY: test-servers
 test-servers: ## Build etcd, kube-apiserver and kubectl from the Go module proxy (cached).
 	hack/build-test-servers.sh
+
+.PHONY: bench
+bench: build test-servers ## Benchmark bosun against upstream kube-controller-manager (not in `make test`; BENCH_FLAGS=-help lists flags).
+	$(GO) run ./test/bench $(BENCH_FLAGS)
 
 .PHONY: verify
 verify: ## gofmt, go vet, and the generated code, CRD and vendor checks.

@@ -1,0 +1,358 @@
+// Command bench measures bosun-controller-manager against upstream kube-controller-manager
+// (built by hack/build-test-servers.sh from k8s.io/kubernetes at the same version) on the same
+// workloads: scale a ReplicaSet from 0 to 5,000 pods, create a 1,000-replica Deployment and
+// roll it once, and delete both. Each manager gets a fresh etcd + kube-apiserver with the same
+// flags, the same client rate limits and only the equivalent controllers; upstream's garbage
+// collector runs beside either one, unmeasured, to remove the pods of deleted objects. For
+// every workload it reports the wall time and the measured manager's CPU time and peak RSS.
+//
+// A second part runs bosun without client-side rate limits and compares its scale-up with
+// the API server's own ceiling: the same number of pods created by N parallel clients.
+//
+// `make bench` runs it; it is not part of `make test`, and its figures are recorded in
+// docs/benchmarks.md. It prints a Markdown report and writes it to _output/bench/results.md.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+
+	"github.com/bosun-dev/bosun/test/integration/framework"
+)
+
+// The parts of a benchmark (--runs): the two managers on the full workloads, and bosun
+// without client limits against the raw baseline.
+const (
+	managerBosun    = "bosun"
+	managerUpstream = "upstream"
+	partUnlimited   = "unlimited"
+)
+
+const benchNamespace = "bench"
+
+// options are the command-line flags.
+type options struct {
+	limits              clientLimits
+	unlimited           clientLimits
+	rsReplicas          int
+	deployReplicas      int
+	baselineClients     []int
+	runs                []string
+	bosunControllers    string
+	upstreamControllers string
+	readierWorkers      int
+	repeat              int
+	verbosity           int
+	timeout             time.Duration
+	bosunBinary         string
+	outDir              string
+	profileSeconds      int
+}
+
+func parseFlags() (*options, error) {
+	o := &options{}
+	klog.InitFlags(nil)
+	flag.Float64Var(&o.limits.QPS, "kube-api-qps", 500, "--kube-api-qps of both measured managers and of the garbage collector")
+	flag.IntVar(&o.limits.Burst, "kube-api-burst", 500, "--kube-api-burst of both measured managers and of the garbage collector")
+	flag.Float64Var(&o.unlimited.QPS, "unlimited-qps", 1e6, "--kube-api-qps of bosun in the run without client limits; "+
+		"bosun rejects 0 and negative values, and a token bucket this large never makes a client wait")
+	flag.IntVar(&o.unlimited.Burst, "unlimited-burst", 1e6, "--kube-api-burst of bosun in the run without client limits")
+	flag.IntVar(&o.rsReplicas, "replicaset-replicas", 5000, "replicas the ReplicaSet is scaled to")
+	flag.IntVar(&o.deployReplicas, "deployment-replicas", 1000, "replicas of the Deployment")
+	clients := flag.String("baseline-clients", "8,32,128", "comma-separated numbers of parallel clients for the raw pod-creation baseline")
+	runs := flag.String("runs", "upstream,bosun,unlimited", "comma-separated parts to run: upstream, bosun (the side-by-side workloads), "+
+		"unlimited (bosun without client limits against the raw baseline)")
+	flag.StringVar(&o.bosunControllers, "bosun-controllers", "replicaset,deployment", "--controllers of bosun-controller-manager")
+	flag.StringVar(&o.upstreamControllers, "upstream-controllers", "replicaset,deployment", "--controllers of the measured upstream kube-controller-manager")
+	flag.IntVar(&o.readierWorkers, "readier-workers", 32, "parallel writers of the helper that marks pods Ready (the same in every run)")
+	flag.IntVar(&o.repeat, "repeat", 3, "how often every part runs; the report shows the median of each figure")
+	flag.IntVar(&o.verbosity, "manager-v", 2, "--v of every controller manager")
+	flag.DurationVar(&o.timeout, "workload-timeout", 5*time.Minute, "how long one workload may take before the benchmark fails")
+	flag.StringVar(&o.bosunBinary, "bosun-binary", "", "bosun-controller-manager to measure (default <repo>/_output/bin/bosun-controller-manager, from `make build`)")
+	flag.IntVar(&o.profileSeconds, "profile-seconds", 0, "when above 0, take a CPU profile of this many seconds from the start of "+
+		"every workload, and a heap profile at its end, from each measured manager's /debug/pprof into the log directory; "+
+		"profiling slows the manager, so such figures are for finding hot spots, not for the record")
+	flag.StringVar(&o.outDir, "out", "", "directory for results.md and the process logs (default <repo>/_output/bench)")
+	flag.Parse()
+
+	for _, field := range strings.Split(*clients, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(field))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("--baseline-clients: %q is not a positive number", field)
+		}
+		o.baselineClients = append(o.baselineClients, n)
+	}
+	for _, run := range strings.Split(*runs, ",") {
+		switch run = strings.TrimSpace(run); run {
+		case managerUpstream, managerBosun, partUnlimited:
+			o.runs = append(o.runs, run)
+		default:
+			return nil, fmt.Errorf("--runs: unknown part %q", run)
+		}
+	}
+	if o.repeat < 1 {
+		return nil, fmt.Errorf("--repeat must be at least 1")
+	}
+	root, err := framework.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	if o.bosunBinary == "" {
+		o.bosunBinary = filepath.Join(root, "_output", "bin", "bosun-controller-manager")
+	}
+	if o.outDir == "" {
+		o.outDir = filepath.Join(root, "_output", "bench")
+	}
+	return o, nil
+}
+
+func (o *options) wants(run string) bool {
+	for _, r := range o.runs {
+		if r == run {
+			return true
+		}
+	}
+	return false
+}
+
+func main() {
+	o, err := parseFlags()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		stop()
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o *options) error {
+	logger := klog.FromContext(ctx)
+	if _, err := os.Stat(o.bosunBinary); err != nil {
+		return fmt.Errorf("%w (run `make build` first)", err)
+	}
+	upstreamBinary, err := framework.ToolPath("kube-controller-manager")
+	if err != nil {
+		return fmt.Errorf("%w (run `make test-servers` first)", err)
+	}
+	logRoot := filepath.Join(o.outDir, "logs")
+	if err := os.RemoveAll(logRoot); err != nil {
+		return fmt.Errorf("clearing old logs: %w", err)
+	}
+	if err := os.MkdirAll(o.outDir, 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", o.outDir, err)
+	}
+
+	began := time.Now()
+	res := newResults(o, began)
+	for rep := 1; rep <= o.repeat; rep++ {
+		for _, name := range []string{managerUpstream, managerBosun} {
+			if !o.wants(name) {
+				continue
+			}
+			logger.Info("Running the workloads", "manager", name, "repetition", rep)
+			r, err := runManager(ctx, o, name, upstreamBinary, fmt.Sprintf("%s/%s-%d", logRoot, name, rep))
+			if err != nil {
+				return fmt.Errorf("%s run %d: %w", name, rep, err)
+			}
+			res.managers[name] = append(res.managers[name], r)
+		}
+		if o.wants(partUnlimited) {
+			for _, clients := range o.baselineClients {
+				logger.Info("Running the raw baseline", "clients", clients, "repetition", rep)
+				wall, err := runBaseline(ctx, o, clients)
+				if err != nil {
+					return fmt.Errorf("raw baseline with %d clients: %w", clients, err)
+				}
+				res.baselines[clients] = append(res.baselines[clients], wall)
+			}
+			logger.Info("Running bosun without client limits", "repetition", rep)
+			r, err := runUnlimited(ctx, o, fmt.Sprintf("%s/unlimited-%d", logRoot, rep))
+			if err != nil {
+				return fmt.Errorf("unlimited run %d: %w", rep, err)
+			}
+			res.unlimited = append(res.unlimited, r)
+		}
+	}
+	res.duration = time.Since(began)
+
+	report := res.markdown()
+	fmt.Print(report)
+	path := filepath.Join(o.outDir, "results.md")
+	if err := os.WriteFile(path, []byte(report), 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	logger.Info("Wrote the report", "path", path, "took", res.duration.Round(time.Second))
+	return nil
+}
+
+// runResult is one manager's figures from one run.
+type runResult struct {
+	// IdleRSS is the manager's RSS after start-up, before any workload.
+	IdleRSS      uint64
+	Measurements []measurement
+}
+
+// runManager measures one manager on the full workload sequence against a fresh control
+// plane, with upstream's garbage collector beside it.
+func runManager(ctx context.Context, o *options, name, upstreamBinary, logDir string) (runResult, error) {
+	return withControlPlane(ctx, logDir, func(ctx context.Context, cp *framework.ControlPlane, client kubernetes.Interface) (runResult, error) {
+		gc, err := startManager(ctx, upstreamManager(upstreamBinary, cp, "garbage-collector", "garbagecollector", o.limits, o.verbosity), logDir)
+		if err != nil {
+			return runResult{}, err
+		}
+		defer gc.Stop(framework.DefaultStopGracePeriod)
+		var spec managerSpec
+		switch name {
+		case managerBosun:
+			spec = bosunManager(o.bosunBinary, cp, o.bosunControllers, o.limits, o.verbosity)
+		case managerUpstream:
+			spec = upstreamManager(upstreamBinary, cp, "kube-controller-manager", o.upstreamControllers, o.limits, o.verbosity)
+		}
+		return measureManager(ctx, o, cp, spec, client, logDir, (*workloadEnv).runAllWorkloads, gc)
+	})
+}
+
+// runUnlimited measures bosun's ReplicaSet scale-up without client-side rate limits. Nothing
+// else runs beside it: no object is deleted, so no garbage collector is needed, and the raw
+// baseline it is compared with had the API server to itself too.
+func runUnlimited(ctx context.Context, o *options, logDir string) (runResult, error) {
+	return withControlPlane(ctx, logDir, func(ctx context.Context, cp *framework.ControlPlane, client kubernetes.Interface) (runResult, error) {
+		spec := bosunManager(o.bosunBinary, cp, o.bosunControllers, o.unlimited, o.verbosity)
+		scaleOnly := func(e *workloadEnv, ctx context.Context) ([]measurement, error) {
+			m, err := e.scaleReplicaSet(ctx)
+			return []measurement{m}, err
+		}
+		return measureManager(ctx, o, cp, spec, client, logDir, scaleOnly)
+	})
+}
+
+// measureManager starts spec, lets it settle, and runs workloads against it. The other
+// processes are checked to have survived too, since a crashed garbage collector would stall
+// the run in a confusing way.
+func measureManager(ctx context.Context, o *options, cp *framework.ControlPlane, spec managerSpec, client kubernetes.Interface, logDir string,
+	workloads func(*workloadEnv, context.Context) ([]measurement, error), others ...*manager) (runResult, error) {
+	m, err := startManager(ctx, spec, logDir)
+	if err != nil {
+		return runResult{}, err
+	}
+	defer m.Stop(framework.DefaultStopGracePeriod)
+	// Let the manager finish its start-up (initial lists, first syncs) unmeasured.
+	time.Sleep(settleTime)
+	idle, err := currentRSS(m.Pid())
+	if err != nil {
+		return runResult{}, err
+	}
+	env := &workloadEnv{
+		client:         client,
+		namespace:      benchNamespace,
+		pid:            m.Pid(),
+		rsReplicas:     int32(o.rsReplicas),
+		deployReplicas: int32(o.deployReplicas),
+		readierWorkers: o.readierWorkers,
+		timeout:        o.timeout,
+	}
+	if o.profileSeconds > 0 {
+		env.profiler = newProfiler(m.Pid(), m.Port, cp.Config().BearerToken, o.profileSeconds, logDir)
+	}
+	measurements, err := workloads(env, ctx)
+	for _, p := range append([]*manager{m}, others...) {
+		if aliveErr := p.checkAlive(); aliveErr != nil {
+			return runResult{}, aliveErr
+		}
+	}
+	if err != nil {
+		return runResult{}, fmt.Errorf("%w\nthe end of the %s log:\n%s", err, spec.Label, m.LogTail(20))
+	}
+	return runResult{IdleRSS: idle, Measurements: measurements}, nil
+}
+
+// runBaseline creates rsReplicas pods with clients parallel clients against a fresh control
+// plane with nothing else running, and returns how long that took.
+func runBaseline(ctx context.Context, o *options, clients int) (time.Duration, error) {
+	var wall time.Duration
+	_, err := withControlPlane(ctx, "", func(ctx context.Context, cp *framework.ControlPlane, client kubernetes.Interface) (runResult, error) {
+		// The pods name a ReplicaSet as their controller, like the ones a controller makes,
+		// so that both create the same objects. No controller runs to act on it.
+		owner, err := client.AppsV1().ReplicaSets(benchNamespace).Create(ctx, newReplicaSet(0), metav1.CreateOptions{})
+		if err != nil {
+			return runResult{}, fmt.Errorf("creating the owner ReplicaSet: %w", err)
+		}
+		wall, err = createPodsInParallel(ctx, benchClientConfig(cp), benchNamespace, owner, o.rsReplicas, clients)
+		if err != nil {
+			return runResult{}, err
+		}
+		env := &workloadEnv{client: client, namespace: benchNamespace}
+		created, err := env.countActivePods(ctx, rsName)
+		if err != nil {
+			return runResult{}, err
+		}
+		if created != o.rsReplicas {
+			return runResult{}, fmt.Errorf("%d pods exist after creating %d", created, o.rsReplicas)
+		}
+		klog.FromContext(ctx).Info("Measured the raw baseline", "clients", clients, "pods", created, "wall", wall.Round(time.Millisecond))
+		return runResult{}, nil
+	})
+	return wall, err
+}
+
+// withControlPlane starts a fresh etcd + kube-apiserver with the benchmark namespace, runs
+// body, and tears everything down, printing the server logs' ends if body failed.
+func withControlPlane(ctx context.Context, logDir string, body func(context.Context, *framework.ControlPlane, kubernetes.Interface) (runResult, error)) (_ runResult, err error) {
+	if logDir != "" {
+		if err := os.MkdirAll(logDir, 0o755); err != nil {
+			return runResult{}, fmt.Errorf("creating %s: %w", logDir, err)
+		}
+	}
+	cp, err := framework.StartControlPlane(ctx, framework.Options{})
+	if err != nil {
+		return runResult{}, err
+	}
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("%w\nthe end of the server logs:\n%s", err, cp.LogTails(15))
+		}
+		if stopErr := cp.Stop(); stopErr != nil && err == nil {
+			err = stopErr
+		}
+	}()
+	client, err := kubernetes.NewForConfig(benchClientConfig(cp))
+	if err != nil {
+		return runResult{}, fmt.Errorf("creating the benchmark client: %w", err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}
+	if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		return runResult{}, fmt.Errorf("creating namespace %s: %w", benchNamespace, err)
+	}
+	return body(ctx, cp, client)
+}
+
+// benchClientConfig is the admin configuration of the benchmark's own clients: protobuf like
+// the managers, and no client-side rate limit (a negative QPS builds none), so that the
+// drivers and the pod readier never hold a workload back.
+func benchClientConfig(cp *framework.ControlPlane) *rest.Config {
+	config := cp.Config()
+	config.QPS = -1
+	config.ContentType = runtime.ContentTypeProtobuf
+	config.UserAgent = "bosun-bench"
+	return config
+}
