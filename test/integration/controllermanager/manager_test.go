@@ -189,8 +189,16 @@ func TestLeaderTakesLeaseAndReportsHealthy(t *testing.T) {
 	if !strings.Contains(body, "[+]leaderElection ok") {
 		t.Errorf("/healthz?verbose lacks the leaderElection check:\n%s", body)
 	}
+	// Readiness also waits for the controllers' informers to sync, which may finish a moment
+	// after /healthz passes.
 	for _, path := range []string{"/livez", "/readyz"} {
-		if code, body := m.get(t, path, ""); code != http.StatusOK || body != "ok" {
+		var code int
+		var body string
+		err := framework.WaitFor(ctx, 30*time.Second, path+" to answer ok", func(context.Context) (bool, error) {
+			code, body = m.get(t, path, "")
+			return code == http.StatusOK && body == "ok", nil
+		})
+		if err != nil {
 			t.Errorf("%s = %d %q, want 200 ok", path, code, body)
 		}
 	}

@@ -4,120 +4,176 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
 
-// ControllerManager is a running controller manager process (bosun's or upstream's) that
-// a test drives through the API server.
-type ControllerManager struct {
-	*Process
-	// Port is the secure port it serves /healthz and /metrics on.
-	Port int
-	// Args are the arguments it was started with; Restart reuses them.
-	Args []string
+// ControllerManagerStartTimeout bounds how long a controller manager may take to answer
+// /healthz.
+const ControllerManagerStartTimeout = 2 * time.Minute
 
-	t    testing.TB
-	path string
-}
-
-// ControllerManagerOptions configure StartBosunControllerManager.
+// ControllerManagerOptions configure the flags of a controller manager (bosun's or
+// upstream's) run against a ControlPlane.
 type ControllerManagerOptions struct {
 	// Controllers is the --controllers value, for example "replicaset,deployment".
 	Controllers string
 	// FeatureGates is the --feature-gates value, for example "PodDeletionCost=false".
 	FeatureGates string
-	// ExtraArgs are appended after the framework's flags.
+	// QPS and Burst are --kube-api-qps and --kube-api-burst; 500 when zero, so that tests
+	// are bound by the API server rather than by the default 20 QPS.
+	QPS   float64
+	Burst int
+	// Verbosity is --v; 2 when zero.
+	Verbosity int
+	// ExtraArgs are appended after the flags above.
 	ExtraArgs []string
 }
 
-// StartBosunControllerManager runs bosun-controller-manager against cp for the duration of
-// the test, with leader election off (every test has its own manager) and the client rate
-// limits raised so that tests are bound by the API server, not by the default 20 QPS. It
-// returns once /healthz answers 200, that is once the controllers' caches have synced.
-func StartBosunControllerManager(t testing.TB, cp *ControlPlane, opts ControllerManagerOptions) *ControllerManager {
-	t.Helper()
-	args := []string{
-		"--kubeconfig=" + cp.KubeconfigPath(),
-		"--leader-elect=false",
-		"--kube-api-qps=500",
-		"--kube-api-burst=500",
-		"--v=2",
-	}
-	if opts.Controllers != "" {
-		args = append(args, "--controllers="+opts.Controllers)
-	}
-	if opts.FeatureGates != "" {
-		args = append(args, "--feature-gates="+opts.FeatureGates)
-	}
-	args = append(args, opts.ExtraArgs...)
-	return startControllerManager(t, BuildBosunBinary(t, "bosun-controller-manager"), args)
+// BosunControllerManagerArgs returns the flags that run bosun-controller-manager against
+// cp as the admin user, with leader election off (every test and benchmark run has its own
+// manager). --bind-address and --secure-port are left to StartControllerManager.
+func BosunControllerManagerArgs(cp *ControlPlane, opts ControllerManagerOptions) []string {
+	return opts.args([]string{"--kubeconfig=" + cp.KubeconfigPath()})
 }
 
-// StartUpstreamControllerManager runs upstream kube-controller-manager (built by
-// hack/build-test-servers.sh) with only the named controllers, for example
-// "garbagecollector": the parts of a cluster that bosun does not replace yet. Leader
-// election is off and no service-account credentials are used; it acts as the admin user.
+// UpstreamControllerManagerArgs returns the flags that run upstream kube-controller-manager
+// (built by hack/build-test-servers.sh) against cp the same way: admin user (no
+// service-account credentials), leader election off, delegated authentication and
+// authorization through the same kubeconfig.
+func UpstreamControllerManagerArgs(cp *ControlPlane, opts ControllerManagerOptions) []string {
+	return opts.args([]string{
+		"--kubeconfig=" + cp.KubeconfigPath(),
+		"--authentication-kubeconfig=" + cp.KubeconfigPath(),
+		"--authorization-kubeconfig=" + cp.KubeconfigPath(),
+	})
+}
+
+func (o ControllerManagerOptions) args(base []string) []string {
+	qps, burst, verbosity := o.QPS, o.Burst, o.Verbosity
+	if qps == 0 {
+		qps = 500
+	}
+	if burst == 0 {
+		burst = 500
+	}
+	if verbosity == 0 {
+		verbosity = 2
+	}
+	args := append(base,
+		"--leader-elect=false",
+		"--kube-api-qps="+strconv.FormatFloat(qps, 'g', -1, 32),
+		"--kube-api-burst="+strconv.Itoa(burst),
+		"--v="+strconv.Itoa(verbosity),
+	)
+	if o.Controllers != "" {
+		args = append(args, "--controllers="+o.Controllers)
+	}
+	if o.FeatureGates != "" {
+		args = append(args, "--feature-gates="+o.FeatureGates)
+	}
+	return append(args, o.ExtraArgs...)
+}
+
+// ControllerManager is a running controller manager process (bosun's or upstream's).
+type ControllerManager struct {
+	*Process
+	// Port is the secure port it serves /healthz, /metrics and /debug/pprof on.
+	Port int
+	// Args are the arguments it was started with, without --bind-address and
+	// --secure-port; Restart reuses them.
+	Args []string
+
+	t    testing.TB // set for managers started by a test
+	path string
+}
+
+// StartControllerManager runs the controller manager at path with args plus a free
+// loopback --secure-port, writing its output to logPath, and returns once /healthz answers
+// "ok", that is once its controllers' caches have synced. The caller stops it.
+func StartControllerManager(ctx context.Context, name, path string, args []string, logPath string) (*ControllerManager, error) {
+	ports, err := FreeLoopbackPorts(1)
+	if err != nil {
+		return nil, err
+	}
+	all := append([]string{"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(ports[0])}, args...)
+	process, err := StartProcess(ProcessConfig{Name: name, Path: path, Args: all, LogPath: logPath})
+	if err != nil {
+		return nil, err
+	}
+	cm := &ControllerManager{Process: process, Port: ports[0], Args: args, path: path}
+	if err := cm.waitHealthy(ctx); err != nil {
+		process.Stop(DefaultStopGracePeriod)
+		return nil, err
+	}
+	return cm, nil
+}
+
+func (cm *ControllerManager) waitHealthy(ctx context.Context) error {
+	return WaitFor(ctx, ControllerManagerStartTimeout, cm.Name()+" to report /healthz ok", func(context.Context) (bool, error) {
+		if cm.Exited() {
+			return false, fmt.Errorf("%s exited with status %d:\n%s", cm.Name(), cm.ExitCode(), cm.LogTail(40))
+		}
+		// /healthz needs no credentials on either manager (always-allow-paths default).
+		code, body := GetEndpoint(cm.Port, "/healthz", "")
+		return code == http.StatusOK && strings.TrimSpace(body) == "ok", nil
+	})
+}
+
+// StartBosunControllerManager runs bosun-controller-manager (built from this checkout)
+// against cp for the duration of the test; see BosunControllerManagerArgs.
+func StartBosunControllerManager(t testing.TB, cp *ControlPlane, opts ControllerManagerOptions) *ControllerManager {
+	t.Helper()
+	return startForTest(t, BuildBosunBinary(t, "bosun-controller-manager"), BosunControllerManagerArgs(cp, opts))
+}
+
+// StartUpstreamControllerManager runs upstream kube-controller-manager with only the named
+// controllers, for example "garbagecollector": the parts of a cluster that bosun does not
+// replace yet. See UpstreamControllerManagerArgs.
 func StartUpstreamControllerManager(t testing.TB, cp *ControlPlane, controllers string, extraArgs ...string) *ControllerManager {
 	t.Helper()
 	path, err := ToolPath("kube-controller-manager")
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{
-		"--kubeconfig=" + cp.KubeconfigPath(),
-		"--authentication-kubeconfig=" + cp.KubeconfigPath(),
-		"--authorization-kubeconfig=" + cp.KubeconfigPath(),
-		"--leader-elect=false",
-		"--controllers=" + controllers,
-		"--kube-api-qps=500",
-		"--kube-api-burst=500",
-		"--v=2",
-	}, extraArgs...)
-	return startControllerManager(t, path, args)
+	return startForTest(t, path, UpstreamControllerManagerArgs(cp, ControllerManagerOptions{Controllers: controllers, ExtraArgs: extraArgs}))
 }
 
-func startControllerManager(t testing.TB, path string, args []string) *ControllerManager {
+// startForTest starts a manager that the end of the test stops, printing its log tail if
+// the test failed.
+func startForTest(t testing.TB, path string, args []string) *ControllerManager {
 	t.Helper()
-	cm := &ControllerManager{t: t, path: path}
-	cm.start(args)
+	name := filepath.Base(path)
+	ctx, cancel := context.WithTimeout(context.Background(), ControllerManagerStartTimeout)
+	defer cancel()
+	cm, err := StartControllerManager(ctx, name, path, args, filepath.Join(t.TempDir(), name+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.t = t
+	cm.stopWithTest()
 	return cm
 }
 
-// start runs the binary with args plus a fresh loopback --secure-port and waits until it is
-// healthy.
-func (cm *ControllerManager) start(args []string) {
-	t := cm.t
-	t.Helper()
-	ports, err := FreeLoopbackPorts(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cm.Args = args
-	cm.Port = ports[0]
-	all := append([]string{"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", cm.Port)}, args...)
-	cm.Process = RunBinary(t, cm.path, all...)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	err = WaitFor(ctx, 2*time.Minute, cm.Name()+" to report /healthz ok", func(context.Context) (bool, error) {
-		if cm.Exited() {
-			return false, fmt.Errorf("it exited with status %d:\n%s", cm.ExitCode(), cm.LogTail(40))
+func (cm *ControllerManager) stopWithTest() {
+	p := cm.Process
+	cm.t.Cleanup(func() {
+		p.Stop(DefaultStopGracePeriod)
+		if cm.t.Failed() {
+			cm.t.Logf("last lines of %s (pid %d):\n%s", p.Name(), p.Pid(), p.LogTail(failureLogLines))
 		}
-		// /healthz needs no credentials on either manager (always-allow-paths default).
-		code, body := GetEndpoint(cm.Port, "/healthz", "")
-		return code == http.StatusOK && strings.TrimSpace(body) == "ok", nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
-// Restart kills the process without a chance to clean up (SIGKILL, as a crashed or
-// OOM-killed manager) and starts it again with the same arguments.
+// Restart kills a manager started by a test without a chance to clean up (SIGKILL, as a
+// crashed or OOM-killed manager) and starts it again with the same arguments and a new
+// log file.
 func (cm *ControllerManager) Restart() {
-	cm.t.Helper()
+	t := cm.t
+	t.Helper()
 	cm.Kill()
-	args := cm.Args
-	cm.start(args)
+	restarted := startForTest(t, cm.path, cm.Args)
+	cm.Process, cm.Port = restarted.Process, restarted.Port
 }
