@@ -40,7 +40,7 @@ test-integration: test-servers ## Integration tests against a real etcd + kube-a
 	BOSUN_INTEGRATION=1 $(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) -p 1 ./test/...
 
 .PHONY: test-servers
-test-servers: ## Build etcd, kube-apiserver and kubectl from the Go module proxy (cached).
+test-servers: ## Build etcd, kube-apiserver, kubectl and kube-controller-manager from the Go module proxy (cached).
 	hack/build-test-servers.sh
 
 .PHONY: bench
