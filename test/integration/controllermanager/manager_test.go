@@ -337,6 +337,10 @@ func TestLeaderExitsWhenItsLeaseIsTaken(t *testing.T) {
 	defer cancel()
 
 	m := startManager(t, cp, "stolen")
+	t.Cleanup(func() {
+		// The intruder's hour-long Lease would keep a rerun (go test -count) from leading.
+		_ = client.CoordinationV1().Leases("kube-system").Delete(context.Background(), "stolen", metav1.DeleteOptions{})
+	})
 	waitForHolder(ctx, t, client, "stolen", 30*time.Second, "the manager to lead", func(h string) bool { return h != "" })
 
 	// Another holder overwrites the Lease, as a split brain or an operator would.
@@ -370,6 +374,10 @@ func serviceAccountToken(ctx context.Context, t *testing.T, cp *framework.Contro
 	if _, err := client.CoreV1().ServiceAccounts("kube-system").Create(ctx, sa, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// kube-system outlives the test; a rerun (go test -count) starts from scratch.
+	t.Cleanup(func() {
+		_ = client.CoreV1().ServiceAccounts("kube-system").Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
 	tr, err := client.CoreV1().ServiceAccounts("kube-system").CreateToken(ctx, name, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
 	}, metav1.CreateOptions{})
@@ -390,6 +398,7 @@ func allowMetrics(ctx context.Context, t *testing.T, cp *framework.ControlPlane,
 	if _, err := client.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = client.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{}) })
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
@@ -398,4 +407,7 @@ func allowMetrics(ctx context.Context, t *testing.T, cp *framework.ControlPlane,
 	if _, err := client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		_ = client.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
 }
