@@ -21,7 +21,7 @@ func (c *Controller) rolloutRecreate(ctx context.Context, d *appsv1.Deployment, 
 	}
 	allRSs := withNew(oldRSs, newRS)
 
-	scaledDown, err := c.scaleDownOldReplicaSetsForRecreate(ctx, deploymentutil.FilterActive(oldRSs), d)
+	scaledDown, err := c.scaleToZero(ctx, deploymentutil.FilterActive(oldRSs), d)
 	if err != nil {
 		return err
 	}
@@ -35,14 +35,13 @@ func (c *Controller) rolloutRecreate(ctx context.Context, d *appsv1.Deployment, 
 	}
 
 	if newRS == nil {
-		newRS, oldRSs, err = c.getAllReplicaSetsAndSyncRevision(ctx, d, rsList, true)
-		if err != nil {
+		if newRS, err = c.createNewReplicaSet(ctx, d, oldRSs); err != nil {
 			return err
 		}
 		allRSs = withNew(oldRSs, newRS)
 	}
 
-	if _, _, err := c.scaleReplicaSet(ctx, newRS, *d.Spec.Replicas, false, d); err != nil {
+	if _, err := c.scaleReplicaSet(ctx, newRS, *d.Spec.Replicas, false, d); err != nil {
 		return err
 	}
 
@@ -52,20 +51,6 @@ func (c *Controller) rolloutRecreate(ctx context.Context, d *appsv1.Deployment, 
 		}
 	}
 	return c.syncRolloutStatus(ctx, allRSs, newRS, d)
-}
-
-// scaleDownOldReplicaSetsForRecreate scales every active old ReplicaSet to zero and reports
-// whether it scaled any.
-func (c *Controller) scaleDownOldReplicaSetsForRecreate(ctx context.Context, activeOldRSs []*appsv1.ReplicaSet, d *appsv1.Deployment) (bool, error) {
-	scaled := false
-	for _, rs := range activeOldRSs {
-		changed, _, err := c.scaleReplicaSet(ctx, rs, 0, false, d)
-		if err != nil {
-			return false, err
-		}
-		scaled = scaled || changed
-	}
-	return scaled, nil
 }
 
 // oldPodsRunning reports whether any pod of the old ReplicaSets may still run: their status

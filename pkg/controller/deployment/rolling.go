@@ -55,15 +55,13 @@ func (c *Controller) reconcileNewReplicaSet(ctx context.Context, allRSs []*appsv
 		return false, nil
 	}
 	if current > replicas {
-		scaled, _, err := c.scaleReplicaSet(ctx, newRS, replicas, false, d)
-		return scaled, err
+		return c.scaleReplicaSet(ctx, newRS, replicas, false, d)
 	}
 	target, err := deploymentutil.NewRSNewReplicas(d, allRSs, newRS)
 	if err != nil {
 		return false, err
 	}
-	scaled, _, err := c.scaleReplicaSet(ctx, newRS, target, false, d)
-	return scaled, err
+	return c.scaleReplicaSet(ctx, newRS, target, false, d)
 }
 
 // reconcileOldReplicaSets scales the active old ReplicaSets down as far as maxUnavailable
@@ -78,7 +76,7 @@ func (c *Controller) reconcileOldReplicaSets(ctx context.Context, allRSs, active
 	scaled := false
 	for _, target := range deploymentutil.PlanOldReplicaSetsScaleDown(d, allRSs, activeOldRSs, newRS) {
 		logger.V(4).Info("Scaling down old replica set", "replicaSet", klog.KObj(target.RS), "from", *target.RS.Spec.Replicas, "to", target.Replicas)
-		changed, _, err := c.scaleReplicaSet(ctx, target.RS, target.Replicas, false, d)
+		changed, err := c.scaleReplicaSet(ctx, target.RS, target.Replicas, false, d)
 		if err != nil {
 			return scaled, err
 		}

@@ -374,17 +374,13 @@ func (c *Controller) claimExistingOrBumpCollisionCount(ctx context.Context, d *a
 func (c *Controller) scale(ctx context.Context, d *appsv1.Deployment, newRS *appsv1.ReplicaSet, oldRSs []*appsv1.ReplicaSet) error {
 	replicas := *d.Spec.Replicas
 	if target := activeOrLatest(newRS, oldRSs); target != nil {
-		_, _, err := c.scaleReplicaSet(ctx, target, replicas, false, d)
+		_, err := c.scaleReplicaSet(ctx, target, replicas, false, d)
 		return err
 	}
 
 	if newRS != nil && deploymentutil.IsSaturated(d, newRS) {
-		for _, old := range deploymentutil.FilterActive(oldRSs) {
-			if _, _, err := c.scaleReplicaSet(ctx, old, 0, false, d); err != nil {
-				return err
-			}
-		}
-		return nil
+		_, err := c.scaleToZero(ctx, deploymentutil.FilterActive(oldRSs), d)
+		return err
 	}
 
 	// Recreate scales only through its rollout: old and new pods must never run together.
@@ -394,7 +390,7 @@ func (c *Controller) scale(ctx context.Context, d *appsv1.Deployment, newRS *app
 	for _, target := range deploymentutil.ProportionalScale(d, deploymentutil.FilterActive(withNew(oldRSs, newRS))) {
 		// Forced, so that every ReplicaSet records the new desired/max replicas even when
 		// its own size stays the same; later scaling events compare against them.
-		if _, _, err := c.scaleReplicaSet(ctx, target.RS, target.Replicas, true, d); err != nil {
+		if _, err := c.scaleReplicaSet(ctx, target.RS, target.Replicas, true, d); err != nil {
 			return err
 		}
 	}
@@ -426,16 +422,16 @@ func activeOrLatest(newRS *appsv1.ReplicaSet, oldRSs []*appsv1.ReplicaSet) *apps
 
 // scaleReplicaSet sets rs to size replicas and refreshes its desired/max replica annotations.
 // Unless force is set, an RS already at size is left alone. It reports whether the size
-// changed and returns the RS as written.
-func (c *Controller) scaleReplicaSet(ctx context.Context, rs *appsv1.ReplicaSet, size int32, force bool, d *appsv1.Deployment) (bool, *appsv1.ReplicaSet, error) {
+// changed.
+func (c *Controller) scaleReplicaSet(ctx context.Context, rs *appsv1.ReplicaSet, size int32, force bool, d *appsv1.Deployment) (bool, error) {
 	current := *rs.Spec.Replicas
 	if !force && current == size {
-		return false, rs, nil
+		return false, nil
 	}
 	desired, maxReplicas := *d.Spec.Replicas, *d.Spec.Replicas+deploymentutil.MaxSurge(d)
 	sizeChanged := current != size
 	if !sizeChanged && !deploymentutil.ReplicasAnnotationsNeedUpdate(rs, desired, maxReplicas) {
-		return false, rs, nil
+		return false, nil
 	}
 
 	rsCopy := rs.DeepCopy()
@@ -444,7 +440,7 @@ func (c *Controller) scaleReplicaSet(ctx context.Context, rs *appsv1.ReplicaSet,
 	// A full update: a conflict means our view is stale, and the requeue fixes that.
 	updated, err := c.client.AppsV1().ReplicaSets(rsCopy.Namespace).Update(ctx, rsCopy, metav1.UpdateOptions{})
 	if err != nil {
-		return false, rs, fmt.Errorf("scaling replica set %s from %d to %d: %w", klog.KObj(rs), current, size, err)
+		return false, fmt.Errorf("scaling replica set %s from %d to %d: %w", klog.KObj(rs), current, size, err)
 	}
 	if sizeChanged {
 		direction := "up"
@@ -453,7 +449,20 @@ func (c *Controller) scaleReplicaSet(ctx context.Context, rs *appsv1.ReplicaSet,
 		}
 		c.recorder.Eventf(d, corev1.EventTypeNormal, eventScalingReplicaSet, "Scaled %s replica set %s from %d to %d", direction, updated.Name, current, size)
 	}
-	return sizeChanged, updated, nil
+	return sizeChanged, nil
+}
+
+// scaleToZero scales every ReplicaSet of rsList to zero and reports whether it scaled any.
+func (c *Controller) scaleToZero(ctx context.Context, rsList []*appsv1.ReplicaSet, d *appsv1.Deployment) (bool, error) {
+	scaled := false
+	for _, rs := range rsList {
+		changed, err := c.scaleReplicaSet(ctx, rs, 0, false, d)
+		if err != nil {
+			return scaled, err
+		}
+		scaled = scaled || changed
+	}
+	return scaled, nil
 }
 
 // cleanupDeployment deletes the old ReplicaSets beyond spec.revisionHistoryLimit that are
