@@ -1,6 +1,10 @@
 package app
 
-import "github.com/bosun-dev/bosun/pkg/controllermanager/registry"
+import (
+	"context"
+
+	"github.com/bosun-dev/bosun/pkg/controllermanager/registry"
+)
 
 // NewControllerRegistry returns a registry holding every built-in controller.
 func NewControllerRegistry() *registry.Registry {
@@ -21,3 +25,13 @@ func builtinControllers() []registry.Descriptor {
 		{Name: "deployment-controller", Aliases: []string{"deployment"}, ClientName: "deployment-controller", Constructor: newDeploymentController},
 	}
 }
+
+// withWorkers adapts a controller whose Run takes its number of workers (the
+// --concurrent-*-syncs flags) to registry.Controller.
+type withWorkers struct {
+	run     func(ctx context.Context, workers int)
+	workers int
+}
+
+// Run implements registry.Controller.
+func (w withWorkers) Run(ctx context.Context) { w.run(ctx, w.workers) }

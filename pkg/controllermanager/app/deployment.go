@@ -25,16 +25,5 @@ func newDeploymentController(ctx context.Context, cc *registry.ControllerContext
 	if err != nil {
 		return nil, fmt.Errorf("building the deployment controller: %w", err)
 	}
-	return deploymentRunner{controller: c, workers: int(cc.Config.Deployment.ConcurrentSyncs)}, nil
-}
-
-// deploymentRunner adapts the controller's Run(ctx, workers) to registry.Controller.
-type deploymentRunner struct {
-	controller *deployment.Controller
-	workers    int
-}
-
-// Run implements registry.Controller.
-func (r deploymentRunner) Run(ctx context.Context) {
-	r.controller.Run(ctx, r.workers)
+	return withWorkers{run: c.Run, workers: int(cc.Config.Deployment.ConcurrentSyncs)}, nil
 }

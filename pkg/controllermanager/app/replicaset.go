@@ -25,17 +25,5 @@ func newReplicaSetController(ctx context.Context, cc *registry.ControllerContext
 	if err != nil {
 		return nil, fmt.Errorf("creating the ReplicaSet controller: %w", err)
 	}
-	return &replicaSetController{controller: controller, workers: int(cc.Config.ReplicaSet.ConcurrentSyncs)}, nil
-}
-
-// replicaSetController adapts the controller to registry.Controller, supplying the
-// configured number of workers (--concurrent-replicaset-syncs).
-type replicaSetController struct {
-	controller *replicaset.Controller
-	workers    int
-}
-
-// Run implements registry.Controller.
-func (r *replicaSetController) Run(ctx context.Context) {
-	r.controller.Run(ctx, r.workers)
+	return withWorkers{run: controller.Run, workers: int(cc.Config.ReplicaSet.ConcurrentSyncs)}, nil
 }
