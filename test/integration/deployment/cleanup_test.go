@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/bosun-dev/bosun/pkg/controller/podutil"
 	"github.com/bosun-dev/bosun/test/integration/framework"
 )
 
@@ -79,7 +80,7 @@ func TestDeploymentDeletesOldReplicaSets(t *testing.T) {
 		t.Errorf("want only the new ReplicaSet %s left:\n%s", newRS.Name, describeReplicaSets(all))
 	}
 	for _, pod := range e.mustPods() {
-		if podImage(&pod) == "httpd" && podActive(&pod) {
+		if podImage(&pod) == "httpd" && podutil.IsPodActive(&pod) {
 			t.Errorf("pod %s of the deleted ReplicaSet is still active", pod.Name)
 		}
 	}

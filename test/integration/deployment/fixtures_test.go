@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/bosun-dev/bosun/pkg/controller/podutil"
 	"github.com/bosun-dev/bosun/test/integration/framework"
 )
 
@@ -544,23 +545,6 @@ func (e *testEnv) mustPods() []corev1.Pod {
 	return pods
 }
 
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-func podTerminating(pod *corev1.Pod) bool {
-	return pod.DeletionTimestamp != nil && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
-}
-
-func podActive(pod *corev1.Pod) bool {
-	return pod.DeletionTimestamp == nil && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
-}
-
 func podImage(pod *corev1.Pod) string {
 	return pod.Spec.Containers[0].Image
 }
@@ -572,7 +556,7 @@ func (e *testEnv) markPodsReady(accept func(*corev1.Pod) bool) int {
 	pods := e.mustPods()
 	var todo []string
 	for i := range pods {
-		if podActive(&pods[i]) && !podReady(&pods[i]) && (accept == nil || accept(&pods[i])) {
+		if podutil.IsPodActive(&pods[i]) && !podutil.IsPodReady(&pods[i]) && (accept == nil || accept(&pods[i])) {
 			todo = append(todo, pods[i].Name)
 		}
 	}
@@ -1065,7 +1049,7 @@ func (m *rolloutMonitor) Check(minPodChanges int) {
 				continue
 			}
 			total++
-			if podActive(pod) && podReady(pod) {
+			if podutil.IsPodActive(pod) && podutil.IsPodReady(pod) {
 				available++
 			}
 			if ref := metav1.GetControllerOf(pod); ref != nil {

@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"github.com/bosun-dev/bosun/pkg/controller/podutil"
 )
 
 // The scenarios of this file keep deleted pods terminating (holdFinalizer), as a kubelet
@@ -19,9 +21,9 @@ func (e *testEnv) countPods() (active, terminating []corev1.Pod) {
 	e.t.Helper()
 	for _, pod := range e.mustPods() {
 		switch {
-		case podActive(&pod):
+		case podutil.IsPodActive(&pod):
 			active = append(active, pod)
-		case podTerminating(&pod):
+		case podutil.IsPodTerminating(&pod):
 			terminating = append(terminating, pod)
 		}
 	}

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/bosun-dev/bosun/pkg/controller/podutil"
 )
 
 // There is no kubelet in the test clusters: tests play its part by writing pod status.
@@ -113,7 +115,7 @@ func (r *PodReadier) watch(ctx context.Context, client kubernetes.Interface, nam
 			if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 				continue
 			}
-			if isReady(pod) || (accept != nil && !accept(pod)) {
+			if podutil.IsPodReady(pod) || (accept != nil && !accept(pod)) {
 				continue
 			}
 			select {
@@ -160,13 +162,4 @@ func (r *PodReadier) Stop() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.err
-}
-
-func isReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
