@@ -166,10 +166,15 @@ func (c *Controller) manageReplicas(ctx context.Context, claimed []*corev1.Pod, 
 		n := min(diff, c.burstReplicas)
 		logger.V(2).Info("Too many replicas", "replicaSet", klog.KObj(rs), "need", desired, "deleting", n)
 
-		related, err := c.relatedPods(rs)
-		if err != nil {
-			// Ranking without siblings is still a valid choice; do not block scale-down.
-			logger.Error(err, "Listing pods of related ReplicaSets failed; ranking without them", "replicaSet", klog.KObj(rs))
+		var related []*corev1.Pod
+		if n < len(claimed) {
+			// Only ranking needs the sibling ReplicaSets' pods; when every claimed pod goes,
+			// listing them (a selector scan of the namespace per sibling) is wasted.
+			var err error
+			if related, err = c.relatedPods(rs); err != nil {
+				// Ranking without siblings is still a valid choice; do not block scale-down.
+				logger.Error(err, "Listing pods of related ReplicaSets failed; ranking without them", "replicaSet", klog.KObj(rs))
+			}
 		}
 		victims := c.podsToDelete(claimed, related, n)
 
