@@ -3,8 +3,6 @@ package deployment
 import (
 	"context"
 	"fmt"
-	"reflect"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -29,10 +27,16 @@ import (
 	"github.com/bosun-dev/bosun/pkg/features"
 )
 
-// maxRetries is how many times a Deployment is retried with backoff before it is dropped from
-// the queue; it comes back with the next event or resync. With the default rate limiter the
-// 15 retries span about 160 s (5 ms × 2^15).
-const maxRetries = 15
+const (
+	// ControllerName is the controller's canonical name and the source component of the
+	// events it records.
+	ControllerName = "deployment-controller"
+
+	// maxRetries is how many failed syncs in a row a Deployment gets before it leaves the
+	// queue until its next event or resync. With the queue's default backoff (5 ms doubling)
+	// the last retry comes about 160 s after the first failure.
+	maxRetries = 15
+)
 
 // controllerKind is the kind of the objects this controller owns ReplicaSets for.
 var controllerKind = appsv1.SchemeGroupVersion.WithKind("Deployment")
@@ -42,328 +46,297 @@ type Controller struct {
 	client   kubernetes.Interface
 	recorder record.EventRecorder
 	gates    featuregate.FeatureGate
-	// clock stamps conditions and drives the progress-deadline arithmetic; tests replace it.
-	clock clock.Clock
+	clock    clock.Clock
 
-	dLister  appslisters.DeploymentLister
-	rsLister appslisters.ReplicaSetLister
+	deployments appslisters.DeploymentLister
+	replicaSets appslisters.ReplicaSetLister
 	// podIndexer carries podutil.PodControllerIndex, so a ReplicaSet's pods are one lookup.
-	podIndexer cache.Indexer
-
-	dListerSynced   cache.InformerSynced
-	rsListerSynced  cache.InformerSynced
-	podListerSynced cache.InformerSynced
+	podIndexer   cache.Indexer
+	cachesSynced []cache.InformerSynced
 
 	queue workqueue.TypedRateLimitingInterface[string]
-
-	// syncHandler is syncDeployment; tests replace it to observe the worker loop.
-	syncHandler func(ctx context.Context, key string) error
+	// syncHandler is syncDeployment; tests replace it to watch the worker loop.
+	syncHandler queue.SyncFunc[string]
 }
 
-// NewController returns a Deployment controller fed by the given informers. It registers its
-// event handlers and the pod index; the caller starts the informers and then calls Run.
+// Option customises a Controller built by NewController.
+type Option func(*Controller)
+
+// WithClock makes the controller read time from clk (condition times, progress
+// deadlines); tests pass a fake clock.
+func WithClock(clk clock.Clock) Option {
+	return func(c *Controller) { c.clock = clk }
+}
+
+// WithFeatureGate makes the controller read DeploymentReplicaSetTerminatingReplicas from
+// gates instead of features.DefaultFeatureGate.
+func WithFeatureGate(gates featuregate.FeatureGate) Option {
+	return func(c *Controller) { c.gates = gates }
+}
+
+// NewController builds a Deployment controller on the given informers. It adds
+// podutil.PodControllerIndex to the pod informer, so it must be called before the informers
+// start. Events are recorded through recorder, whose source should be ControllerName.
 func NewController(ctx context.Context, dInformer appsinformers.DeploymentInformer, rsInformer appsinformers.ReplicaSetInformer,
-	podInformer coreinformers.PodInformer, client kubernetes.Interface, recorder record.EventRecorder, gates featuregate.FeatureGate) (*Controller, error) {
-	logger := klog.FromContext(ctx)
-	if gates == nil {
-		gates = features.DefaultFeatureGate
-	}
+	podInformer coreinformers.PodInformer, client kubernetes.Interface, recorder record.EventRecorder, opts ...Option) (*Controller, error) {
 	c := &Controller{
-		client:          client,
-		recorder:        recorder,
-		gates:           gates,
-		clock:           clock.RealClock{},
-		dLister:         dInformer.Lister(),
-		rsLister:        rsInformer.Lister(),
-		podIndexer:      podInformer.Informer().GetIndexer(),
-		dListerSynced:   dInformer.Informer().HasSynced,
-		rsListerSynced:  rsInformer.Informer().HasSynced,
-		podListerSynced: podInformer.Informer().HasSynced,
-		queue:           queue.New[string](queue.NameDeployment),
+		client:      client,
+		recorder:    recorder,
+		gates:       features.DefaultFeatureGate,
+		clock:       clock.RealClock{},
+		deployments: dInformer.Lister(),
+		replicaSets: rsInformer.Lister(),
+		podIndexer:  podInformer.Informer().GetIndexer(),
+		cachesSynced: []cache.InformerSynced{
+			dInformer.Informer().HasSynced, rsInformer.Informer().HasSynced, podInformer.Informer().HasSynced,
+		},
+		queue: queue.New[string](queue.NameDeployment),
 	}
 	c.syncHandler = c.syncDeployment
+	for _, opt := range opts {
+		opt(c)
+	}
 
 	if err := podutil.AddPodControllerIndex(podInformer.Informer()); err != nil {
-		return nil, fmt.Errorf("adding the %s index to the pod informer: %w", podutil.PodControllerIndex, err)
+		return nil, err
 	}
 	if _, err := dInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.addDeployment(logger, obj) },
-		UpdateFunc: func(old, cur any) { c.updateDeployment(logger, old, cur) },
-		DeleteFunc: func(obj any) { c.deleteDeployment(logger, obj) },
+		AddFunc:    func(obj any) { c.addDeployment(ctx, obj) },
+		UpdateFunc: func(old, cur any) { c.updateDeployment(ctx, old, cur) },
+		DeleteFunc: func(obj any) { c.deleteDeployment(ctx, obj) },
 	}); err != nil {
-		return nil, fmt.Errorf("adding the Deployment event handler: %w", err)
+		return nil, fmt.Errorf("adding Deployment event handler: %w", err)
 	}
 	if _, err := rsInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.addReplicaSet(logger, obj) },
-		UpdateFunc: func(old, cur any) { c.updateReplicaSet(logger, old, cur) },
-		DeleteFunc: func(obj any) { c.deleteReplicaSet(logger, obj) },
+		AddFunc:    func(obj any) { c.addReplicaSet(ctx, obj) },
+		UpdateFunc: func(old, cur any) { c.updateReplicaSet(ctx, old, cur) },
+		DeleteFunc: func(obj any) { c.deleteReplicaSet(ctx, obj) },
 	}); err != nil {
-		return nil, fmt.Errorf("adding the ReplicaSet event handler: %w", err)
+		return nil, fmt.Errorf("adding ReplicaSet event handler: %w", err)
 	}
-	// Pods matter only when they disappear: a Recreate rollout waits for the old pods to be
-	// gone. Everything else about pods reaches us through ReplicaSet status updates.
+	// Everything else about pods reaches this controller through ReplicaSet status; only a
+	// pod's disappearance matters, because a Recreate rollout waits for the last old one.
 	if _, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		DeleteFunc: func(obj any) { c.deletePod(logger, obj) },
+		DeleteFunc: func(obj any) { c.deletePod(ctx, obj) },
 	}); err != nil {
-		return nil, fmt.Errorf("adding the pod event handler: %w", err)
+		return nil, fmt.Errorf("adding pod event handler: %w", err)
 	}
 	return c, nil
 }
 
-// Run waits for the informer caches and runs workers until ctx is cancelled.
+// Run waits for the caches to sync, then processes Deployments with workers workers until
+// ctx ends. It returns after the queue is shut down and every worker has stopped.
 func (c *Controller) Run(ctx context.Context, workers int) {
 	defer utilruntime.HandleCrashWithContext(ctx)
-	logger := klog.FromContext(ctx)
-	logger.Info("Starting controller", "controller", "deployment", "workers", workers)
-	defer logger.Info("Shutting down controller", "controller", "deployment")
+	logger := klog.FromContext(ctx).WithValues("controller", ControllerName)
+	logger.Info("Controller starting", "workers", workers)
+	defer logger.Info("Controller stopped")
 
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.dListerSynced, c.rsListerSynced, c.podListerSynced) {
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.cachesSynced...) {
 		c.queue.ShutDown()
 		return
 	}
-	queue.RunWorkers(ctx, c.queue, workers, c.processKey)
+	queue.RunWorkers(ctx, c.queue, workers, c.syncOrGiveUp)
 }
 
-// processKey syncs one key and decides how the worker loop treats the result: returning nil
-// makes it Forget the key, returning the error makes it requeue the key with backoff.
-func (c *Controller) processKey(ctx context.Context, key string) error {
+// syncOrGiveUp runs syncHandler and tells the worker loop whether to retry: a returned
+// error is retried with backoff (and logged once, by the loop), nil drops the key. A
+// Deployment is given up on after maxRetries failures in a row, and at once when its
+// namespace is being deleted: every later write there fails the same way, and the
+// namespace's deletion takes the Deployment with it.
+func (c *Controller) syncOrGiveUp(ctx context.Context, key string) error {
 	err := c.syncHandler(ctx, key)
-	if err == nil {
+	switch {
+	case err == nil:
+		return nil
+	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+		klog.FromContext(ctx).V(4).Info("Not retrying Deployment: its namespace is terminating", "key", key, "err", err)
+		return nil
+	case c.queue.NumRequeues(key) >= maxRetries:
+		utilruntime.HandleErrorWithContext(ctx, err, "Giving up on Deployment until its next change", "key", key, "failures", maxRetries)
 		return nil
 	}
-	logger := klog.FromContext(ctx)
-	if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-		// Every further write into the namespace would fail the same way; its deletion
-		// removes the Deployment soon enough.
-		logger.V(4).Info("Namespace is terminating; not retrying", "deployment", key, "err", err)
-		return nil
-	}
-	if c.queue.NumRequeues(key) < maxRetries {
-		logger.V(2).Info("Error syncing deployment", "deployment", key, "err", err)
-		return err
-	}
-	utilruntime.HandleErrorWithContext(ctx, err, "Dropping deployment out of the queue after too many retries", "deployment", key)
-	return nil
+	return err
 }
 
 // enqueue adds d's key to the queue.
-func (c *Controller) enqueue(logger klog.Logger, d *appsv1.Deployment) {
+func (c *Controller) enqueue(ctx context.Context, d *appsv1.Deployment) {
 	key, err := queue.KeyFor(d)
 	if err != nil {
-		utilruntime.HandleErrorWithLogger(logger, err, "Couldn't get key for deployment", "deployment", klog.KObj(d))
+		utilruntime.HandleErrorWithContext(ctx, err, "Cannot queue Deployment", "deployment", klog.KObj(d))
 		return
 	}
 	c.queue.Add(key)
 }
 
-// enqueueRateLimited adds d's key with the key's current backoff.
-func (c *Controller) enqueueRateLimited(logger klog.Logger, d *appsv1.Deployment) {
-	key, err := queue.KeyFor(d)
-	if err != nil {
-		utilruntime.HandleErrorWithLogger(logger, err, "Couldn't get key for deployment", "deployment", klog.KObj(d))
-		return
-	}
-	c.queue.AddRateLimited(key)
+func (c *Controller) addDeployment(ctx context.Context, obj any) {
+	c.deploymentChanged(ctx, "added", obj)
 }
 
-// enqueueAfter adds d's key once after has passed.
-func (c *Controller) enqueueAfter(logger klog.Logger, d *appsv1.Deployment, after time.Duration) {
-	key, err := queue.KeyFor(d)
-	if err != nil {
-		utilruntime.HandleErrorWithLogger(logger, err, "Couldn't get key for deployment", "deployment", klog.KObj(d))
-		return
-	}
-	c.queue.AddAfter(key, after)
+func (c *Controller) updateDeployment(ctx context.Context, _, cur any) {
+	c.deploymentChanged(ctx, "updated", cur)
 }
 
-func (c *Controller) addDeployment(logger klog.Logger, obj any) {
-	d, ok := obj.(*appsv1.Deployment)
-	if !ok {
-		return
-	}
-	logger.V(4).Info("Adding deployment", "deployment", klog.KObj(d))
-	c.enqueue(logger, d)
+func (c *Controller) deleteDeployment(ctx context.Context, obj any) {
+	c.deploymentChanged(ctx, "deleted", obj)
 }
 
-func (c *Controller) updateDeployment(logger klog.Logger, _, cur any) {
-	curD, ok := cur.(*appsv1.Deployment)
-	if !ok {
-		return
-	}
-	logger.V(4).Info("Updating deployment", "deployment", klog.KObj(curD))
-	c.enqueue(logger, curD)
-}
-
-func (c *Controller) deleteDeployment(logger klog.Logger, obj any) {
+// deploymentChanged queues a Deployment on any change of its own: every sync starts from
+// the cache, so what changed does not matter. obj may be a deletion tombstone.
+func (c *Controller) deploymentChanged(ctx context.Context, change string, obj any) {
 	d, ok := queue.FromTombstone[*appsv1.Deployment](obj)
 	if !ok {
-		utilruntime.HandleErrorWithLogger(logger, nil, "Deleted object is not a Deployment", "type", fmt.Sprintf("%T", obj))
+		utilruntime.HandleErrorWithContext(ctx, nil, "Deployment event carries an unexpected object", "type", fmt.Sprintf("%T", obj))
 		return
 	}
-	logger.V(4).Info("Deleting deployment", "deployment", klog.KObj(d))
-	c.enqueue(logger, d)
+	klog.FromContext(ctx).V(4).Info("Deployment "+change, "deployment", klog.KObj(d))
+	c.enqueue(ctx, d)
 }
 
-// addReplicaSet wakes the Deployment that owns a new ReplicaSet, or every Deployment that
-// could adopt it when it is an orphan.
-func (c *Controller) addReplicaSet(logger klog.Logger, obj any) {
+// addReplicaSet wakes the owner of a new ReplicaSet or, for an orphan, every Deployment
+// that may adopt it.
+func (c *Controller) addReplicaSet(ctx context.Context, obj any) {
 	rs, ok := obj.(*appsv1.ReplicaSet)
 	if !ok {
 		return
 	}
-	if rs.DeletionTimestamp != nil {
-		// A restarted controller can see an RS that is already on its way out; nobody may
-		// adopt it, so it only matters to its owner.
-		c.deleteReplicaSet(logger, rs)
+	if ref := metav1.GetControllerOfNoCopy(rs); ref != nil {
+		c.wakeController(ctx, rs, ref, "ReplicaSet added")
 		return
 	}
-	if ref := metav1.GetControllerOf(rs); ref != nil {
-		if d := c.resolveControllerRef(rs.Namespace, ref); d != nil {
-			logger.V(4).Info("ReplicaSet added", "replicaSet", klog.KObj(rs), "deployment", klog.KObj(d))
-			c.enqueue(logger, d)
-		}
-		return
-	}
-	ds := c.deploymentsForOrphan(logger, rs)
-	if len(ds) == 0 {
-		return
-	}
-	logger.V(4).Info("Orphan ReplicaSet added", "replicaSet", klog.KObj(rs))
-	for _, d := range ds {
-		c.enqueue(logger, d)
+	// An orphan that is already being deleted (a restarted controller lists those) can
+	// never be adopted.
+	if rs.DeletionTimestamp == nil {
+		c.wakeAdopters(ctx, rs)
 	}
 }
 
-// updateReplicaSet wakes the Deployments an RS change concerns: its former owner when the
-// controller reference changed, its current owner, or the Deployments that may adopt it.
-func (c *Controller) updateReplicaSet(logger klog.Logger, old, cur any) {
+// updateReplicaSet wakes the Deployments an update concerns: a former owner that lost the
+// ReplicaSet, the current owner, or the Deployments that may adopt it now.
+func (c *Controller) updateReplicaSet(ctx context.Context, old, cur any) {
 	oldRS, ok1 := old.(*appsv1.ReplicaSet)
 	curRS, ok2 := cur.(*appsv1.ReplicaSet)
-	if !ok1 || !ok2 {
+	if !ok1 || !ok2 || oldRS.ResourceVersion == curRS.ResourceVersion {
+		// Equal resource versions: a periodic resync, nothing changed.
 		return
 	}
-	if curRS.ResourceVersion == oldRS.ResourceVersion {
-		// A periodic resync sends every object again; nothing changed.
-		return
+	change := refmanager.CompareControllerRefs(oldRS, curRS)
+	if change.Former != nil {
+		c.wakeController(ctx, oldRS, change.Former, "ReplicaSet released")
 	}
-	curRef := metav1.GetControllerOf(curRS)
-	oldRef := metav1.GetControllerOf(oldRS)
-	refChanged := !reflect.DeepEqual(curRef, oldRef)
-	if refChanged && oldRef != nil {
-		// The former owner lost an RS and must notice.
-		if d := c.resolveControllerRef(oldRS.Namespace, oldRef); d != nil {
-			c.enqueue(logger, d)
-		}
+	if change.Current != nil {
+		c.wakeController(ctx, curRS, change.Current, "ReplicaSet updated")
 	}
-	if curRef != nil {
-		if d := c.resolveControllerRef(curRS.Namespace, curRef); d != nil {
-			logger.V(4).Info("ReplicaSet updated", "replicaSet", klog.KObj(curRS), "deployment", klog.KObj(d))
-			c.enqueue(logger, d)
-		}
-		return
-	}
-	// An orphan: only a change of labels or of ownership can make it adoptable.
-	if refChanged || !reflect.DeepEqual(curRS.Labels, oldRS.Labels) {
-		for _, d := range c.deploymentsForOrphan(logger, curRS) {
-			c.enqueue(logger, d)
-		}
+	if change.Adoptable {
+		c.wakeAdopters(ctx, curRS)
 	}
 }
 
-// deleteReplicaSet wakes the owner of a deleted RS. Orphans are ignored: a Deployment only
-// cares about RSes it owns, and adoption of a deleted RS is impossible.
-func (c *Controller) deleteReplicaSet(logger klog.Logger, obj any) {
+// deleteReplicaSet wakes the owner of a deleted ReplicaSet; nobody else can care, as a
+// deleted orphan can no longer be adopted. obj may be a deletion tombstone.
+func (c *Controller) deleteReplicaSet(ctx context.Context, obj any) {
 	rs, ok := queue.FromTombstone[*appsv1.ReplicaSet](obj)
 	if !ok {
-		utilruntime.HandleErrorWithLogger(logger, nil, "Deleted object is not a ReplicaSet", "type", fmt.Sprintf("%T", obj))
+		utilruntime.HandleErrorWithContext(ctx, nil, "ReplicaSet event carries an unexpected object", "type", fmt.Sprintf("%T", obj))
 		return
 	}
-	ref := metav1.GetControllerOf(rs)
-	if ref == nil {
-		return
-	}
-	if d := c.resolveControllerRef(rs.Namespace, ref); d != nil {
-		logger.V(4).Info("ReplicaSet deleted", "replicaSet", klog.KObj(rs), "deployment", klog.KObj(d))
-		c.enqueue(logger, d)
+	if ref := metav1.GetControllerOfNoCopy(rs); ref != nil {
+		c.wakeController(ctx, rs, ref, "ReplicaSet deleted")
 	}
 }
 
-// deletePod wakes a Recreate Deployment once the last pod of its ReplicaSets is gone, so that
-// the new ReplicaSet is created without waiting for the ReplicaSet status to catch up.
-func (c *Controller) deletePod(logger klog.Logger, obj any) {
+// deletePod wakes a Recreate Deployment when the last pod of its ReplicaSets is gone, so
+// that it creates the new ReplicaSet without waiting for a ReplicaSet status update.
+func (c *Controller) deletePod(ctx context.Context, obj any) {
 	pod, ok := queue.FromTombstone[*corev1.Pod](obj)
 	if !ok {
-		utilruntime.HandleErrorWithLogger(logger, nil, "Deleted object is not a Pod", "type", fmt.Sprintf("%T", obj))
+		utilruntime.HandleErrorWithContext(ctx, nil, "Pod event carries an unexpected object", "type", fmt.Sprintf("%T", obj))
 		return
 	}
-	d := c.deploymentForPod(pod)
+	d := c.deploymentOfPod(pod)
 	if d == nil || d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
 		return
 	}
-	remaining, err := c.countPodsOfOwnedReplicaSets(d)
+	left, err := c.countPods(d)
 	if err != nil {
-		utilruntime.HandleErrorWithLogger(logger, err, "Couldn't count the pods of deployment", "deployment", klog.KObj(d))
+		utilruntime.HandleErrorWithContext(ctx, err, "Cannot tell whether a Recreate Deployment has pods left", "deployment", klog.KObj(d))
 		return
 	}
-	if remaining == 0 {
-		logger.V(4).Info("Last pod of Recreate deployment deleted", "pod", klog.KObj(pod), "deployment", klog.KObj(d))
-		c.enqueue(logger, d)
+	if left == 0 {
+		klog.FromContext(ctx).V(4).Info("Recreate Deployment has no pods left", "deployment", klog.KObj(d), "lastPod", klog.KObj(pod))
+		c.enqueue(ctx, d)
 	}
 }
 
-// resolveControllerRef returns the Deployment ref points to, or nil when ref is not a
-// Deployment reference or points to a Deployment that no longer exists.
+// wakeController queues the Deployment that ref (child's controller reference) names,
+// when it still exists.
+func (c *Controller) wakeController(ctx context.Context, child *appsv1.ReplicaSet, ref *metav1.OwnerReference, what string) {
+	d := c.resolveControllerRef(child.Namespace, ref)
+	if d == nil {
+		return
+	}
+	klog.FromContext(ctx).V(4).Info(what, "replicaSet", klog.KObj(child), "deployment", klog.KObj(d))
+	c.enqueue(ctx, d)
+}
+
+// wakeAdopters queues every Deployment whose selector matches the orphan rs.
+func (c *Controller) wakeAdopters(ctx context.Context, rs *appsv1.ReplicaSet) {
+	all, err := c.deployments.Deployments(rs.Namespace).List(labels.Everything())
+	if err != nil {
+		return
+	}
+	adopters := refmanager.SelectingOwners(all, rs.Labels, func(d *appsv1.Deployment) *metav1.LabelSelector { return d.Spec.Selector })
+	if len(adopters) > 1 {
+		// Overlapping selectors make Deployments race for the orphan; only the user can
+		// fix that, so say so.
+		klog.FromContext(ctx).Info("Orphan ReplicaSet is selected by several Deployments; the first to claim it wins",
+			"replicaSet", klog.KObj(rs), "labels", rs.Labels, "deployments", klog.KObjSlice(adopters))
+	}
+	for _, d := range adopters {
+		klog.FromContext(ctx).V(4).Info("Orphan ReplicaSet may be adopted", "replicaSet", klog.KObj(rs), "deployment", klog.KObj(d))
+		c.enqueue(ctx, d)
+	}
+}
+
+// resolveControllerRef returns the Deployment ref names, or nil when ref is not to a
+// Deployment or names one that no longer exists.
 func (c *Controller) resolveControllerRef(namespace string, ref *metav1.OwnerReference) *appsv1.Deployment {
-	d, _ := refmanager.ResolveControllerRef(ref, controllerKind.Kind, c.dLister.Deployments(namespace).Get)
+	d, _ := refmanager.ResolveControllerRef(ref, controllerKind.Kind, c.deployments.Deployments(namespace).Get)
 	return d
 }
 
-// deploymentsForOrphan returns the Deployments of rs's namespace whose non-empty selector
-// matches rs's labels: the candidates for adopting it.
-func (c *Controller) deploymentsForOrphan(logger klog.Logger, rs *appsv1.ReplicaSet) []*appsv1.Deployment {
-	all, err := c.dLister.Deployments(rs.Namespace).List(labels.Everything())
-	if err != nil {
-		return nil
-	}
-	matching := refmanager.SelectingOwners(all, rs.Labels, func(d *appsv1.Deployment) *metav1.LabelSelector { return d.Spec.Selector })
-	if len(matching) > 1 {
-		// Overlapping selectors are a user error; the first to claim the RS wins.
-		logger.Info("User error: more than one deployment selects replica set",
-			"replicaSet", klog.KObj(rs), "labels", rs.Labels, "deployment", klog.KObj(matching[0]))
-	}
-	return matching
-}
-
-// deploymentForPod follows pod → controlling ReplicaSet → controlling Deployment through the
+// deploymentOfPod follows pod → controlling ReplicaSet → controlling Deployment through the
 // listers, checking UIDs at each step.
-func (c *Controller) deploymentForPod(pod *corev1.Pod) *appsv1.Deployment {
-	rs, ok := refmanager.ResolveControllerRef(metav1.GetControllerOf(pod), "ReplicaSet", c.rsLister.ReplicaSets(pod.Namespace).Get)
+func (c *Controller) deploymentOfPod(pod *corev1.Pod) *appsv1.Deployment {
+	rs, ok := refmanager.ResolveControllerRef(metav1.GetControllerOfNoCopy(pod), "ReplicaSet", c.replicaSets.ReplicaSets(pod.Namespace).Get)
 	if !ok {
 		return nil
 	}
-	return c.resolveControllerRef(rs.Namespace, metav1.GetControllerOf(rs))
+	return c.resolveControllerRef(rs.Namespace, metav1.GetControllerOfNoCopy(rs))
 }
 
-// countPodsOfOwnedReplicaSets counts the pods, in any phase, of the ReplicaSets d selects and
-// controls.
-func (c *Controller) countPodsOfOwnedReplicaSets(d *appsv1.Deployment) (int, error) {
+// countPods counts the pods, in any phase, of the ReplicaSets that d selects and controls.
+func (c *Controller) countPods(d *appsv1.Deployment) (int, error) {
 	selector, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
 	if err != nil {
-		return 0, fmt.Errorf("parsing the selector of deployment %s: %w", klog.KObj(d), err)
+		return 0, fmt.Errorf("parsing the selector of Deployment %s: %w", klog.KObj(d), err)
 	}
-	rsList, err := c.rsLister.ReplicaSets(d.Namespace).List(selector)
+	rsList, err := c.replicaSets.ReplicaSets(d.Namespace).List(selector)
 	if err != nil {
-		return 0, fmt.Errorf("listing replica sets of deployment %s: %w", klog.KObj(d), err)
+		return 0, fmt.Errorf("listing ReplicaSets of Deployment %s: %w", klog.KObj(d), err)
+	}
+	var owned []*appsv1.ReplicaSet
+	for _, rs := range rsList {
+		if metav1.IsControlledBy(rs, d) {
+			owned = append(owned, rs)
+		}
+	}
+	podsByRS, err := c.podsByReplicaSet(owned)
+	if err != nil {
+		return 0, err
 	}
 	count := 0
-	for _, rs := range rsList {
-		if !metav1.IsControlledBy(rs, d) {
-			continue
-		}
-		pods, err := podutil.PodsForOwner(c.podIndexer, rs, "ReplicaSet", false)
-		if err != nil {
-			return 0, fmt.Errorf("listing pods of replica set %s: %w", klog.KObj(rs), err)
-		}
+	for _, pods := range podsByRS {
 		count += len(pods)
 	}
 	return count, nil

@@ -14,23 +14,21 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
 )
 
 func TestDeploymentHandlersEnqueue(t *testing.T) {
 	d := newDeployment("d", 1)
 	f := newFixture(t)
-	logger := klog.FromContext(f.ctx)
 
-	f.c.addDeployment(logger, d)
+	f.c.addDeployment(f.ctx, d)
 	if got := f.queued(); !slices.Equal(got, []string{"ns/d"}) {
 		t.Errorf("add: queued %v", got)
 	}
-	f.c.updateDeployment(logger, d, withImage(d, "image:2"))
+	f.c.updateDeployment(f.ctx, d, withImage(d, "image:2"))
 	if got := f.queued(); !slices.Equal(got, []string{"ns/d"}) {
 		t.Errorf("update: queued %v", got)
 	}
-	f.c.deleteDeployment(logger, cache.DeletedFinalStateUnknown{Key: "ns/d", Obj: d})
+	f.c.deleteDeployment(f.ctx, cache.DeletedFinalStateUnknown{Key: "ns/d", Obj: d})
 	if got := f.queued(); !slices.Equal(got, []string{"ns/d"}) {
 		t.Errorf("delete tombstone: queued %v", got)
 	}
@@ -66,33 +64,33 @@ func TestReplicaSetHandlersEnqueue(t *testing.T) {
 
 	tests := []struct {
 		name   string
-		handle func(c *Controller, logger klog.Logger)
+		handle func(c *Controller, ctx context.Context)
 		want   []string
 	}{
-		{"add owned", func(c *Controller, l klog.Logger) { c.addReplicaSet(l, owned) }, []string{"ns/d1"}},
-		{"add owned by a Deployment since replaced", func(c *Controller, l klog.Logger) { c.addReplicaSet(l, staleRef) }, nil},
-		{"add orphan wakes every matching Deployment", func(c *Controller, l klog.Logger) { c.addReplicaSet(l, orphan) }, []string{"ns/d1", "ns/d2"}},
-		{"add orphan without labels", func(c *Controller, l klog.Logger) { c.addReplicaSet(l, unlabelledOrphan) }, nil},
-		{"add being deleted is a delete", func(c *Controller, l klog.Logger) { c.addReplicaSet(l, deleting) }, []string{"ns/d1"}},
-		{"add orphan being deleted", func(c *Controller, l klog.Logger) { c.addReplicaSet(l, deletingOrphan) }, nil},
-		{"update without change (resync)", func(c *Controller, l klog.Logger) { c.updateReplicaSet(l, owned, resync) }, nil},
-		{"update moving ownership wakes both owners", func(c *Controller, l klog.Logger) { c.updateReplicaSet(l, owned, ownedByD2) }, []string{"ns/d1", "ns/d2"}},
-		{"update of an owned RS", func(c *Controller, l klog.Logger) {
+		{"add owned", func(c *Controller, ctx context.Context) { c.addReplicaSet(ctx, owned) }, []string{"ns/d1"}},
+		{"add owned by a Deployment since replaced", func(c *Controller, ctx context.Context) { c.addReplicaSet(ctx, staleRef) }, nil},
+		{"add orphan wakes every matching Deployment", func(c *Controller, ctx context.Context) { c.addReplicaSet(ctx, orphan) }, []string{"ns/d1", "ns/d2"}},
+		{"add orphan without labels", func(c *Controller, ctx context.Context) { c.addReplicaSet(ctx, unlabelledOrphan) }, nil},
+		{"add being deleted is a delete", func(c *Controller, ctx context.Context) { c.addReplicaSet(ctx, deleting) }, []string{"ns/d1"}},
+		{"add orphan being deleted", func(c *Controller, ctx context.Context) { c.addReplicaSet(ctx, deletingOrphan) }, nil},
+		{"update without change (resync)", func(c *Controller, ctx context.Context) { c.updateReplicaSet(ctx, owned, resync) }, nil},
+		{"update moving ownership wakes both owners", func(c *Controller, ctx context.Context) { c.updateReplicaSet(ctx, owned, ownedByD2) }, []string{"ns/d1", "ns/d2"}},
+		{"update of an owned RS", func(c *Controller, ctx context.Context) {
 			cur := owned.DeepCopy()
 			cur.ResourceVersion = "2"
-			c.updateReplicaSet(l, owned, cur)
+			c.updateReplicaSet(ctx, owned, cur)
 		}, []string{"ns/d1"}},
-		{"update releasing an RS wakes old owner and adopters", func(c *Controller, l klog.Logger) {
+		{"update releasing an RS wakes old owner and adopters", func(c *Controller, ctx context.Context) {
 			cur := orphan.DeepCopy()
 			cur.ResourceVersion = "2"
-			c.updateReplicaSet(l, owned, cur)
+			c.updateReplicaSet(ctx, owned, cur)
 		}, []string{"ns/d1", "ns/d2"}},
-		{"update relabelling an orphan", func(c *Controller, l klog.Logger) { c.updateReplicaSet(l, orphan, orphanRelabelled) }, []string{"ns/other"}},
-		{"update of an orphan's status only", func(c *Controller, l klog.Logger) { c.updateReplicaSet(l, orphan, orphanStatusOnly) }, nil},
-		{"delete owned (tombstone)", func(c *Controller, l klog.Logger) {
-			c.deleteReplicaSet(l, cache.DeletedFinalStateUnknown{Key: "ns/x", Obj: owned})
+		{"update relabelling an orphan", func(c *Controller, ctx context.Context) { c.updateReplicaSet(ctx, orphan, orphanRelabelled) }, []string{"ns/other"}},
+		{"update of an orphan's status only", func(c *Controller, ctx context.Context) { c.updateReplicaSet(ctx, orphan, orphanStatusOnly) }, nil},
+		{"delete owned (tombstone)", func(c *Controller, ctx context.Context) {
+			c.deleteReplicaSet(ctx, cache.DeletedFinalStateUnknown{Key: "ns/x", Obj: owned})
 		}, []string{"ns/d1"}},
-		{"delete orphan", func(c *Controller, l klog.Logger) { c.deleteReplicaSet(l, orphan) }, nil},
+		{"delete orphan", func(c *Controller, ctx context.Context) { c.deleteReplicaSet(ctx, orphan) }, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -100,7 +98,7 @@ func TestReplicaSetHandlersEnqueue(t *testing.T) {
 			for _, d := range []*appsv1.Deployment{d1, d2, other} {
 				f.cache(d)
 			}
-			tc.handle(f.c, klog.FromContext(f.ctx))
+			tc.handle(f.c, f.ctx)
 			if got := f.queued(); !slices.Equal(got, tc.want) {
 				t.Errorf("queued %v, want %v", got, tc.want)
 			}
@@ -138,7 +136,7 @@ func TestPodDeleteWakesRecreateDeploymentOnlyWithoutPods(t *testing.T) {
 			for _, p := range tc.pods {
 				f.cache(p)
 			}
-			f.c.deletePod(klog.FromContext(f.ctx), tc.obj)
+			f.c.deletePod(f.ctx, tc.obj)
 			if got := f.queued(); !slices.Equal(got, tc.want) {
 				t.Errorf("queued %v, want %v", got, tc.want)
 			}
@@ -169,9 +167,9 @@ func TestProcessKeyRetries(t *testing.T) {
 			for range tc.requeues {
 				f.c.queue.AddRateLimited("ns/d")
 			}
-			err := f.c.processKey(f.ctx, "ns/d")
+			err := f.c.syncOrGiveUp(f.ctx, "ns/d")
 			if (err != nil) != tc.wantErr {
-				t.Errorf("processKey error = %v, want error: %v", err, tc.wantErr)
+				t.Errorf("syncOrGiveUp error = %v, want error: %v", err, tc.wantErr)
 			}
 		})
 	}
@@ -186,9 +184,7 @@ func TestRunStopsWithContext(t *testing.T) {
 		synced <- key
 		return nil
 	}
-	f.c.dListerSynced = func() bool { return true }
-	f.c.rsListerSynced = func() bool { return true }
-	f.c.podListerSynced = func() bool { return true }
+	f.c.cachesSynced = nil // the fixture's informers never run
 	f.c.queue.Add("ns/d")
 
 	ctx, cancel := context.WithCancel(f.ctx)

@@ -22,6 +22,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/bosun-dev/bosun/pkg/controller/conditions"
 	"github.com/bosun-dev/bosun/pkg/controller/deployment/deploymentutil"
 	"github.com/bosun-dev/bosun/pkg/controller/hash"
 	"github.com/bosun-dev/bosun/pkg/features"
@@ -54,13 +55,12 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	rsInformer := factory.Apps().V1().ReplicaSets()
 	podInformer := factory.Core().V1().Pods()
 	recorder := record.NewFakeRecorder(100)
-	c, err := NewController(ctx, dInformer, rsInformer, podInformer, client, recorder, features.NewFeatureGate())
+	clk := clocktesting.NewFakeClock(testNow)
+	c, err := NewController(ctx, dInformer, rsInformer, podInformer, client, recorder, WithClock(clk), WithFeatureGate(features.NewFeatureGate()))
 	if err != nil {
 		t.Fatalf("NewController: %v", err)
 	}
 	t.Cleanup(c.queue.ShutDown)
-	clk := clocktesting.NewFakeClock(testNow)
-	c.clock = clk
 
 	f := &fixture{
 		t: t, ctx: ctx, client: client, recorder: recorder, clock: clk, c: c,
@@ -273,7 +273,7 @@ func newPod(name string, rs *appsv1.ReplicaSet, phase corev1.PodPhase) *corev1.P
 // progressing returns status's Progressing condition, failing the test when there is none.
 func progressing(t *testing.T, status appsv1.DeploymentStatus) appsv1.DeploymentCondition {
 	t.Helper()
-	c := deploymentutil.GetCondition(status, appsv1.DeploymentProgressing)
+	c := conditions.Deployment.Get(status.Conditions, appsv1.DeploymentProgressing)
 	if c == nil {
 		t.Fatalf("no Progressing condition in %+v", status.Conditions)
 	}

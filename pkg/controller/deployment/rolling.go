@@ -9,78 +9,64 @@ import (
 	"github.com/bosun-dev/bosun/pkg/controller/deployment/deploymentutil"
 )
 
-// rolloutRolling advances a RollingUpdate rollout by one step (§6.2): first scale the new
-// ReplicaSet up as far as maxSurge allows, then the old ones down as far as maxUnavailable
-// allows. Each step that scales something ends the pass; the ReplicaSet controller's status
-// updates bring the Deployment back for the next step.
-func (c *Controller) rolloutRolling(ctx context.Context, d *appsv1.Deployment, rsList []*appsv1.ReplicaSet) error {
-	newRS, oldRSs, err := c.getAllReplicaSetsAndSyncRevision(ctx, d, rsList, true)
+// stepRollingUpdate moves a RollingUpdate rollout on by one step. The new ReplicaSet grows
+// first, as far as maxSurge leaves room; only a sync that grows nothing shrinks the old
+// ones, as far as maxUnavailable allows. A sync that resized anything stops there: the
+// ReplicaSets' status updates bring the Deployment back for the next step. History is
+// pruned only once the rollout has finished, as until then an old ReplicaSet may still be
+// the one to roll back to.
+func (c *Controller) stepRollingUpdate(ctx context.Context, d *appsv1.Deployment, rsList []*appsv1.ReplicaSet) error {
+	revs, err := c.revisions(ctx, d, rsList, true)
 	if err != nil {
 		return err
 	}
-	allRSs := withNew(oldRSs, newRS)
-
-	scaledUp, err := c.reconcileNewReplicaSet(ctx, allRSs, newRS, d)
+	resized, err := c.growNewReplicaSet(ctx, d, revs)
+	if err == nil && !resized {
+		resized, err = c.shrinkOldReplicaSets(ctx, d, revs)
+	}
 	if err != nil {
 		return err
 	}
-	if scaledUp {
-		return c.syncRolloutStatus(ctx, allRSs, newRS, d)
-	}
-
-	scaledDown, err := c.reconcileOldReplicaSets(ctx, allRSs, deploymentutil.FilterActive(oldRSs), newRS, d)
-	if err != nil {
-		return err
-	}
-	if scaledDown {
-		return c.syncRolloutStatus(ctx, allRSs, newRS, d)
-	}
-
-	// Only a finished rollout may drop history: until then an old ReplicaSet may still be
-	// needed to roll back to.
-	if deploymentutil.DeploymentComplete(d, &d.Status) {
-		if err := c.cleanupDeployment(ctx, oldRSs, d); err != nil {
+	if !resized && deploymentutil.DeploymentComplete(d, &d.Status) {
+		if err := c.pruneHistory(ctx, d, revs.old); err != nil {
 			return err
 		}
 	}
-	return c.syncRolloutStatus(ctx, allRSs, newRS, d)
+	return c.writeRolloutStatus(ctx, d, revs)
 }
 
-// reconcileNewReplicaSet moves the new ReplicaSet towards spec.replicas: down at once when it
-// is too big, up by as much as maxSurge leaves room for. It reports whether it scaled.
-func (c *Controller) reconcileNewReplicaSet(ctx context.Context, allRSs []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet, d *appsv1.Deployment) (bool, error) {
-	replicas := *d.Spec.Replicas
-	current := *newRS.Spec.Replicas
-	if current == replicas {
+// growNewReplicaSet moves the new ReplicaSet towards spec.replicas: straight down when it
+// is too big, up by as much as maxSurge leaves room for. It reports whether it resized.
+func (c *Controller) growNewReplicaSet(ctx context.Context, d *appsv1.Deployment, revs revisionSet) (bool, error) {
+	want, have := *d.Spec.Replicas, *revs.current.Spec.Replicas
+	if have == want {
 		return false, nil
 	}
-	if current > replicas {
-		return c.scaleReplicaSet(ctx, newRS, replicas, false, d)
-	}
-	target, err := deploymentutil.NewRSNewReplicas(d, allRSs, newRS)
-	if err != nil {
-		return false, err
-	}
-	return c.scaleReplicaSet(ctx, newRS, target, false, d)
-}
-
-// reconcileOldReplicaSets scales the active old ReplicaSets down as far as maxUnavailable
-// allows, unhealthy replicas first (§6.2 step 3). It reports whether it scaled anything.
-// Unlike upstream, which swallows these errors, it returns them so that the key is requeued.
-func (c *Controller) reconcileOldReplicaSets(ctx context.Context, allRSs, activeOldRSs []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet, d *appsv1.Deployment) (bool, error) {
-	if deploymentutil.ReplicaCount(activeOldRSs) == 0 {
-		// Nothing left to scale down.
-		return false, nil
-	}
-	logger := klog.FromContext(ctx)
-	scaled := false
-	for _, target := range deploymentutil.PlanOldReplicaSetsScaleDown(d, allRSs, activeOldRSs, newRS) {
-		logger.V(4).Info("Scaling down old replica set", "replicaSet", klog.KObj(target.RS), "from", *target.RS.Spec.Replicas, "to", target.Replicas)
-		changed, err := c.scaleReplicaSet(ctx, target.RS, target.Replicas, false, d)
-		if err != nil {
-			return scaled, err
+	if have < want {
+		var err error
+		if want, err = deploymentutil.NewRSNewReplicas(d, revs.all(), revs.current); err != nil {
+			return false, err
 		}
-		scaled = scaled || changed
 	}
-	return scaled, nil
+	return c.resizeReplicaSet(ctx, d, revs.current, want, false)
+}
+
+// shrinkOldReplicaSets scales the active old ReplicaSets down as far as maxUnavailable
+// allows, their unavailable pods first, and reports whether it resized any. Unlike
+// upstream, which only logs them, it returns write errors, so that the key is retried.
+func (c *Controller) shrinkOldReplicaSets(ctx context.Context, d *appsv1.Deployment, revs revisionSet) (bool, error) {
+	active := deploymentutil.FilterActive(revs.old)
+	if deploymentutil.ReplicaCount(active) == 0 {
+		return false, nil
+	}
+	anyResized := false
+	for _, target := range deploymentutil.PlanOldReplicaSetsScaleDown(d, revs.all(), active, revs.current) {
+		klog.FromContext(ctx).V(4).Info("Shrinking old ReplicaSet", "replicaSet", klog.KObj(target.RS), "to", target.Replicas)
+		resized, err := c.resizeReplicaSet(ctx, d, target.RS, target.Replicas, false)
+		if err != nil {
+			return anyResized, err
+		}
+		anyResized = anyResized || resized
+	}
+	return anyResized, nil
 }

@@ -3,9 +3,7 @@ package deployment
 import (
 	"context"
 	"fmt"
-	"maps"
 	"reflect"
-	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,14 +14,12 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/bosun-dev/bosun/pkg/controller/deployment/deploymentutil"
-	"github.com/bosun-dev/bosun/pkg/controller/hash"
 	"github.com/bosun-dev/bosun/pkg/controller/podutil"
 	"github.com/bosun-dev/bosun/pkg/controller/queue"
 	"github.com/bosun-dev/bosun/pkg/controller/refmanager"
-	"github.com/bosun-dev/bosun/pkg/features"
 )
 
-// Event reasons and messages that are not conditions (deployment.md §2).
+// Event reasons and messages that are not conditions. Users and tools match on them.
 const (
 	eventScalingReplicaSet = "ScalingReplicaSet"
 	eventSelectingAll      = "SelectingAll"
@@ -31,506 +27,188 @@ const (
 	selectingAllMessage = "This deployment is selecting all pods. A non-empty selector is required."
 )
 
-// syncDeployment brings one Deployment, named by its queue key, one step closer to its
-// desired state. Every step either finishes the pass or writes something and returns; the
-// write's watch event triggers the next pass.
+// step is the one kind of work a sync does for a Deployment.
+type step string
+
+const (
+	// stepStatusOnly: the Deployment is being deleted; only its status is refreshed.
+	stepStatusOnly step = "status-only"
+	// stepResize: paused, or spec.replicas changed; the existing ReplicaSets are resized
+	// and no new one is created.
+	stepResize step = "resize"
+	// stepRollback: the legacy rollback annotation asks for an earlier template.
+	stepRollback step = "rollback"
+	// stepRollout: the strategy moves the rollout on.
+	stepRollout step = "rollout"
+)
+
+// chooseStep picks the work for d, in a fixed precedence: deletion, then pause, then a
+// pending rollback, then a change of spec.replicas, then the rollout itself. A paused
+// Deployment is only resized, so a rollback requested while paused waits for resume.
+func chooseStep(d *appsv1.Deployment, rsList []*appsv1.ReplicaSet) step {
+	switch {
+	case d.DeletionTimestamp != nil:
+		return stepStatusOnly
+	case d.Spec.Paused:
+		return stepResize
+	case rollbackTo(d) != nil:
+		return stepRollback
+	case isScalingEvent(d, rsList):
+		return stepResize
+	default:
+		return stepRollout
+	}
+}
+
+// syncDeployment moves the Deployment named by key one step towards its desired state.
+// Each step either finishes or writes something and returns; the watch event of that write
+// brings the Deployment back for the next step.
 func (c *Controller) syncDeployment(ctx context.Context, key string) error {
-	logger := klog.FromContext(ctx)
+	logger := klog.FromContext(ctx).WithValues("deployment", key)
+	ctx = klog.NewContext(ctx, logger)
+	began := c.clock.Now()
+	defer func() { logger.V(4).Info("Deployment sync done", "took", c.clock.Since(began)) }()
+
 	namespace, name, err := queue.SplitKey(key)
 	if err != nil {
 		return err
 	}
-	start := c.clock.Now()
-	logger.V(4).Info("Started syncing deployment", "deployment", klog.KRef(namespace, name))
-	defer func() {
-		logger.V(4).Info("Finished syncing deployment", "deployment", klog.KRef(namespace, name), "duration", c.clock.Since(start))
-	}()
-
-	cached, err := c.dLister.Deployments(namespace).Get(name)
+	cached, err := c.deployments.Deployments(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
-		logger.V(2).Info("Deployment has been deleted", "deployment", klog.KRef(namespace, name))
+		// Its ReplicaSets are the garbage collector's now.
+		logger.V(2).Info("Deployment is gone; nothing to do")
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("getting deployment %s from the cache: %w", key, err)
+		return fmt.Errorf("reading Deployment %s from the cache: %w", key, err)
 	}
-	// Never mutate the cache: every step below edits d and writes it back.
+	// Every step edits d and writes it back; the cached object must stay untouched.
 	d := cached.DeepCopy()
 
 	if reflect.DeepEqual(d.Spec.Selector, &metav1.LabelSelector{}) {
-		c.recorder.Event(d, corev1.EventTypeWarning, eventSelectingAll, selectingAllMessage)
-		if d.Status.ObservedGeneration < d.Generation {
-			// Let `kubectl rollout status` see that the spec was read, even though it is
-			// refused; the event explains why nothing else happens.
-			d.Status.ObservedGeneration = d.Generation
-			if _, err := c.client.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{}); err != nil {
-				logger.V(2).Info("Couldn't record the observed generation of a select-all deployment", "deployment", klog.KObj(d), "err", err)
-			}
-		}
+		c.refuseSelectAll(ctx, d)
 		return nil
 	}
-
-	rsList, err := c.getReplicaSetsForDeployment(ctx, d)
-	if err != nil {
-		return err
-	}
-	podMap, err := c.getPodMapForDeployment(rsList)
+	rsList, err := c.claimReplicaSets(ctx, d)
 	if err != nil {
 		return err
 	}
 
-	if d.DeletionTimestamp != nil {
-		return c.syncStatusOnly(ctx, d, rsList)
+	next := chooseStep(d, rsList)
+	logger.V(4).Info("Deployment sync step", "step", next)
+	if next != stepStatusOnly {
+		// Pausing and resuming are recorded before any step, so that the progress deadline
+		// restarts from the resume.
+		if err := c.recordPauseOrResume(ctx, d); err != nil {
+			return err
+		}
 	}
-	if err := c.checkPausedConditions(ctx, d); err != nil {
-		return err
-	}
-	if d.Spec.Paused {
-		return c.sync(ctx, d, rsList)
-	}
-	if rollbackTo(d) != nil {
+	switch next {
+	case stepStatusOnly:
+		return c.refreshStatus(ctx, d, rsList)
+	case stepResize:
+		return c.resize(ctx, d, rsList)
+	case stepRollback:
 		return c.rollback(ctx, d, rsList)
 	}
-	if isScalingEvent(d, rsList) {
-		return c.sync(ctx, d, rsList)
-	}
-
 	switch d.Spec.Strategy.Type {
 	case appsv1.RecreateDeploymentStrategyType:
-		return c.rolloutRecreate(ctx, d, rsList, podMap)
+		return c.stepRecreate(ctx, d, rsList)
 	case appsv1.RollingUpdateDeploymentStrategyType:
-		return c.rolloutRolling(ctx, d, rsList)
+		return c.stepRollingUpdate(ctx, d, rsList)
 	}
-	return fmt.Errorf("unexpected deployment strategy type: %s", d.Spec.Strategy.Type)
+	return fmt.Errorf("deployment %s has unknown strategy type %q", key, d.Spec.Strategy.Type)
 }
 
-// getReplicaSetsForDeployment claims the ReplicaSets of d's namespace: it adopts matching
-// orphans and releases owned ones that no longer match, and returns the ones d owns.
-func (c *Controller) getReplicaSetsForDeployment(ctx context.Context, d *appsv1.Deployment) ([]*appsv1.ReplicaSet, error) {
-	all, err := c.rsLister.ReplicaSets(d.Namespace).List(labels.Everything())
-	if err != nil {
-		return nil, fmt.Errorf("listing replica sets of namespace %s: %w", d.Namespace, err)
+// refuseSelectAll warns about a Deployment whose empty selector would select every pod of
+// its namespace, and acts on nothing else. It still records the generation as observed,
+// so that `kubectl rollout status` stops waiting and the event explains why.
+func (c *Controller) refuseSelectAll(ctx context.Context, d *appsv1.Deployment) {
+	c.recorder.Event(d, corev1.EventTypeWarning, eventSelectingAll, selectingAllMessage)
+	if d.Status.ObservedGeneration >= d.Generation {
+		return
 	}
+	d.Status.ObservedGeneration = d.Generation
+	if err := c.updateStatus(ctx, d); err != nil {
+		// The event already tells the user; the next change or resync tries again.
+		klog.FromContext(ctx).V(2).Info("Recording the observed generation of a select-all Deployment failed", "err", err)
+	}
+}
+
+// claimReplicaSets adopts the matching orphan ReplicaSets of d's namespace, releases owned
+// ones that no longer match, and returns the ones d owns afterwards.
+func (c *Controller) claimReplicaSets(ctx context.Context, d *appsv1.Deployment) ([]*appsv1.ReplicaSet, error) {
 	selector, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
 	if err != nil {
-		return nil, fmt.Errorf("deployment %s has an invalid label selector: %w", klog.KObj(d), err)
+		return nil, fmt.Errorf("parsing the selector of Deployment %s: %w", klog.KObj(d), err)
 	}
-	// The live GET makes sure a Deployment being deleted (which the cache may not show yet)
-	// adopts nothing that the garbage collector would then have to chase.
-	canAdopt := refmanager.RecheckDeletionTimestamp(d, controllerKind.Kind, refmanager.LiveDeployment(c.client, d))
-	manager := refmanager.New(d, controllerKind, selector, canAdopt, refmanager.ReplicaSetPatcher(c.client))
-	owned, err := refmanager.ClaimAll(ctx, manager, all, nil)
+	candidates, err := c.replicaSets.ReplicaSets(d.Namespace).List(labels.Everything())
 	if err != nil {
-		return nil, fmt.Errorf("claiming replica sets for deployment %s: %w", klog.KObj(d), err)
+		return nil, fmt.Errorf("listing ReplicaSets in namespace %s: %w", d.Namespace, err)
+	}
+	// The cache may not show yet that d is being deleted; a live read makes sure such a
+	// Deployment adopts nothing the garbage collector would then have to chase.
+	canAdopt := refmanager.RecheckDeletionTimestamp(d, controllerKind.Kind, refmanager.LiveDeployment(c.client, d))
+	claimer := refmanager.New(d, controllerKind, selector, canAdopt, refmanager.ReplicaSetPatcher(c.client))
+	owned, err := refmanager.ClaimAll(ctx, claimer, candidates, nil)
+	if err != nil {
+		return nil, fmt.Errorf("claiming ReplicaSets for Deployment %s: %w", klog.KObj(d), err)
 	}
 	return owned, nil
 }
 
-// getPodMapForDeployment returns, per claimed ReplicaSet UID, the pods that RS controls, in
-// any phase. Recreate needs it to wait until every old pod is gone.
-func (c *Controller) getPodMapForDeployment(rsList []*appsv1.ReplicaSet) (map[types.UID][]*corev1.Pod, error) {
-	podMap := make(map[types.UID][]*corev1.Pod, len(rsList))
+// podsByReplicaSet returns the pods, in any phase, that each ReplicaSet of rsList controls,
+// by ReplicaSet UID.
+func (c *Controller) podsByReplicaSet(rsList []*appsv1.ReplicaSet) (map[types.UID][]*corev1.Pod, error) {
+	pods := make(map[types.UID][]*corev1.Pod, len(rsList))
 	for _, rs := range rsList {
-		pods, err := podutil.PodsForOwner(c.podIndexer, rs, "ReplicaSet", false)
+		controlled, err := podutil.PodsForOwner(c.podIndexer, rs, "ReplicaSet", false)
 		if err != nil {
-			return nil, fmt.Errorf("listing pods of replica set %s: %w", klog.KObj(rs), err)
+			return nil, fmt.Errorf("listing pods of ReplicaSet %s: %w", klog.KObj(rs), err)
 		}
-		podMap[rs.UID] = pods
+		pods[rs.UID] = controlled
 	}
-	return podMap, nil
+	return pods, nil
 }
 
-// syncStatusOnly refreshes the status of a Deployment being deleted without creating or
-// scaling anything.
-func (c *Controller) syncStatusOnly(ctx context.Context, d *appsv1.Deployment, rsList []*appsv1.ReplicaSet) error {
-	newRS, oldRSs, err := c.getAllReplicaSetsAndSyncRevision(ctx, d, rsList, false)
+// refreshStatus writes the status of a Deployment being deleted, creating and scaling
+// nothing.
+func (c *Controller) refreshStatus(ctx context.Context, d *appsv1.Deployment, rsList []*appsv1.ReplicaSet) error {
+	revs, err := c.revisions(ctx, d, rsList, false)
 	if err != nil {
 		return err
 	}
-	return c.syncDeploymentStatus(ctx, withNew(oldRSs, newRS), newRS, d)
+	return c.writeStatus(ctx, d, revs)
 }
 
-// sync handles a paused Deployment and a scaling event: it resizes the existing ReplicaSets,
-// never creates one, and writes the status without judging progress.
-func (c *Controller) sync(ctx context.Context, d *appsv1.Deployment, rsList []*appsv1.ReplicaSet) error {
-	newRS, oldRSs, err := c.getAllReplicaSetsAndSyncRevision(ctx, d, rsList, false)
+// resize serves a paused Deployment and a change of spec.replicas: it sizes the existing
+// ReplicaSets, never creates one, and writes status without judging progress.
+func (c *Controller) resize(ctx context.Context, d *appsv1.Deployment, rsList []*appsv1.ReplicaSet) error {
+	revs, err := c.revisions(ctx, d, rsList, false)
 	if err != nil {
 		return err
 	}
-	if err := c.scale(ctx, d, newRS, oldRSs); err != nil {
-		// The Deployment is requeued; the status catches up on the next pass.
+	if err := c.scaleReplicaSets(ctx, d, revs); err != nil {
+		// The key is retried; status catches up then.
 		return err
 	}
-	// A paused Deployment never completes, so cleanup would never run otherwise. A pending
-	// rollback may still need an old ReplicaSet, so it waits.
+	// A paused rollout never completes, so history would otherwise never be pruned. A
+	// pending rollback may still need an old ReplicaSet, so it waits.
 	if d.Spec.Paused && rollbackTo(d) == nil {
-		if err := c.cleanupDeployment(ctx, oldRSs, d); err != nil {
+		if err := c.pruneHistory(ctx, d, revs.old); err != nil {
 			return err
 		}
 	}
-	return c.syncDeploymentStatus(ctx, withNew(oldRSs, newRS), newRS, d)
+	return c.writeStatus(ctx, d, revs)
 }
 
-// isScalingEvent reports whether spec.replicas changed since the active ReplicaSets were last
-// sized: their desired-replicas annotation records the value they were sized for.
+// isScalingEvent reports whether spec.replicas changed since the active ReplicaSets were
+// last sized: each records in its desired-replicas annotation the value it was sized for.
 func isScalingEvent(d *appsv1.Deployment, rsList []*appsv1.ReplicaSet) bool {
 	for _, rs := range deploymentutil.FilterActive(rsList) {
-		desired, ok := deploymentutil.DesiredReplicasFromAnnotation(rs)
-		if ok && desired != *d.Spec.Replicas {
+		if sizedFor, ok := deploymentutil.DesiredReplicasFromAnnotation(rs); ok && sizedFor != *d.Spec.Replicas {
 			return true
 		}
 	}
 	return false
-}
-
-// getAllReplicaSetsAndSyncRevision splits rsList into the new ReplicaSet and the old ones,
-// bringing the new one's annotations and revision (and the Deployment's revision) up to date.
-// With createIfMissing the new ReplicaSet is created when none matches the template; without,
-// newRS may be nil.
-func (c *Controller) getAllReplicaSetsAndSyncRevision(ctx context.Context, d *appsv1.Deployment, rsList []*appsv1.ReplicaSet,
-	createIfMissing bool) (newRS *appsv1.ReplicaSet, oldRSs []*appsv1.ReplicaSet, err error) {
-	existing := deploymentutil.FindNewReplicaSet(d, rsList)
-	oldRSs = deploymentutil.FindOldReplicaSets(d, rsList, existing)
-	switch {
-	case existing != nil:
-		newRS, err = c.syncExistingNewReplicaSet(ctx, d, existing, oldRSs)
-	case createIfMissing:
-		newRS, err = c.createNewReplicaSet(ctx, d, oldRSs)
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	return newRS, oldRSs, nil
-}
-
-// newRevision is the revision the new ReplicaSet must carry: one above every old one.
-func newRevision(oldRSs []*appsv1.ReplicaSet) string {
-	return strconv.FormatInt(deploymentutil.MaxRevision(oldRSs)+1, 10)
-}
-
-// syncExistingNewReplicaSet brings an existing new ReplicaSet's annotations, revision and
-// minReadySeconds up to date, and then the Deployment's revision annotation and
-// Progressing condition. It returns the ReplicaSet to use for the rest of this pass.
-func (c *Controller) syncExistingNewReplicaSet(ctx context.Context, d *appsv1.Deployment, existing *appsv1.ReplicaSet,
-	oldRSs []*appsv1.ReplicaSet) (*appsv1.ReplicaSet, error) {
-	rs := existing.DeepCopy()
-	// Evaluate both: each may change the copy.
-	annotationsChanged := deploymentutil.CopyDeploymentAnnotationsToReplicaSet(d, rs)
-	revisionChanged := deploymentutil.SetNewReplicaSetRevision(rs, newRevision(oldRSs))
-	if annotationsChanged || revisionChanged || rs.Spec.MinReadySeconds != d.Spec.MinReadySeconds {
-		rs.Spec.MinReadySeconds = d.Spec.MinReadySeconds
-		updated, err := c.client.AppsV1().ReplicaSets(rs.Namespace).Update(ctx, rs, metav1.UpdateOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("updating new replica set %s: %w", klog.KObj(rs), err)
-		}
-		// The Deployment's revision follows on the next pass, triggered by this update.
-		return updated, nil
-	}
-
-	changed := deploymentutil.SetDeploymentRevision(d, rs.Annotations[deploymentutil.RevisionAnnotation])
-	if deploymentutil.HasProgressDeadline(d) && deploymentutil.GetCondition(d.Status, appsv1.DeploymentProgressing) == nil {
-		msg := fmt.Sprintf("Found new replica set %q", rs.Name)
-		cond := deploymentutil.NewCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, deploymentutil.ReasonFoundNewReplicaSet, msg, c.now())
-		deploymentutil.SetCondition(&d.Status, *cond)
-		changed = true
-	}
-	if changed {
-		// A status write carries the annotation without bumping metadata.generation; a normal
-		// update would bump it and make `kubectl rollout status` wait for a generation that
-		// nobody observes.
-		if err := c.updateStatus(ctx, d); err != nil {
-			return nil, err
-		}
-	}
-	return rs, nil
-}
-
-// createNewReplicaSet creates the ReplicaSet for d's current template, named after the
-// template hash. A name clash with a ReplicaSet of another template bumps
-// status.collisionCount, so that the next attempt uses another hash.
-func (c *Controller) createNewReplicaSet(ctx context.Context, d *appsv1.Deployment, oldRSs []*appsv1.ReplicaSet) (*appsv1.ReplicaSet, error) {
-	logger := klog.FromContext(ctx)
-	revision := newRevision(oldRSs)
-	rs, err := c.newReplicaSetObject(d, oldRSs, revision)
-	if err != nil {
-		return nil, err
-	}
-	replicas := *rs.Spec.Replicas
-
-	created, err := c.client.AppsV1().ReplicaSets(d.Namespace).Create(ctx, rs, metav1.CreateOptions{})
-	alreadyExisted := false
-	switch {
-	case apierrors.IsAlreadyExists(err):
-		// Usually our own earlier create that the cache has not shown us yet.
-		created, err = c.claimExistingOrBumpCollisionCount(ctx, d, rs, err)
-		if err != nil {
-			return nil, err
-		}
-		alreadyExisted = true
-	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
-		// Every create in the namespace fails now; there is nothing to report.
-		return nil, fmt.Errorf("creating new replica set %s: %w", klog.KObj(rs), err)
-	case err != nil:
-		msg := fmt.Sprintf("Failed to create new replica set %q: %v", rs.Name, err)
-		if deploymentutil.HasProgressDeadline(d) {
-			cond := deploymentutil.NewCondition(appsv1.DeploymentProgressing, corev1.ConditionFalse, deploymentutil.ReasonReplicaSetCreateError, msg, c.now())
-			deploymentutil.SetCondition(&d.Status, *cond)
-			// Best effort: the returned error already requeues, and reporting it matters more.
-			if err := c.updateStatus(ctx, d); err != nil {
-				logger.V(2).Info("Couldn't report the replica set create error", "deployment", klog.KObj(d), "err", err)
-			}
-		}
-		c.recorder.Event(d, corev1.EventTypeWarning, deploymentutil.ReasonReplicaSetCreateError, msg)
-		return nil, fmt.Errorf("creating new replica set %s: %w", klog.KObj(rs), err)
-	}
-
-	if !alreadyExisted && replicas > 0 {
-		c.recorder.Eventf(d, corev1.EventTypeNormal, eventScalingReplicaSet, "Scaled up replica set %s from 0 to %d", created.Name, replicas)
-	}
-	changed := deploymentutil.SetDeploymentRevision(d, revision)
-	if !alreadyExisted && deploymentutil.HasProgressDeadline(d) {
-		msg := fmt.Sprintf("Created new replica set %q", created.Name)
-		cond := deploymentutil.NewCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, deploymentutil.ReasonNewReplicaSetCreated, msg, c.now())
-		deploymentutil.SetCondition(&d.Status, *cond)
-		changed = true
-	}
-	if changed {
-		if err := c.updateStatus(ctx, d); err != nil {
-			return nil, err
-		}
-	}
-	return created, nil
-}
-
-// newReplicaSetObject builds (without creating) the new ReplicaSet for d's template.
-func (c *Controller) newReplicaSetObject(d *appsv1.Deployment, oldRSs []*appsv1.ReplicaSet, revision string) (*appsv1.ReplicaSet, error) {
-	template := *d.Spec.Template.DeepCopy()
-	templateHash := hash.ComputeHash(&template, d.Status.CollisionCount)
-	// The hash label keeps the pods of different ReplicaSets of one Deployment apart, in
-	// both the pods' labels and the ReplicaSet's selector.
-	template.Labels = withLabel(template.Labels, appsv1.DefaultDeploymentUniqueLabelKey, templateHash)
-	selector := d.Spec.Selector.DeepCopy()
-	selector.MatchLabels = withLabel(selector.MatchLabels, appsv1.DefaultDeploymentUniqueLabelKey, templateHash)
-
-	rs := &appsv1.ReplicaSet{
-		ObjectMeta: metav1.ObjectMeta{
-			// A deterministic name makes a repeated create fail instead of duplicating.
-			Name:            deploymentutil.ReplicaSetName(d.Name, templateHash),
-			Namespace:       d.Namespace,
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d, controllerKind)},
-			Labels:          maps.Clone(template.Labels),
-		},
-		Spec: appsv1.ReplicaSetSpec{
-			Replicas:        new(int32),
-			MinReadySeconds: d.Spec.MinReadySeconds,
-			Selector:        selector,
-			Template:        template,
-		},
-	}
-	// Size it as if it already existed with 0 replicas next to the old ones.
-	replicas, err := deploymentutil.NewRSNewReplicas(d, withNew(oldRSs, rs), rs)
-	if err != nil {
-		return nil, fmt.Errorf("computing the size of the new replica set of deployment %s: %w", klog.KObj(d), err)
-	}
-	*rs.Spec.Replicas = replicas
-	deploymentutil.CopyDeploymentAnnotationsToReplicaSet(d, rs)
-	deploymentutil.SetNewReplicaSetRevision(rs, revision)
-	deploymentutil.SetReplicasAnnotations(rs, *d.Spec.Replicas, *d.Spec.Replicas+deploymentutil.MaxSurge(d))
-	return rs, nil
-}
-
-// claimExistingOrBumpCollisionCount handles a create that failed with AlreadyExists
-// (createErr). If the ReplicaSet of that name is ours and has our template, it is the new
-// ReplicaSet. Otherwise two templates hashed to the same name (kubernetes issues #29735,
-// #43449): bump status.collisionCount and return createErr to retry with another hash.
-func (c *Controller) claimExistingOrBumpCollisionCount(ctx context.Context, d *appsv1.Deployment, wanted *appsv1.ReplicaSet, createErr error) (*appsv1.ReplicaSet, error) {
-	logger := klog.FromContext(ctx)
-	existing, err := c.rsLister.ReplicaSets(wanted.Namespace).Get(wanted.Name)
-	if err != nil {
-		return nil, fmt.Errorf("getting existing replica set %s from the cache: %w", klog.KObj(wanted), err)
-	}
-	if metav1.IsControlledBy(existing, d) && deploymentutil.EqualIgnoreHash(&d.Spec.Template, &existing.Spec.Template) {
-		return existing, nil
-	}
-
-	previous := int32(0)
-	if d.Status.CollisionCount != nil {
-		previous = *d.Status.CollisionCount
-	}
-	next := previous + 1
-	d.Status.CollisionCount = &next
-	if err := c.updateStatus(ctx, d); err != nil {
-		logger.V(2).Info("Couldn't bump the collision count", "deployment", klog.KObj(d), "err", err)
-	} else {
-		logger.V(2).Info("Found a hash collision for deployment; bumped collisionCount to resolve it",
-			"deployment", klog.KObj(d), "replicaSet", klog.KObj(existing), "oldCollisionCount", previous, "newCollisionCount", next)
-	}
-	return nil, fmt.Errorf("creating new replica set %s: %w", klog.KObj(wanted), createErr)
-}
-
-// scale resizes the ReplicaSets of a Deployment whose spec.replicas changed (§8.2): a single
-// active ReplicaSet takes the whole change; a saturated new ReplicaSet drains the old ones;
-// otherwise a rolling Deployment spreads the change proportionally.
-func (c *Controller) scale(ctx context.Context, d *appsv1.Deployment, newRS *appsv1.ReplicaSet, oldRSs []*appsv1.ReplicaSet) error {
-	replicas := *d.Spec.Replicas
-	if target := activeOrLatest(newRS, oldRSs); target != nil {
-		_, err := c.scaleReplicaSet(ctx, target, replicas, false, d)
-		return err
-	}
-
-	if newRS != nil && deploymentutil.IsSaturated(d, newRS) {
-		_, err := c.scaleToZero(ctx, deploymentutil.FilterActive(oldRSs), d)
-		return err
-	}
-
-	// Recreate scales only through its rollout: old and new pods must never run together.
-	if !deploymentutil.IsRollingUpdate(d) {
-		return nil
-	}
-	for _, target := range deploymentutil.ProportionalScale(d, deploymentutil.FilterActive(withNew(oldRSs, newRS))) {
-		// Forced, so that every ReplicaSet records the new desired/max replicas even when
-		// its own size stays the same; later scaling events compare against them.
-		if _, err := c.scaleReplicaSet(ctx, target.RS, target.Replicas, true, d); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// activeOrLatest returns the one ReplicaSet that should take a whole scaling event: the only
-// active one, or, when none is active, the new one or else the newest old one. It returns nil
-// when several are active.
-func activeOrLatest(newRS *appsv1.ReplicaSet, oldRSs []*appsv1.ReplicaSet) *appsv1.ReplicaSet {
-	active := deploymentutil.FilterActive(withNew(oldRSs, newRS))
-	switch len(active) {
-	case 0:
-		if newRS != nil {
-			return newRS
-		}
-		if len(oldRSs) == 0 {
-			return nil
-		}
-		byAge := append([]*appsv1.ReplicaSet(nil), oldRSs...)
-		deploymentutil.SortByCreation(byAge)
-		return byAge[len(byAge)-1]
-	case 1:
-		return active[0]
-	default:
-		return nil
-	}
-}
-
-// scaleReplicaSet sets rs to size replicas and refreshes its desired/max replica annotations.
-// Unless force is set, an RS already at size is left alone. It reports whether the size
-// changed.
-func (c *Controller) scaleReplicaSet(ctx context.Context, rs *appsv1.ReplicaSet, size int32, force bool, d *appsv1.Deployment) (bool, error) {
-	current := *rs.Spec.Replicas
-	if !force && current == size {
-		return false, nil
-	}
-	desired, maxReplicas := *d.Spec.Replicas, *d.Spec.Replicas+deploymentutil.MaxSurge(d)
-	sizeChanged := current != size
-	if !sizeChanged && !deploymentutil.ReplicasAnnotationsNeedUpdate(rs, desired, maxReplicas) {
-		return false, nil
-	}
-
-	rsCopy := rs.DeepCopy()
-	*rsCopy.Spec.Replicas = size
-	deploymentutil.SetReplicasAnnotations(rsCopy, desired, maxReplicas)
-	// A full update: a conflict means our view is stale, and the requeue fixes that.
-	updated, err := c.client.AppsV1().ReplicaSets(rsCopy.Namespace).Update(ctx, rsCopy, metav1.UpdateOptions{})
-	if err != nil {
-		return false, fmt.Errorf("scaling replica set %s from %d to %d: %w", klog.KObj(rs), current, size, err)
-	}
-	if sizeChanged {
-		direction := "up"
-		if size < current {
-			direction = "down"
-		}
-		c.recorder.Eventf(d, corev1.EventTypeNormal, eventScalingReplicaSet, "Scaled %s replica set %s from %d to %d", direction, updated.Name, current, size)
-	}
-	return sizeChanged, nil
-}
-
-// scaleToZero scales every ReplicaSet of rsList to zero and reports whether it scaled any.
-func (c *Controller) scaleToZero(ctx context.Context, rsList []*appsv1.ReplicaSet, d *appsv1.Deployment) (bool, error) {
-	scaled := false
-	for _, rs := range rsList {
-		changed, err := c.scaleReplicaSet(ctx, rs, 0, false, d)
-		if err != nil {
-			return scaled, err
-		}
-		scaled = scaled || changed
-	}
-	return scaled, nil
-}
-
-// cleanupDeployment deletes the old ReplicaSets beyond spec.revisionHistoryLimit that are
-// fully drained (§13). Old ReplicaSets that still have pods, or whose status lags behind their
-// spec, are left for a later pass (kubernetes issues #40068, #41432, #81761).
-func (c *Controller) cleanupDeployment(ctx context.Context, oldRSs []*appsv1.ReplicaSet, d *appsv1.Deployment) error {
-	if !deploymentutil.HasRevisionHistoryLimit(d) {
-		return nil
-	}
-	logger := klog.FromContext(ctx)
-	for _, rs := range deploymentutil.CleanupCandidates(d, oldRSs) {
-		logger.V(4).Info("Deleting old replica set beyond the revision history limit", "replicaSet", klog.KObj(rs), "deployment", klog.KObj(d))
-		err := c.client.AppsV1().ReplicaSets(rs.Namespace).Delete(ctx, rs.Name, metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("deleting old replica set %s: %w", klog.KObj(rs), err)
-		}
-	}
-	return nil
-}
-
-// syncDeploymentStatus writes the status computed from the ReplicaSets (§10.1), leaving the
-// Progressing condition as it is, when it differs from the current one.
-func (c *Controller) syncDeploymentStatus(ctx context.Context, allRSs []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet, d *appsv1.Deployment) error {
-	newStatus := deploymentutil.CalculateStatus(d, allRSs, newRS, c.countTerminating(), c.now())
-	if reflect.DeepEqual(d.Status, newStatus) {
-		return nil
-	}
-	d.Status = newStatus
-	return c.updateStatus(ctx, d)
-}
-
-// updateStatus writes d's status and, on success, replaces d with the server's answer, so
-// that a later write in the same pass carries the current resourceVersion instead of
-// failing with a conflict.
-func (c *Controller) updateStatus(ctx context.Context, d *appsv1.Deployment) error {
-	updated, err := c.client.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{})
-	if err != nil {
-		return fmt.Errorf("updating status of deployment %s: %w", klog.KObj(d), err)
-	}
-	*d = *updated
-	return nil
-}
-
-// countTerminating reports whether status.terminatingReplicas is maintained.
-func (c *Controller) countTerminating() bool {
-	return c.gates.Enabled(features.DeploymentReplicaSetTerminatingReplicas)
-}
-
-// now is the time stamped on conditions.
-func (c *Controller) now() metav1.Time {
-	return metav1.NewTime(c.clock.Now())
-}
-
-// withNew returns oldRSs followed by newRS when there is one, in a fresh slice so that the
-// caller's slice is never appended to in place.
-func withNew(oldRSs []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet) []*appsv1.ReplicaSet {
-	all := make([]*appsv1.ReplicaSet, 0, len(oldRSs)+1)
-	all = append(all, oldRSs...)
-	if newRS != nil {
-		all = append(all, newRS)
-	}
-	return all
-}
-
-// withLabel returns a copy of m with key set to value.
-func withLabel(m map[string]string, key, value string) map[string]string {
-	out := make(map[string]string, len(m)+1)
-	maps.Copy(out, m)
-	out[key] = value
-	return out
 }

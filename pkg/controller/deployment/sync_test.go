@@ -16,6 +16,7 @@ import (
 	core "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/bosun-dev/bosun/pkg/controller/conditions"
 	"github.com/bosun-dev/bosun/pkg/controller/deployment/deploymentutil"
 	"github.com/bosun-dev/bosun/pkg/controller/hash"
 )
@@ -85,7 +86,7 @@ func TestSyncNewDeploymentCreatesReplicaSet(t *testing.T) {
 	if last.Status.ObservedGeneration != 1 {
 		t.Errorf("observedGeneration = %d, want 1", last.Status.ObservedGeneration)
 	}
-	if avail := deploymentutil.GetCondition(last.Status, appsv1.DeploymentAvailable); avail == nil || avail.Reason != deploymentutil.ReasonMinimumReplicasUnavailable {
+	if avail := conditions.Deployment.Get(last.Status.Conditions, appsv1.DeploymentAvailable); avail == nil || avail.Reason != deploymentutil.ReasonMinimumReplicasUnavailable {
 		t.Errorf("Available = %+v, want MinimumReplicasUnavailable", avail)
 	}
 	if updates := f.writesTo("update", "deployments", ""); len(updates) != 0 {
@@ -645,7 +646,7 @@ func TestSyncCreateFailures(t *testing.T) {
 		if got := first.Annotations[deploymentutil.RevisionAnnotation]; got != "1" {
 			t.Errorf("deployment revision = %q, want 1", got)
 		}
-		if cond := deploymentutil.GetCondition(first.Status, appsv1.DeploymentProgressing); cond != nil && cond.Reason == deploymentutil.ReasonNewReplicaSetCreated {
+		if cond := conditions.Deployment.Get(first.Status.Conditions, appsv1.DeploymentProgressing); cond != nil && cond.Reason == deploymentutil.ReasonNewReplicaSetCreated {
 			t.Errorf("Progressing = %+v, want no NewReplicaSetCreated for an RS we did not create", cond)
 		}
 		if got := f.events(); len(got) != 0 {
@@ -684,7 +685,7 @@ func TestSyncDeletedOrUnknown(t *testing.T) {
 		d.Spec.Strategy = appsv1.DeploymentStrategy{Type: "BlueGreen"}
 		f := newFixture(t, d)
 		err := f.sync(d)
-		if err == nil || err.Error() != "unexpected deployment strategy type: BlueGreen" {
+		if err == nil || err.Error() != `deployment ns/web has unknown strategy type "BlueGreen"` {
 			t.Errorf("sync error = %v", err)
 		}
 	})

@@ -96,7 +96,7 @@ func ProcessNextItem[T comparable](ctx context.Context, q workqueue.TypedRateLim
 	defer q.Done(item)
 
 	if err := syncItem(ctx, item); err != nil {
-		utilruntime.HandleErrorWithContext(ctx, err, "Error syncing; requeuing with rate limit", "item", item)
+		utilruntime.HandleErrorWithContext(ctx, err, "Sync failed; retrying with backoff", "item", item)
 		q.AddRateLimited(item)
 		return true
 	}

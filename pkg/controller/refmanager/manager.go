@@ -62,47 +62,57 @@ func (m *Manager) SelectorMatches(obj metav1.Object) bool {
 	return m.selector.Matches(labels.Set(obj.GetLabels()))
 }
 
-// Claim decides whether the owner owns obj, adopting or releasing it as needed; see the
-// package documentation for the decision table.
+// Claim decides whether the owner owns obj, adopting or releasing it as needed, by the
+// decision table in the package documentation. A NotFound from adopt or release means obj
+// is gone, so the owner simply does not own it.
 func (m *Manager) Claim(ctx context.Context, obj metav1.Object, match func(metav1.Object) bool, adopt, release func(context.Context, metav1.Object) error) (bool, error) {
-	ownerBeingDeleted := m.owner.GetDeletionTimestamp() != nil
-
 	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
-		if ref.UID != m.owner.GetUID() {
-			return false, nil // 1: someone else's
-		}
-		if match(obj) {
-			return true, nil // 2: ours
-		}
-		if ownerBeingDeleted {
-			return false, nil // 3: a deleting owner releases nothing
-		}
-		if err := release(ctx, obj); err != nil { // 4
-			if apierrors.IsNotFound(err) {
-				return false, nil
-			}
-			// Someone else released it, or a transient error: the controller retries.
-			return false, err
-		}
-		return false, nil
+		return m.claimControlled(ctx, obj, ref, match, release)
 	}
+	return m.claimOrphan(ctx, obj, match, adopt)
+}
 
-	// An orphan.
+// claimControlled decides for an object that has a controller (rows 1 to 4 of the table).
+func (m *Manager) claimControlled(ctx context.Context, obj metav1.Object, ref *metav1.OwnerReference, match func(metav1.Object) bool,
+	release func(context.Context, metav1.Object) error) (bool, error) {
 	switch {
-	case ownerBeingDeleted || !match(obj): // 5
+	case ref.UID != m.owner.GetUID():
 		return false, nil
-	case obj.GetDeletionTimestamp() != nil: // 6
-		return false, nil
-	case m.owner.GetNamespace() != "" && m.owner.GetNamespace() != obj.GetNamespace(): // 7
+	case match(obj):
+		// Owned and still wanted, even by an owner that is being deleted.
+		return true, nil
+	case m.ownerIsDeleting():
+		// A deleting owner lets go of nothing: the garbage collector takes its children.
 		return false, nil
 	}
-	if err := adopt(ctx, obj); err != nil { // 8
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		return false, err
+	// Owned but no longer matching. If someone else released it meanwhile, the error
+	// retries the sync, which then sees the change.
+	return false, ignoreNotFound(release(ctx, obj))
+}
+
+// claimOrphan decides for an object without a controller (rows 5 to 8 of the table).
+func (m *Manager) claimOrphan(ctx context.Context, obj metav1.Object, match func(metav1.Object) bool,
+	adopt func(context.Context, metav1.Object) error) (bool, error) {
+	otherNamespace := m.owner.GetNamespace() != "" && m.owner.GetNamespace() != obj.GetNamespace()
+	if m.ownerIsDeleting() || !match(obj) || obj.GetDeletionTimestamp() != nil || otherNamespace {
+		return false, nil
+	}
+	if err := adopt(ctx, obj); err != nil {
+		return false, ignoreNotFound(err)
 	}
 	return true, nil
+}
+
+func (m *Manager) ownerIsDeleting() bool {
+	return m.owner.GetDeletionTimestamp() != nil
+}
+
+// ignoreNotFound returns err unless it says that the object is gone.
+func ignoreNotFound(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
 }
 
 // Adopt makes the owner obj's controller, after checking CanAdopt.
@@ -110,7 +120,7 @@ func (m *Manager) Adopt(ctx context.Context, obj metav1.Object) error {
 	if err := m.CanAdopt(ctx); err != nil {
 		// %v, not %w: canAdopt's error is about the owner, and a NotFound for the owner
 		// must not unwrap to the NotFound that Claim reads as "the object is gone".
-		return fmt.Errorf("can't adopt %s %s/%s (%s): %v", m.patcher.Kind(), obj.GetNamespace(), obj.GetName(), obj.GetUID(), err)
+		return fmt.Errorf("not adopting %s %s/%s (uid %s): %v", m.patcher.Kind(), obj.GetNamespace(), obj.GetName(), obj.GetUID(), err)
 	}
 	klog.FromContext(ctx).V(2).Info("Adopting orphan", "kind", m.patcher.Kind(), "object", klog.KObj(obj),
 		"owner", klog.KObj(m.owner), "ownerKind", m.ownerGVK.Kind)

@@ -109,14 +109,14 @@ func TestClaimDecisionTable(t *testing.T) {
 		{name: "8 adopt Invalid (uid changed) returned", obj: pod("p", nil), match: true, patchErr: invalid, wantErr: "Invalid value", wantBodies: []string{adoptBody}},
 		{
 			name: "8 canAdopt error: no patch", obj: pod("p", nil), match: true, canAdoptErr: errors.New("owner gone"),
-			wantErr: "can't adopt Pod ns/p (p-uid): owner gone",
+			wantErr: "not adopting Pod ns/p (uid p-uid): owner gone",
 		},
 		{
 			// The live recheck of an owner that is gone yields the owner's NotFound; it
 			// must fail the claim, not pass for the object being gone.
 			name: "8 canAdopt NotFound for the owner: returned", obj: pod("p", nil), match: true,
-			canAdoptErr: fmt.Errorf("can't recheck DeletionTimestamp: %w", apierrors.NewNotFound(schema.GroupResource{Group: "apps", Resource: "replicasets"}, "owner")),
-			wantErr:     `can't adopt Pod ns/p (p-uid): can't recheck DeletionTimestamp: replicasets.apps "owner" not found`,
+			canAdoptErr: fmt.Errorf("reading the owner live before adopting: %w", apierrors.NewNotFound(schema.GroupResource{Group: "apps", Resource: "replicasets"}, "owner")),
+			wantErr:     `not adopting Pod ns/p (uid p-uid): reading the owner live before adopting: replicasets.apps "owner" not found`,
 		},
 	}
 	for _, tc := range tests {

@@ -22,14 +22,14 @@ func RecheckDeletionTimestamp(cached metav1.Object, kind string, getLive GetLive
 	return func(ctx context.Context) error {
 		live, err := getLive(ctx)
 		if err != nil {
-			return fmt.Errorf("can't recheck DeletionTimestamp: %w", err)
+			return fmt.Errorf("reading the owner live before adopting: %w", err)
 		}
 		if live.GetUID() != cached.GetUID() {
-			return fmt.Errorf("original %s %s/%s is gone: got uid %s, wanted %s",
+			return fmt.Errorf("%s %s/%s was replaced by a new object of the same name (uid %s, not %s)",
 				kind, cached.GetNamespace(), cached.GetName(), live.GetUID(), cached.GetUID())
 		}
 		if ts := live.GetDeletionTimestamp(); ts != nil {
-			return fmt.Errorf("%s/%s has just been deleted at %v", live.GetNamespace(), live.GetName(), ts.Time)
+			return fmt.Errorf("%s %s/%s is being deleted (since %v)", kind, live.GetNamespace(), live.GetName(), ts.Time)
 		}
 		return nil
 	}

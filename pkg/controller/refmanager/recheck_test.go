@@ -34,17 +34,17 @@ func TestRecheckDeletionTimestamp(t *testing.T) {
 		{
 			name:    "GET fails",
 			get:     func(context.Context) (metav1.Object, error) { return nil, errors.New("connection refused") },
-			wantErr: "can't recheck DeletionTimestamp: connection refused",
+			wantErr: "reading the owner live before adopting: connection refused",
 		},
 		{
 			name:    "replaced under the same name",
 			get:     func(context.Context) (metav1.Object, error) { return live("uid-2", false), nil },
-			wantErr: "original ReplicaSet ns/rs is gone: got uid uid-2, wanted uid-1",
+			wantErr: "ReplicaSet ns/rs was replaced by a new object of the same name (uid uid-2, not uid-1)",
 		},
 		{
 			name:    "being deleted",
 			get:     func(context.Context) (metav1.Object, error) { return live("uid-1", true), nil },
-			wantErr: "ns/rs has just been deleted at 2025-01-02 03:04:05 +0000 UTC",
+			wantErr: "ReplicaSet ns/rs is being deleted (since 2025-01-02 03:04:05 +0000 UTC)",
 		},
 	}
 	for _, tc := range tests {
@@ -87,7 +87,7 @@ func TestLiveGettersReadFromTheAPIServer(t *testing.T) {
 	md := metadatafake.NewSimpleMetadataClient(scheme, thing)
 	gvr := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "things"}
 	err := RecheckDeletionTimestamp(thing, "Thing", LiveMetadata(md, gvr, thing))(ctx)
-	if err == nil || err.Error() != "ns/t has just been deleted at 2025-01-02 03:04:05 +0000 UTC" {
+	if err == nil || err.Error() != "Thing ns/t is being deleted (since 2025-01-02 03:04:05 +0000 UTC)" {
 		t.Errorf("LiveMetadata recheck: err = %v", err)
 	}
 }

@@ -1,6 +1,8 @@
 package refmanager
 
 import (
+	"reflect"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -38,4 +40,31 @@ func SelectingOwners[T any](owners []T, orphanLabels map[string]string, selector
 		matching = append(matching, owner)
 	}
 	return matching
+}
+
+// RefChange is what an update of a child object (a pod, a ReplicaSet) means for the
+// owners that may care about it.
+type RefChange struct {
+	// Former is the controller reference the update removed or replaced; nil when the
+	// controller stayed the same or there was none.
+	Former *metav1.OwnerReference
+	// Current is the child's controller reference after the update; nil for an orphan.
+	Current *metav1.OwnerReference
+	// Adoptable is set for an orphan whose labels or ownership changed: owners whose
+	// selector now matches it should look at it.
+	Adoptable bool
+}
+
+// CompareControllerRefs works out the RefChange of an update from old to cur.
+func CompareControllerRefs(old, cur metav1.Object) RefChange {
+	before, after := metav1.GetControllerOfNoCopy(old), metav1.GetControllerOfNoCopy(cur)
+	change := RefChange{Current: after}
+	refChanged := !reflect.DeepEqual(before, after)
+	if refChanged {
+		change.Former = before
+	}
+	if after == nil {
+		change.Adoptable = refChanged || !reflect.DeepEqual(old.GetLabels(), cur.GetLabels())
+	}
+	return change
 }

@@ -2,11 +2,13 @@ package refmanager
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 )
 
 func TestResolveControllerRef(t *testing.T) {
@@ -74,6 +76,37 @@ func TestSelectingOwners(t *testing.T) {
 				if got[i] != tc.want[i] {
 					t.Fatalf("SelectingOwners = %v, want %v", got, tc.want)
 				}
+			}
+		})
+	}
+}
+
+func TestCompareControllerRefs(t *testing.T) {
+	ownerA := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "a", UID: "uid-a", Controller: ptr.To(true)}
+	ownerB := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "b", UID: "uid-b", Controller: ptr.To(true)}
+	notController := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "c", UID: "uid-c"}
+	child := func(labels map[string]string, refs ...metav1.OwnerReference) *metav1.ObjectMeta {
+		return &metav1.ObjectMeta{Labels: labels, OwnerReferences: refs}
+	}
+	web, other := map[string]string{"app": "web"}, map[string]string{"app": "other"}
+
+	tests := []struct {
+		name     string
+		old, cur *metav1.ObjectMeta
+		want     RefChange
+	}{
+		{name: "same controller", old: child(web, ownerA), cur: child(other, ownerA), want: RefChange{Current: &ownerA}},
+		{name: "controller replaced", old: child(web, ownerA), cur: child(web, ownerB), want: RefChange{Former: &ownerA, Current: &ownerB}},
+		{name: "released", old: child(web, ownerA), cur: child(web), want: RefChange{Former: &ownerA, Adoptable: true}},
+		{name: "adopted", old: child(web), cur: child(web, ownerA), want: RefChange{Current: &ownerA}},
+		{name: "orphan relabelled", old: child(web), cur: child(other), want: RefChange{Adoptable: true}},
+		{name: "orphan unchanged", old: child(web, notController), cur: child(web, notController), want: RefChange{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := CompareControllerRefs(tc.old, tc.cur)
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("CompareControllerRefs = %+v, want %+v", got, tc.want)
 			}
 		})
 	}

@@ -130,7 +130,7 @@ func (t *writeTracker) ensureObserved(key string) error {
 		order, err := compareResourceVersions(read, written)
 		if err == nil && order < 0 {
 			staleSyncSkips.WithLabelValues(resource.Group, resource.Resource).Inc()
-			return fmt.Errorf("read version: %s is not as new as written version: %s for group resource %s", read, written, resource)
+			return fmt.Errorf("the %s cache is at resourceVersion %s, behind this controller's own write at %s; waiting for it to catch up", resource, read, written)
 		}
 		delete(record.written, resource)
 	}

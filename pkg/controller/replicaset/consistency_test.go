@@ -66,7 +66,7 @@ func TestWriteTracker(t *testing.T) {
 			name:           "pod cache behind our create",
 			record:         func(w *writeTracker) { w.podWritten(pod("20"), rsRef("a")) },
 			podsRead:       "19",
-			wantErr:        "read version: 19 is not as new as written version: 20 for group resource pods",
+			wantErr:        "the pods cache is at resourceVersion 19, behind this controller's own write at 20; waiting for it to catch up",
 			wantRecordKept: true,
 		},
 		{
@@ -81,7 +81,7 @@ func TestWriteTracker(t *testing.T) {
 			},
 			podsRead:       "100",
 			rsRev:          "30",
-			wantErr:        "read version: 30 is not as new as written version: 31 for group resource replicasets.apps",
+			wantErr:        "the replicasets.apps cache is at resourceVersion 30, behind this controller's own write at 31; waiting for it to catch up",
 			wantRecordKept: true,
 		},
 		{
@@ -91,7 +91,7 @@ func TestWriteTracker(t *testing.T) {
 				w.podWritten(pod("21"), rsRef("a"))
 			},
 			podsRead:       "24",
-			wantErr:        "written version: 25",
+			wantErr:        "own write at 25",
 			wantRecordKept: true,
 		},
 		{
@@ -212,7 +212,7 @@ func TestSyncWaitsForOwnWrites(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || !strings.Contains(err.Error(), "for group resource pods") {
+			if err == nil || !strings.Contains(err.Error(), "the pods cache") {
 				t.Fatalf("second sync error = %v, want the stale pod cache", err)
 			}
 			if n := len(f.client.Actions()); n != 0 {
@@ -224,7 +224,7 @@ func TestSyncWaitsForOwnWrites(t *testing.T) {
 				f.cacheAdd(f.podIndexer, pod)
 			}
 			err = f.c.syncReplicaSet(f.ctx, "ns/a")
-			if err == nil || !strings.Contains(err.Error(), "for group resource replicasets.apps") {
+			if err == nil || !strings.Contains(err.Error(), "the replicasets.apps cache") {
 				t.Fatalf("third sync error = %v, want the stale ReplicaSet cache", err)
 			}
 			written := rs.DeepCopy()

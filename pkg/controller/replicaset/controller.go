@@ -36,9 +36,9 @@ const (
 	// events it records.
 	ControllerName = "replicaset-controller"
 
-	// BurstReplicas is the maximum number of pods created or deleted for one ReplicaSet
-	// in one sync. A larger difference is worked off over several syncs, each waiting
-	// for the informer to observe the previous one.
+	// BurstReplicas is the default maximum number of pods created or deleted for one
+	// ReplicaSet in one sync. A larger difference is worked off over several syncs, each
+	// waiting for the informer to observe the previous one.
 	BurstReplicas = 500
 
 	// ControllerUIDIndex indexes ReplicaSets by the UID of their controller (usually a
@@ -71,14 +71,15 @@ type Controller struct {
 	// nil when the gate is off.
 	writes *writeTracker
 
-	rsLister   appslisters.ReplicaSetLister
-	rsIndexer  cache.Indexer
-	rsSynced   cache.InformerSynced
-	podLister  corelisters.PodLister
-	podIndexer cache.Indexer
-	podSynced  cache.InformerSynced
+	replicaSets  appslisters.ReplicaSetLister
+	rsIndexer    cache.Indexer
+	pods         corelisters.PodLister
+	podIndexer   cache.Indexer
+	cachesSynced []cache.InformerSynced
 
 	queue workqueue.TypedRateLimitingInterface[string]
+	// syncHandler is syncReplicaSet; tests replace it to watch the worker loop.
+	syncHandler queue.SyncFunc[string]
 }
 
 // Option customises a Controller built by NewController.
@@ -90,33 +91,45 @@ func WithClock(clk clock.Clock) Option {
 	return func(c *Controller) { c.clock = clk }
 }
 
+// WithFeatureGate makes the controller read PodDeletionCost,
+// DeploymentReplicaSetTerminatingReplicas and StaleControllerConsistencyReplicaSet from
+// gates instead of features.DefaultFeatureGate.
+func WithFeatureGate(gates featuregate.FeatureGate) Option {
+	return func(c *Controller) { c.gates = gates }
+}
+
+// WithBurstReplicas caps the pods created or deleted for one ReplicaSet per sync at n
+// instead of BurstReplicas.
+func WithBurstReplicas(n int) Option {
+	return func(c *Controller) { c.burstReplicas = n }
+}
+
 // NewController builds a ReplicaSet controller on the given informers. It adds the
 // ControllerUIDIndex to the ReplicaSet informer and podutil.PodControllerIndex to the pod
 // informer, so it must be called before the informers start. Events are recorded through
-// recorder, whose source should be ControllerName. gates supplies PodDeletionCost,
-// DeploymentReplicaSetTerminatingReplicas and StaleControllerConsistencyReplicaSet.
+// recorder, whose source should be ControllerName.
 func NewController(ctx context.Context, rsInformer appsinformers.ReplicaSetInformer, podInformer coreinformers.PodInformer,
-	client kubernetes.Interface, recorder record.EventRecorder, gates featuregate.FeatureGate, burstReplicas int, opts ...Option) (*Controller, error) {
+	client kubernetes.Interface, recorder record.EventRecorder, opts ...Option) (*Controller, error) {
 	c := &Controller{
 		client:        client,
-		gates:         gates,
+		gates:         features.DefaultFeatureGate,
 		clock:         clock.RealClock{},
-		burstReplicas: burstReplicas,
-		rsLister:      rsInformer.Lister(),
+		burstReplicas: BurstReplicas,
+		replicaSets:   rsInformer.Lister(),
 		rsIndexer:     rsInformer.Informer().GetIndexer(),
-		rsSynced:      rsInformer.Informer().HasSynced,
-		podLister:     podInformer.Lister(),
+		pods:          podInformer.Lister(),
 		podIndexer:    podInformer.Informer().GetIndexer(),
-		podSynced:     podInformer.Informer().HasSynced,
+		cachesSynced:  []cache.InformerSynced{podInformer.Informer().HasSynced, rsInformer.Informer().HasSynced},
 		queue:         queue.New[string](queue.NameReplicaSet),
 	}
+	c.syncHandler = c.syncReplicaSet
 	for _, opt := range opts {
 		opt(c)
 	}
 	c.expectations = expectations.NewTracked(expectations.NewWithClock(c.clock))
 
 	control := &podcontrol.Real{Client: client, Recorder: recorder}
-	if gates.Enabled(features.StaleControllerConsistencyReplicaSet) {
+	if c.gates.Enabled(features.StaleControllerConsistencyReplicaSet) {
 		c.writes = newWriteTracker(c.podIndexer.LastStoreSyncResourceVersion, c.rsIndexer.LastStoreSyncResourceVersion)
 		control.OnWrite = c.writes.podWritten
 	}
@@ -128,21 +141,18 @@ func NewController(ctx context.Context, rsInformer appsinformers.ReplicaSetInfor
 	if err := podutil.AddPodControllerIndex(podInformer.Informer()); err != nil {
 		return nil, err
 	}
-
-	_, err := rsInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := rsInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.addReplicaSet(ctx, obj) },
 		UpdateFunc: func(old, cur any) { c.updateReplicaSet(ctx, old, cur) },
 		DeleteFunc: func(obj any) { c.deleteReplicaSet(ctx, obj) },
-	})
-	if err != nil {
+	}); err != nil {
 		return nil, fmt.Errorf("adding ReplicaSet event handler: %w", err)
 	}
-	_, err = podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.addPod(ctx, obj) },
 		UpdateFunc: func(old, cur any) { c.updatePod(ctx, old, cur) },
 		DeleteFunc: func(obj any) { c.deletePod(ctx, obj) },
-	})
-	if err != nil {
+	}); err != nil {
 		return nil, fmt.Errorf("adding pod event handler: %w", err)
 	}
 
@@ -180,15 +190,15 @@ func addControllerUIDIndex(informer cache.SharedIndexInformer) error {
 // flow through the recorder given to NewController, whose broadcaster the caller runs.
 func (c *Controller) Run(ctx context.Context, workers int) {
 	defer utilruntime.HandleCrashWithContext(ctx)
-	logger := klog.FromContext(ctx)
-	logger.Info("Starting controller", "controller", ControllerName)
-	defer logger.Info("Shutting down controller", "controller", ControllerName)
+	logger := klog.FromContext(ctx).WithValues("controller", ControllerName)
+	logger.Info("Controller starting", "workers", workers)
+	defer logger.Info("Controller stopped")
 
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.podSynced, c.rsSynced) {
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.cachesSynced...) {
 		c.queue.ShutDown()
 		return
 	}
-	queue.RunWorkers(ctx, c.queue, workers, c.syncReplicaSet)
+	queue.RunWorkers(ctx, c.queue, workers, c.syncHandler)
 }
 
 // enqueue adds rs's key to the queue.
@@ -196,41 +206,18 @@ func (c *Controller) enqueue(ctx context.Context, rs *appsv1.ReplicaSet) {
 	c.enqueueAfter(ctx, rs, 0)
 }
 
-// enqueueAfter adds rs's key to the queue once delay has passed.
+// enqueueAfter adds rs's key to the queue once delay has passed; at once when it is 0.
 func (c *Controller) enqueueAfter(ctx context.Context, rs *appsv1.ReplicaSet, delay time.Duration) {
 	key, err := queue.KeyFor(rs)
 	if err != nil {
-		utilruntime.HandleErrorWithContext(ctx, err, "Couldn't get key for ReplicaSet", "replicaSet", klog.KObj(rs))
+		utilruntime.HandleErrorWithContext(ctx, err, "Cannot queue ReplicaSet", "replicaSet", klog.KObj(rs))
 		return
 	}
-	if delay > 0 {
-		c.queue.AddAfter(key, delay)
+	if delay == 0 {
+		c.queue.Add(key)
 		return
 	}
-	c.queue.Add(key)
-}
-
-// resolveControllerRef returns the ReplicaSet ref points to, or nil if ref is not to a
-// ReplicaSet or names one that no longer exists.
-func (c *Controller) resolveControllerRef(namespace string, ref *metav1.OwnerReference) *appsv1.ReplicaSet {
-	rs, _ := refmanager.ResolveControllerRef(ref, controllerKind.Kind, c.rsLister.ReplicaSets(namespace).Get)
-	return rs
-}
-
-// matchingReplicaSets returns the ReplicaSets whose selector matches an orphan pod, so that
-// they can consider adopting it. More than one is a user error worth logging.
-func (c *Controller) matchingReplicaSets(ctx context.Context, pod *corev1.Pod) []*appsv1.ReplicaSet {
-	all, err := c.rsLister.ReplicaSets(pod.Namespace).List(labels.Everything())
-	if err != nil {
-		return nil
-	}
-	matching := refmanager.SelectingOwners(all, pod.Labels, func(rs *appsv1.ReplicaSet) *metav1.LabelSelector { return rs.Spec.Selector })
-	if len(matching) > 1 {
-		// Overlapping selectors fight over pods; only the user can fix that.
-		utilruntime.HandleErrorWithContext(ctx, nil, "More than one ReplicaSet is selecting pods with labels",
-			"pod", klog.KObj(pod), "labels", pod.Labels)
-	}
-	return matching
+	c.queue.AddAfter(key, delay)
 }
 
 func (c *Controller) addReplicaSet(ctx context.Context, obj any) {
@@ -238,10 +225,13 @@ func (c *Controller) addReplicaSet(ctx context.Context, obj any) {
 	if !ok {
 		return
 	}
-	klog.FromContext(ctx).V(4).Info("Adding ReplicaSet", "replicaSet", klog.KObj(rs))
+	klog.FromContext(ctx).V(4).Info("ReplicaSet added", "replicaSet", klog.KObj(rs))
 	c.enqueue(ctx, rs)
 }
 
+// updateReplicaSet queues the ReplicaSet on every update, status-only ones included:
+// together with the periodic resync that retries creates that failed for reasons outside
+// the controller, such as a quota.
 func (c *Controller) updateReplicaSet(ctx context.Context, old, cur any) {
 	oldRS, ok1 := old.(*appsv1.ReplicaSet)
 	curRS, ok2 := cur.(*appsv1.ReplicaSet)
@@ -249,158 +239,173 @@ func (c *Controller) updateReplicaSet(ctx context.Context, old, cur any) {
 		return
 	}
 	if oldRS.UID != curRS.UID {
-		// The informer collapsed a delete and a re-create under the same name: forget
-		// everything about the old object first.
-		key, err := queue.KeyFor(oldRS)
-		if err != nil {
-			utilruntime.HandleErrorWithContext(ctx, err, "Couldn't get key for ReplicaSet", "replicaSet", klog.KObj(oldRS))
-			return
-		}
-		c.deleteReplicaSet(ctx, cache.DeletedFinalStateUnknown{Key: key, Obj: oldRS})
+		// The informer folded a delete and a re-create under one name into this update; the
+		// old object's expectations and write record must not carry over to the new one.
+		c.deleteReplicaSet(ctx, cache.DeletedFinalStateUnknown{Key: queue.KeyForRef(oldRS.Namespace, oldRS.Name), Obj: oldRS})
 	}
-	// Every update re-enqueues, status-only ones included: together with the periodic
-	// resync this retries creates that failed for reasons outside the controller (quota).
-	if oldRS.Spec.Replicas != nil && curRS.Spec.Replicas != nil && *oldRS.Spec.Replicas != *curRS.Spec.Replicas {
-		klog.FromContext(ctx).V(4).Info("ReplicaSet replicas changed", "replicaSet", klog.KObj(curRS),
-			"old", *oldRS.Spec.Replicas, "new", *curRS.Spec.Replicas)
+	if before, after := oldRS.Spec.Replicas, curRS.Spec.Replicas; before != nil && after != nil && *before != *after {
+		klog.FromContext(ctx).V(4).Info("ReplicaSet resized", "replicaSet", klog.KObj(curRS), "from", *before, "to", *after)
 	}
 	c.enqueue(ctx, curRS)
 }
 
+// deleteReplicaSet forgets what the controller remembered about a deleted ReplicaSet and
+// queues its key once more, so that the sync sees it gone. obj may be a deletion tombstone.
 func (c *Controller) deleteReplicaSet(ctx context.Context, obj any) {
 	rs, ok := queue.FromTombstone[*appsv1.ReplicaSet](obj)
 	if !ok {
-		utilruntime.HandleErrorWithContext(ctx, nil, "Couldn't get ReplicaSet from deleted object", "type", fmt.Sprintf("%T", obj))
+		utilruntime.HandleErrorWithContext(ctx, nil, "ReplicaSet event carries an unexpected object", "type", fmt.Sprintf("%T", obj))
 		return
 	}
 	key, err := queue.KeyFor(obj)
 	if err != nil {
-		utilruntime.HandleErrorWithContext(ctx, err, "Couldn't get key for ReplicaSet", "replicaSet", klog.KObj(rs))
+		utilruntime.HandleErrorWithContext(ctx, err, "Cannot queue ReplicaSet", "replicaSet", klog.KObj(rs))
 		return
 	}
-	klog.FromContext(ctx).V(4).Info("Deleting ReplicaSet", "replicaSet", klog.KObj(rs))
-	c.writes.forget(key)
-	c.expectations.Delete(ctx, key)
+	klog.FromContext(ctx).V(4).Info("ReplicaSet deleted", "replicaSet", klog.KObj(rs))
+	c.forget(ctx, key)
 	c.queue.Add(key)
 }
 
-// addPod is called when the informer sees a new pod: a pod this controller created (its
-// creation is now observed) or an orphan some ReplicaSet may adopt.
+// forget drops the expectations and the write record of the ReplicaSet with key.
+func (c *Controller) forget(ctx context.Context, key string) {
+	c.expectations.Delete(ctx, key)
+	c.writes.forget(key)
+}
+
+// addPod handles a pod the informer sees for the first time: one this controller created,
+// whose creation is now observed, or an orphan a ReplicaSet may adopt.
 func (c *Controller) addPod(ctx context.Context, obj any) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return
 	}
 	if pod.DeletionTimestamp != nil {
-		// After a restart the informer lists pods that are already being deleted; they
-		// must not count as creations.
-		c.deletePod(ctx, pod)
+		// A restarted controller lists pods that are already on their way out; they count
+		// as deletions, never as creations.
+		c.podGone(ctx, pod)
 		return
 	}
-	logger := klog.FromContext(ctx)
 	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
-		rs := c.resolveControllerRef(pod.Namespace, ref)
-		if rs == nil {
-			return
+		if rs := c.resolveControllerRef(pod.Namespace, ref); rs != nil {
+			c.observe(ctx, rs, pod, "Pod created", c.expectations.CreationObserved)
 		}
-		key, err := queue.KeyFor(rs)
-		if err != nil {
-			return
-		}
-		logger.V(4).Info("Pod created", "pod", klog.KObj(pod), "replicaSet", klog.KObj(rs))
-		c.expectations.CreationObserved(ctx, key)
-		c.queue.Add(key)
 		return
 	}
-	// Orphans never touch expectations: nobody expected them.
-	for _, rs := range c.matchingReplicaSets(ctx, pod) {
-		logger.V(4).Info("Orphan pod created", "pod", klog.KObj(pod), "replicaSet", klog.KObj(rs))
-		c.enqueue(ctx, rs)
-	}
+	// Nobody expected an orphan, so it touches no expectations.
+	c.wakeAdopters(ctx, pod)
 }
 
-// updatePod wakes the ReplicaSets affected by a pod change: its old and new controller,
-// or for orphans every ReplicaSet that may now adopt it.
+// updatePod wakes the ReplicaSets a pod change concerns: the one it left, the one it
+// belongs to, or, for an orphan whose labels or ownership changed, those that may adopt it.
 func (c *Controller) updatePod(ctx context.Context, old, cur any) {
 	oldPod, ok1 := old.(*corev1.Pod)
 	curPod, ok2 := cur.(*corev1.Pod)
-	if !ok1 || !ok2 {
+	if !ok1 || !ok2 || oldPod.ResourceVersion == curPod.ResourceVersion {
+		// Equal resource versions: a periodic resync, nothing changed.
 		return
 	}
-	if curPod.ResourceVersion == oldPod.ResourceVersion {
-		// A periodic resync re-delivers every pod; nothing changed.
-		return
-	}
-	labelsChanged := !reflect.DeepEqual(curPod.Labels, oldPod.Labels)
 	if curPod.DeletionTimestamp != nil {
-		// A graceful delete shows up as an update first. Count it now rather than waiting
-		// for the final delete, so a replacement is created without delay. If the labels
-		// changed too, the old labels' owner must hear about it as well.
-		c.deletePod(ctx, curPod)
-		if labelsChanged {
-			c.deletePod(ctx, oldPod)
+		// A graceful delete shows first as an update. Counting it now lets the replacement
+		// be created at once rather than after the grace period. When the labels changed
+		// too, the ReplicaSet that owned the old labels must count it as well.
+		c.podGone(ctx, curPod)
+		if !reflect.DeepEqual(oldPod.Labels, curPod.Labels) {
+			c.podGone(ctx, oldPod)
 		}
 		return
 	}
 
-	curRef := metav1.GetControllerOfNoCopy(curPod)
-	oldRef := metav1.GetControllerOfNoCopy(oldPod)
-	refChanged := !reflect.DeepEqual(curRef, oldRef)
-	if refChanged && oldRef != nil {
-		// The old owner lost a pod.
-		if rs := c.resolveControllerRef(oldPod.Namespace, oldRef); rs != nil {
+	change := refmanager.CompareControllerRefs(oldPod, curPod)
+	if change.Former != nil {
+		if rs := c.resolveControllerRef(oldPod.Namespace, change.Former); rs != nil {
+			klog.FromContext(ctx).V(4).Info("Pod left its ReplicaSet", "pod", klog.KObj(curPod), "replicaSet", klog.KObj(rs))
 			c.enqueue(ctx, rs)
 		}
 	}
-
-	if curRef != nil {
-		rs := c.resolveControllerRef(curPod.Namespace, curRef)
-		if rs == nil {
-			return
-		}
-		klog.FromContext(ctx).V(4).Info("Pod updated", "pod", klog.KObj(curPod), "replicaSet", klog.KObj(rs))
-		c.enqueue(ctx, rs)
-		// No pod event marks the moment a ready pod becomes available, so check again
-		// once minReadySeconds have passed.
-		if !podutil.IsPodReady(oldPod) && podutil.IsPodReady(curPod) && rs.Spec.MinReadySeconds > 0 {
-			delay := time.Duration(rs.Spec.MinReadySeconds) * time.Second
-			klog.FromContext(ctx).V(2).Info("Pod will be enqueued after a while for availability check",
-				"duration", delay, "pod", klog.KObj(curPod), "replicaSet", klog.KObj(rs))
-			c.enqueueAfter(ctx, rs, delay)
-		}
-		return
-	}
-
-	if labelsChanged || refChanged {
-		for _, rs := range c.matchingReplicaSets(ctx, curPod) {
-			klog.FromContext(ctx).V(4).Info("Orphan pod updated", "pod", klog.KObj(curPod), "replicaSet", klog.KObj(rs))
+	if change.Current != nil {
+		if rs := c.resolveControllerRef(curPod.Namespace, change.Current); rs != nil {
+			klog.FromContext(ctx).V(4).Info("Pod changed", "pod", klog.KObj(curPod), "replicaSet", klog.KObj(rs))
 			c.enqueue(ctx, rs)
+			c.recheckAvailability(ctx, rs, oldPod, curPod)
 		}
+	}
+	if change.Adoptable {
+		c.wakeAdopters(ctx, curPod)
 	}
 }
 
-// deletePod records an observed deletion for the pod's controller. obj may be a tombstone.
+// recheckAvailability queues rs again minReadySeconds after one of its pods turned ready:
+// no pod event marks the moment that pod becomes available.
+func (c *Controller) recheckAvailability(ctx context.Context, rs *appsv1.ReplicaSet, oldPod, curPod *corev1.Pod) {
+	if rs.Spec.MinReadySeconds <= 0 || podutil.IsPodReady(oldPod) || !podutil.IsPodReady(curPod) {
+		return
+	}
+	delay := time.Duration(rs.Spec.MinReadySeconds) * time.Second
+	klog.FromContext(ctx).V(2).Info("Pod turned ready; checking its availability once minReadySeconds have passed",
+		"pod", klog.KObj(curPod), "replicaSet", klog.KObj(rs), "after", delay)
+	c.enqueueAfter(ctx, rs, delay)
+}
+
+// deletePod handles a deleted pod; obj may be a deletion tombstone.
 func (c *Controller) deletePod(ctx context.Context, obj any) {
 	pod, ok := queue.FromTombstone[*corev1.Pod](obj)
 	if !ok {
-		utilruntime.HandleErrorWithContext(ctx, nil, "Couldn't get pod from deleted object", "type", fmt.Sprintf("%T", obj))
+		utilruntime.HandleErrorWithContext(ctx, nil, "Pod event carries an unexpected object", "type", fmt.Sprintf("%T", obj))
 		return
 	}
+	c.podGone(ctx, pod)
+}
+
+// podGone records that pod is going or gone for the ReplicaSet controlling it. The deletion
+// of an orphan concerns no ReplicaSet.
+func (c *Controller) podGone(ctx context.Context, pod *corev1.Pod) {
 	ref := metav1.GetControllerOfNoCopy(pod)
 	if ref == nil {
-		// An orphan's deletion concerns no ReplicaSet.
 		return
 	}
 	rs := c.resolveControllerRef(pod.Namespace, ref)
 	if rs == nil {
 		return
 	}
+	c.observe(ctx, rs, pod, "Pod deleted", func(ctx context.Context, key string) {
+		c.expectations.DeletionObserved(ctx, key, queue.PodKey(pod))
+	})
+}
+
+// observe records a pod event in rs's expectations through record and queues rs.
+func (c *Controller) observe(ctx context.Context, rs *appsv1.ReplicaSet, pod *corev1.Pod, what string, record func(ctx context.Context, key string)) {
 	key, err := queue.KeyFor(rs)
 	if err != nil {
 		return
 	}
-	klog.FromContext(ctx).V(4).Info("Pod deleted", "pod", klog.KObj(pod), "deletionTimestamp", pod.DeletionTimestamp,
-		"replicaSet", klog.KObj(rs))
-	c.expectations.DeletionObserved(ctx, key, queue.PodKey(pod))
+	klog.FromContext(ctx).V(4).Info(what, "pod", klog.KObj(pod), "replicaSet", klog.KObj(rs))
+	record(ctx, key)
 	c.queue.Add(key)
+}
+
+// wakeAdopters queues every ReplicaSet whose selector matches the orphan pod.
+func (c *Controller) wakeAdopters(ctx context.Context, pod *corev1.Pod) {
+	all, err := c.replicaSets.ReplicaSets(pod.Namespace).List(labels.Everything())
+	if err != nil {
+		return
+	}
+	adopters := refmanager.SelectingOwners(all, pod.Labels, func(rs *appsv1.ReplicaSet) *metav1.LabelSelector { return rs.Spec.Selector })
+	if len(adopters) > 1 {
+		// Overlapping selectors make ReplicaSets race for the orphan; only the user can fix
+		// that, so say so.
+		utilruntime.HandleErrorWithContext(ctx, nil, "Orphan pod is selected by several ReplicaSets",
+			"pod", klog.KObj(pod), "labels", pod.Labels, "replicaSets", klog.KObjSlice(adopters))
+	}
+	for _, rs := range adopters {
+		klog.FromContext(ctx).V(4).Info("Orphan pod may be adopted", "pod", klog.KObj(pod), "replicaSet", klog.KObj(rs))
+		c.enqueue(ctx, rs)
+	}
+}
+
+// resolveControllerRef returns the ReplicaSet ref names, or nil when ref is not to a
+// ReplicaSet or names one that no longer exists.
+func (c *Controller) resolveControllerRef(namespace string, ref *metav1.OwnerReference) *appsv1.ReplicaSet {
+	rs, _ := refmanager.ResolveControllerRef(ref, controllerKind.Kind, c.replicaSets.ReplicaSets(namespace).Get)
+	return rs
 }

@@ -369,7 +369,7 @@ func TestRunSyncsAndStops(t *testing.T) {
 	reactor.install(client)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	c, err := NewController(ctx, factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(), client,
-		record.NewFakeRecorder(100), features.NewFeatureGate(), BurstReplicas)
+		record.NewFakeRecorder(100), WithFeatureGate(features.NewFeatureGate()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,7 +400,7 @@ func TestRunReturnsWhenCachesNeverSync(t *testing.T) {
 	client := fake.NewClientset()
 	factory := informers.NewSharedInformerFactory(client, 0)
 	c, err := NewController(ctx, factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(), client,
-		record.NewFakeRecorder(100), features.NewFeatureGate(), BurstReplicas)
+		record.NewFakeRecorder(100), WithFeatureGate(features.NewFeatureGate()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
+	"github.com/bosun-dev/bosun/pkg/controller/conditions"
 	"github.com/bosun-dev/bosun/pkg/controller/podutil"
 )
 
@@ -58,130 +59,84 @@ func calculateStatus(rs *appsv1.ReplicaSet, claimed, terminating []*corev1.Pod, 
 		status.TerminatingReplicas = ptr.To(int32(len(terminating)))
 	}
 
-	failure := getCondition(rs.Status, appsv1.ReplicaSetReplicaFailure)
-	switch {
-	case manageErr != nil && failure == nil:
-		var reason string
-		if diff := len(claimed) - int(ptr.Deref(rs.Spec.Replicas, 1)); diff < 0 {
-			reason = FailedCreateReason
-		} else if diff > 0 {
-			reason = FailedDeleteReason
-		}
-		setCondition(&status, newCondition(appsv1.ReplicaSetReplicaFailure, corev1.ConditionTrue, reason, manageErr.Error(), now))
-	case manageErr == nil && failure != nil:
-		removeCondition(&status, appsv1.ReplicaSetReplicaFailure)
-	}
+	status.Conditions = replicaFailureConditions(rs, status.Conditions, len(claimed), manageErr, now)
 	return status
 }
 
-// writeStatus writes newStatus to rs (a copy the caller owns) unless nothing would change,
-// and returns the ReplicaSet as written (rs itself when the write was skipped). A failed
+// replicaFailureConditions returns conds (a copy of rs's conditions) with ReplicaFailure
+// brought in line with manageErr, this sync's create or delete error: added when the sync
+// failed and no failure is recorded yet (a recorded one keeps its first time and message,
+// so that a repeating failure does not rewrite status), removed once a sync succeeds.
+// Conditions of other types, users' included, stay.
+func replicaFailureConditions(rs *appsv1.ReplicaSet, conds []appsv1.ReplicaSetCondition, owned int, manageErr error, now time.Time) []appsv1.ReplicaSetCondition {
+	recorded := conditions.ReplicaSet.Get(conds, appsv1.ReplicaSetReplicaFailure) != nil
+	switch {
+	case manageErr == nil && recorded:
+		return conditions.ReplicaSet.Remove(conds, appsv1.ReplicaSetReplicaFailure)
+	case manageErr != nil && !recorded:
+		reason := ""
+		switch want := int(ptr.Deref(rs.Spec.Replicas, 1)); {
+		case owned < want:
+			reason = FailedCreateReason
+		case owned > want:
+			reason = FailedDeleteReason
+		}
+		return conditions.ReplicaSet.Set(conds, appsv1.ReplicaSetCondition{
+			Type:               appsv1.ReplicaSetReplicaFailure,
+			Status:             corev1.ConditionTrue,
+			LastTransitionTime: metav1.NewTime(now),
+			Reason:             reason,
+			Message:            manageErr.Error(),
+		})
+	}
+	return conds
+}
+
+// writeStatus writes status to rs (a copy the caller owns) unless rs already carries it,
+// and returns the ReplicaSet as written (rs itself when nothing was written). A failed
 // write is retried statusUpdateRetries times on a freshly read ReplicaSet.
-func (c *Controller) writeStatus(ctx context.Context, rs *appsv1.ReplicaSet, newStatus appsv1.ReplicaSetStatus) (*appsv1.ReplicaSet, error) {
-	if statusUnchanged(rs, newStatus) {
+func (c *Controller) writeStatus(ctx context.Context, rs *appsv1.ReplicaSet, status appsv1.ReplicaSetStatus) (*appsv1.ReplicaSet, error) {
+	if statusIsCurrent(rs, status) {
 		return rs, nil
 	}
 	// observedGeneration tells readers (kubectl rollout status, the Deployment controller)
 	// that this status reflects the current spec.
-	newStatus.ObservedGeneration = rs.Generation
-
+	status.ObservedGeneration = rs.Generation
 	logger := klog.FromContext(ctx)
 	client := c.client.AppsV1().ReplicaSets(rs.Namespace)
 	for attempt := 0; ; attempt++ {
-		logger.V(4).Info("Updating ReplicaSet status", "replicaSet", klog.KObj(rs), "transitions", describeTransitions(rs, newStatus))
-		rs.Status = newStatus
-		updated, err := client.UpdateStatus(ctx, rs, metav1.UpdateOptions{})
+		logger.V(4).Info("Writing ReplicaSet status", "want", ptr.Deref(rs.Spec.Replicas, 1), "from", statusSummary(rs.Status), "to", statusSummary(status))
+		rs.Status = status
+		written, err := client.UpdateStatus(ctx, rs, metav1.UpdateOptions{})
 		if err == nil {
-			c.writes.replicaSetWritten(updated)
-			return updated, nil
+			c.writes.replicaSetWritten(written)
+			return written, nil
 		}
 		if attempt >= statusUpdateRetries {
-			return nil, fmt.Errorf("updating status of ReplicaSet %s/%s: %w", rs.Namespace, rs.Name, err)
+			return nil, fmt.Errorf("updating status of ReplicaSet %s: %w", klog.KObj(rs), err)
 		}
-		// Most likely a conflict with a newer version; retry once on the live object.
-		live, getErr := client.Get(ctx, rs.Name, metav1.GetOptions{})
-		if getErr != nil {
-			return nil, fmt.Errorf("getting ReplicaSet %s/%s to retry its status update: %w", rs.Namespace, rs.Name, getErr)
+		// Most likely a conflict with a newer version; try again on the live object.
+		live, err := client.Get(ctx, rs.Name, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("reading ReplicaSet %s to retry its status update: %w", klog.KObj(rs), err)
 		}
 		rs = live
 	}
 }
 
-// statusUnchanged reports whether writing newStatus to rs would change nothing.
-func statusUnchanged(rs *appsv1.ReplicaSet, newStatus appsv1.ReplicaSetStatus) bool {
-	old := rs.Status
-	return old.Replicas == newStatus.Replicas &&
-		old.FullyLabeledReplicas == newStatus.FullyLabeledReplicas &&
-		old.ReadyReplicas == newStatus.ReadyReplicas &&
-		old.AvailableReplicas == newStatus.AvailableReplicas &&
-		ptr.Equal(old.TerminatingReplicas, newStatus.TerminatingReplicas) &&
-		rs.Generation == old.ObservedGeneration &&
-		equality.Semantic.DeepEqual(old.Conditions, newStatus.Conditions)
+// statusIsCurrent reports whether rs already carries status, counting observedGeneration
+// as what writeStatus would set: rs's generation.
+func statusIsCurrent(rs *appsv1.ReplicaSet, status appsv1.ReplicaSetStatus) bool {
+	status.ObservedGeneration = rs.Generation
+	return equality.Semantic.DeepEqual(rs.Status, status)
 }
 
-// describeTransitions renders the status changes a write makes, for the log.
-func describeTransitions(rs *appsv1.ReplicaSet, newStatus appsv1.ReplicaSetStatus) string {
-	old := rs.Status
-	return fmt.Sprintf("replicas %d->%d (need %d), fullyLabeledReplicas %d->%d, readyReplicas %d->%d, "+
-		"availableReplicas %d->%d, terminatingReplicas %s->%s, sequence No: %d->%d",
-		old.Replicas, newStatus.Replicas, ptr.Deref(rs.Spec.Replicas, 1),
-		old.FullyLabeledReplicas, newStatus.FullyLabeledReplicas,
-		old.ReadyReplicas, newStatus.ReadyReplicas,
-		old.AvailableReplicas, newStatus.AvailableReplicas,
-		optionalCount(old.TerminatingReplicas), optionalCount(newStatus.TerminatingReplicas),
-		old.ObservedGeneration, newStatus.ObservedGeneration)
-}
-
-func optionalCount(n *int32) string {
-	if n == nil {
-		return "nil"
+// statusSummary renders the counts of a status for the log.
+func statusSummary(s appsv1.ReplicaSetStatus) string {
+	terminating := "-"
+	if s.TerminatingReplicas != nil {
+		terminating = strconv.Itoa(int(*s.TerminatingReplicas))
 	}
-	return strconv.Itoa(int(*n))
-}
-
-// newCondition returns a ReplicaSet condition that changed at now.
-func newCondition(condType appsv1.ReplicaSetConditionType, status corev1.ConditionStatus, reason, message string, now time.Time) appsv1.ReplicaSetCondition {
-	return appsv1.ReplicaSetCondition{
-		Type:               condType,
-		Status:             status,
-		LastTransitionTime: metav1.NewTime(now),
-		Reason:             reason,
-		Message:            message,
-	}
-}
-
-// getCondition returns the condition of type condType, or nil.
-func getCondition(status appsv1.ReplicaSetStatus, condType appsv1.ReplicaSetConditionType) *appsv1.ReplicaSetCondition {
-	for i := range status.Conditions {
-		if status.Conditions[i].Type == condType {
-			return &status.Conditions[i]
-		}
-	}
-	return nil
-}
-
-// setCondition puts cond into status, replacing a condition of the same type. A condition
-// with the same status and reason is kept as it is: its transition time and message stay,
-// so that a repeating failure does not rewrite status on every sync.
-func setCondition(status *appsv1.ReplicaSetStatus, cond appsv1.ReplicaSetCondition) {
-	if current := getCondition(*status, cond.Type); current != nil && current.Status == cond.Status && current.Reason == cond.Reason {
-		return
-	}
-	status.Conditions = append(withoutCondition(status.Conditions, cond.Type), cond)
-}
-
-// removeCondition drops the condition of type condType from status; other conditions,
-// including ones written by users, stay.
-func removeCondition(status *appsv1.ReplicaSetStatus, condType appsv1.ReplicaSetConditionType) {
-	status.Conditions = withoutCondition(status.Conditions, condType)
-}
-
-func withoutCondition(conditions []appsv1.ReplicaSetCondition, condType appsv1.ReplicaSetConditionType) []appsv1.ReplicaSetCondition {
-	var kept []appsv1.ReplicaSetCondition
-	for _, c := range conditions {
-		if c.Type != condType {
-			kept = append(kept, c)
-		}
-	}
-	return kept
+	return fmt.Sprintf("replicas=%d fullyLabeled=%d ready=%d available=%d terminating=%s generation=%d",
+		s.Replicas, s.FullyLabeledReplicas, s.ReadyReplicas, s.AvailableReplicas, terminating, s.ObservedGeneration)
 }

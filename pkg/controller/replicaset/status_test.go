@@ -143,22 +143,7 @@ func TestCalculateStatusReplicaFailure(t *testing.T) {
 	}
 }
 
-func TestSetConditionKeepsSameStatusAndReason(t *testing.T) {
-	earlier := metav1.NewTime(t0.Add(-time.Hour))
-	status := appsv1.ReplicaSetStatus{Conditions: []appsv1.ReplicaSetCondition{{
-		Type: appsv1.ReplicaSetReplicaFailure, Status: corev1.ConditionTrue, Reason: "FailedCreate", Message: "first", LastTransitionTime: earlier,
-	}}}
-	setCondition(&status, newCondition(appsv1.ReplicaSetReplicaFailure, corev1.ConditionTrue, "FailedCreate", "second", t0))
-	if got := status.Conditions[0]; got.Message != "first" || !got.LastTransitionTime.Equal(&earlier) {
-		t.Errorf("same status and reason replaced the condition: %+v", got)
-	}
-	setCondition(&status, newCondition(appsv1.ReplicaSetReplicaFailure, corev1.ConditionTrue, "FailedDelete", "third", t0))
-	if len(status.Conditions) != 1 || status.Conditions[0].Reason != "FailedDelete" || status.Conditions[0].Message != "third" {
-		t.Errorf("a new reason must replace the condition: %+v", status.Conditions)
-	}
-}
-
-func TestStatusUnchanged(t *testing.T) {
+func TestStatusIsCurrent(t *testing.T) {
 	base := func() *appsv1.ReplicaSet {
 		rs := newRS("a", 2)
 		rs.Generation = 3
@@ -208,8 +193,8 @@ func TestStatusUnchanged(t *testing.T) {
 			if tc.changeStatus != nil {
 				tc.changeStatus(&status)
 			}
-			if got := statusUnchanged(rs, status); got != tc.wantUnchanged {
-				t.Errorf("statusUnchanged = %v, want %v", got, tc.wantUnchanged)
+			if got := statusIsCurrent(rs, status); got != tc.wantUnchanged {
+				t.Errorf("statusIsCurrent = %v, want %v", got, tc.wantUnchanged)
 			}
 		})
 	}

@@ -101,7 +101,7 @@ func TestManageReplicasScaleUp(t *testing.T) {
 			reactor := &podCreateReactor{fail: tc.fail}
 			reactor.install(f.client)
 
-			err := f.c.manageReplicas(f.ctx, claimed, rs)
+			err := f.c.manageReplicas(f.ctx, rs, claimed)
 
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("manageReplicas error = %v, want error %v", err, tc.wantErr)
@@ -177,7 +177,7 @@ func TestManageReplicasScaleDownRanking(t *testing.T) {
 	)
 	f := newFixture(t, fixtureOption{}, []*appsv1.ReplicaSet{a, b, unrelated}, pods)
 
-	if err := f.c.manageReplicas(f.ctx, podsA, a); err != nil {
+	if err := f.c.manageReplicas(f.ctx, a, podsA); err != nil {
 		t.Fatalf("manageReplicas: %v", err)
 	}
 	deletes := f.actions("delete", "pods")
@@ -237,7 +237,7 @@ func TestManageReplicasScaleDownErrors(t *testing.T) {
 			// of pod control because the fake clientset serialises its reactors.)
 			f.c.podControl = &deleteBarrier{Interface: f.c.podControl, waiting: len(claimed), released: make(chan struct{})}
 
-			err := f.c.manageReplicas(f.ctx, claimed, rs)
+			err := f.c.manageReplicas(f.ctx, rs, claimed)
 
 			if !errors.Is(err, tc.wantErr) {
 				t.Errorf("manageReplicas error = %v, want %v", err, tc.wantErr)
@@ -528,7 +528,7 @@ func TestSyncClaimErrorStopsBeforeManageAndStatus(t *testing.T) {
 	reactor.install(f.client)
 
 	err := f.c.syncReplicaSet(f.ctx, "ns/a")
-	if err == nil || !strings.Contains(err.Error(), "has just been deleted") {
+	if err == nil || !strings.Contains(err.Error(), "is being deleted") {
 		t.Fatalf("sync error = %v, want the adoption recheck's error", err)
 	}
 	if reactor.count() != 0 || len(f.statusUpdates()) != 0 {

@@ -39,7 +39,7 @@ func (c *Controller) relatedPods(rs *appsv1.ReplicaSet) ([]*corev1.Pod, error) {
 			// An invalid selector selects nothing.
 			continue
 		}
-		pods, err := c.podLister.Pods(sibling.Namespace).List(selector)
+		pods, err := c.pods.Pods(sibling.Namespace).List(selector)
 		if err != nil {
 			return nil, fmt.Errorf("listing pods of ReplicaSet %s/%s: %w", sibling.Namespace, sibling.Name, err)
 		}

@@ -3,6 +3,8 @@ package app
 import (
 	"context"
 
+	"github.com/bosun-dev/bosun/pkg/controller/deployment"
+	"github.com/bosun-dev/bosun/pkg/controller/replicaset"
 	"github.com/bosun-dev/bosun/pkg/controllermanager/registry"
 )
 
@@ -16,13 +18,12 @@ func NewControllerRegistry() *registry.Registry {
 }
 
 // builtinControllers lists the controllers bosun-controller-manager runs. Adding a controller
-// is one entry, for example
-//
-//	{Name: "replicaset-controller", Aliases: []string{"replicaset"}, Constructor: newReplicaSetController},
+// is one entry: its package's ControllerName, the short alias users pass to --controllers,
+// and the constructor in this package's <alias>.go.
 func builtinControllers() []registry.Descriptor {
 	return []registry.Descriptor{
-		{Name: "replicaset-controller", Aliases: []string{"replicaset"}, ClientName: "replicaset-controller", Constructor: newReplicaSetController},
-		{Name: "deployment-controller", Aliases: []string{"deployment"}, ClientName: "deployment-controller", Constructor: newDeploymentController},
+		{Name: replicaset.ControllerName, Aliases: []string{"replicaset"}, ClientName: replicaset.ControllerName, Constructor: newReplicaSetController},
+		{Name: deployment.ControllerName, Aliases: []string{"deployment"}, ClientName: deployment.ControllerName, Constructor: newDeploymentController},
 	}
 }
 

@@ -12,18 +12,18 @@ import (
 func newDeploymentController(ctx context.Context, cc *registry.ControllerContext) (registry.Controller, error) {
 	client, err := cc.Client()
 	if err != nil {
-		return nil, fmt.Errorf("building the deployment controller's client: %w", err)
+		return nil, fmt.Errorf("building the %s client: %w", deployment.ControllerName, err)
 	}
 	c, err := deployment.NewController(ctx,
 		cc.InformerFactory.Apps().V1().Deployments(),
 		cc.InformerFactory.Apps().V1().ReplicaSets(),
 		cc.InformerFactory.Core().V1().Pods(),
 		client,
-		cc.EventRecorder("deployment-controller"),
-		cc.FeatureGate,
+		cc.EventRecorder(deployment.ControllerName),
+		deployment.WithFeatureGate(cc.FeatureGate),
 	)
 	if err != nil {
-		return nil, fmt.Errorf("building the deployment controller: %w", err)
+		return nil, fmt.Errorf("building the %s: %w", deployment.ControllerName, err)
 	}
 	return withWorkers{run: c.Run, workers: int(cc.Config.Deployment.ConcurrentSyncs)}, nil
 }

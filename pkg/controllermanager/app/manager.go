@@ -297,7 +297,7 @@ func (m *controllerManager) runControllers(ctx context.Context, built []builtCon
 			}
 			m.setRunning(c.name, true)
 			defer m.setRunning(c.name, false)
-			logger.Info("Starting controller", "controller", c.name)
+			logger.Info("Controller running", "controller", c.name)
 			c.controller.Run(klog.NewContext(ctx, klog.LoggerWithName(logger, c.name)))
 			logger.Info("Controller stopped", "controller", c.name)
 		}()

@@ -12,18 +12,17 @@ import (
 func newReplicaSetController(ctx context.Context, cc *registry.ControllerContext) (registry.Controller, error) {
 	client, err := cc.Client()
 	if err != nil {
-		return nil, fmt.Errorf("creating the ReplicaSet controller's client: %w", err)
+		return nil, fmt.Errorf("building the %s client: %w", replicaset.ControllerName, err)
 	}
-	controller, err := replicaset.NewController(ctx,
+	c, err := replicaset.NewController(ctx,
 		cc.InformerFactory.Apps().V1().ReplicaSets(),
 		cc.InformerFactory.Core().V1().Pods(),
 		client,
 		cc.EventRecorder(replicaset.ControllerName),
-		cc.FeatureGate,
-		replicaset.BurstReplicas,
+		replicaset.WithFeatureGate(cc.FeatureGate),
 	)
 	if err != nil {
-		return nil, fmt.Errorf("creating the ReplicaSet controller: %w", err)
+		return nil, fmt.Errorf("building the %s: %w", replicaset.ControllerName, err)
 	}
-	return withWorkers{run: controller.Run, workers: int(cc.Config.ReplicaSet.ConcurrentSyncs)}, nil
+	return withWorkers{run: c.Run, workers: int(cc.Config.ReplicaSet.ConcurrentSyncs)}, nil
 }

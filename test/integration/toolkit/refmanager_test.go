@@ -339,7 +339,7 @@ func TestRecheckDeletionTimestampBlocksAdoption(t *testing.T) {
 			if live.DeletionTimestamp == nil {
 				t.Fatal("the owner has no deletionTimestamp despite its finalizer")
 			}
-			return fmt.Sprintf("%s/%s has just been deleted at %v", ns, cached.Name, live.DeletionTimestamp.Time)
+			return fmt.Sprintf("ReplicaSet %s/%s is being deleted (since %v)", ns, cached.Name, live.DeletionTimestamp.Time)
 		},
 	}, {
 		name: "owner re-created under the same name",
@@ -352,7 +352,7 @@ func TestRecheckDeletionTimestampBlocksAdoption(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			return fmt.Sprintf("original ReplicaSet %s/%s is gone: got uid %s, wanted %s", ns, cached.Name, recreated.UID, cached.UID)
+			return fmt.Sprintf("ReplicaSet %s/%s was replaced by a new object of the same name (uid %s, not %s)", ns, cached.Name, recreated.UID, cached.UID)
 		},
 	}, {
 		name: "owner gone",
@@ -360,7 +360,7 @@ func TestRecheckDeletionTimestampBlocksAdoption(t *testing.T) {
 			if err := client.AppsV1().ReplicaSets(ns).Delete(ctx, cached.Name, deleteAtOnce); err != nil {
 				t.Fatal(err)
 			}
-			return fmt.Sprintf(`can't recheck DeletionTimestamp: replicasets.apps "%s" not found`, cached.Name)
+			return fmt.Sprintf(`reading the owner live before adopting: replicasets.apps "%s" not found`, cached.Name)
 		},
 	}}
 	for _, getter := range getters {
@@ -397,7 +397,7 @@ func TestRecheckDeletionTimestampBlocksAdoption(t *testing.T) {
 					}
 					return
 				}
-				want := fmt.Sprintf("can't adopt Pod %s/%s (%s): %s", ns, pod.Name, pod.UID, wantCause)
+				want := fmt.Sprintf("not adopting Pod %s/%s (uid %s): %s", ns, pod.Name, pod.UID, wantCause)
 				if err == nil || err.Error() != want {
 					t.Errorf("claim error:\n got: %v\nwant: %s", err, want)
 				}

@@ -75,13 +75,11 @@ func MaxUnavailable(d *appsv1.Deployment) int32 {
 	return min(unavailable, replicas)
 }
 
-// MinAvailable returns how many pods a rolling update must keep available:
-// spec.replicas − MaxUnavailable. Like upstream it is 0 for non-rolling strategies, which
-// never scale down against an availability floor.
+// MinAvailable returns how many of d's pods must be available: spec.replicas −
+// MaxUnavailable. It is the floor a rolling update scales old ReplicaSets down against, and
+// the line between Available=True and Available=False; for Recreate, which allows no
+// unavailability, it is every replica.
 func MinAvailable(d *appsv1.Deployment) int32 {
-	if !IsRollingUpdate(d) {
-		return 0
-	}
 	return deploymentReplicas(d) - MaxUnavailable(d)
 }
 

@@ -62,7 +62,7 @@ func TestDeploymentFenceposts(t *testing.T) {
 		{name: "unavailable above replicas is capped", d: rolling(10, num(1), num(20)), wantSurge: 1, wantUnavailable: 10, wantMinAvl: 0, wantRolling: true},
 		{name: "surge above replicas is not capped", d: rolling(2, num(5), zero), wantSurge: 5, wantUnavailable: 0, wantMinAvl: 2, wantRolling: true},
 		{name: "missing rollingUpdate block counts as zero/zero", d: noRollingBlock, wantSurge: 0, wantUnavailable: 1, wantMinAvl: 9, wantRolling: true},
-		{name: "Recreate has neither surge nor unavailability", d: recreate(5), wantSurge: 0, wantUnavailable: 0, wantMinAvl: 0, wantRolling: false},
+		{name: "Recreate has neither surge nor unavailability, so every replica must be available", d: recreate(5), wantSurge: 0, wantUnavailable: 0, wantMinAvl: 5, wantRolling: false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

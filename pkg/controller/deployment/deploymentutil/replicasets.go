@@ -45,8 +45,8 @@ func FindNewReplicaSet(d *appsv1.Deployment, rsList []*appsv1.ReplicaSet) *appsv
 }
 
 // FindOldReplicaSets returns every ReplicaSet of rsList except newRS (which may be nil), in
-// rsList's order. d is accepted for symmetry with FindNewReplicaSet.
-func FindOldReplicaSets(d *appsv1.Deployment, rsList []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet) (allOld []*appsv1.ReplicaSet) {
+// rsList's order.
+func FindOldReplicaSets(rsList []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet) (allOld []*appsv1.ReplicaSet) {
 	for _, rs := range rsList {
 		if rs == nil || sameReplicaSet(rs, newRS) {
 			continue

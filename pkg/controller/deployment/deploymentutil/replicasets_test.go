@@ -145,7 +145,7 @@ func TestFindOldReplicaSets(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := FindOldReplicaSets(rolling(1, pct25, pct25), []*appsv1.ReplicaSet{a, b, nil, c}, tc.newRS)
+			got := FindOldReplicaSets([]*appsv1.ReplicaSet{a, b, nil, c}, tc.newRS)
 			if diff := cmp.Diff(tc.want, names(got)); diff != "" {
 				t.Errorf("old ReplicaSets (-want +got):\n%s", diff)
 			}

@@ -171,7 +171,7 @@ func PlanOldReplicaSetsScaleDown(d *appsv1.Deployment, allRSs, oldRSs []*appsv1.
 		return nil
 	}
 	SortByCreation(olds)
-	minAvailable := deploymentReplicas(d) - MaxUnavailable(d)
+	minAvailable := MinAvailable(d)
 	var newUnavailable int32
 	if newRS != nil {
 		newUnavailable = rsReplicas(newRS) - newRS.Status.AvailableReplicas

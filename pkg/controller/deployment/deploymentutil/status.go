@@ -7,6 +7,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/bosun-dev/bosun/pkg/controller/conditions"
 )
 
 // CalculateStatus computes d's status from its ReplicaSets (allRSs, new included; newRS may
@@ -34,13 +36,13 @@ func CalculateStatus(d *appsv1.Deployment, allRSs []*appsv1.ReplicaSet, newRS *a
 		// A copy: the caller's Deployment may be shared with the informer's cache.
 		status.Conditions = append([]appsv1.DeploymentCondition(nil), d.Status.Conditions...)
 	}
-	if available >= deploymentReplicas(d)-MaxUnavailable(d) {
-		SetCondition(&status, *NewCondition(appsv1.DeploymentAvailable, corev1.ConditionTrue,
-			ReasonMinimumReplicasAvailable, MessageMinimumReplicasAvailable, now))
-	} else {
-		SetCondition(&status, *NewCondition(appsv1.DeploymentAvailable, corev1.ConditionFalse,
-			ReasonMinimumReplicasUnavailable, MessageMinimumReplicasUnavailable, now))
+	availableCond := NewCondition(appsv1.DeploymentAvailable, corev1.ConditionFalse,
+		ReasonMinimumReplicasUnavailable, MessageMinimumReplicasUnavailable, now)
+	if available >= MinAvailable(d) {
+		availableCond = NewCondition(appsv1.DeploymentAvailable, corev1.ConditionTrue,
+			ReasonMinimumReplicasAvailable, MessageMinimumReplicasAvailable, now)
 	}
+	status.Conditions = conditions.Deployment.Set(status.Conditions, availableCond)
 	return status
 }
 
@@ -96,7 +98,7 @@ func DeploymentTimedOut(d *appsv1.Deployment, newStatus *appsv1.DeploymentStatus
 	if !HasProgressDeadline(d) {
 		return false
 	}
-	c := GetCondition(*newStatus, appsv1.DeploymentProgressing)
+	c := conditions.Deployment.Get(newStatus.Conditions, appsv1.DeploymentProgressing)
 	if c == nil {
 		return false
 	}

@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/bosun-dev/bosun/pkg/controller/conditions"
 )
 
 func terminating(n *int32, observedGeneration int64) rsOption {
@@ -34,7 +36,7 @@ func TestCalculateStatusCounts(t *testing.T) {
 		AvailableReplicas:   3,
 		UnavailableReplicas: 5,
 		CollisionCount:      ptr.To[int32](2),
-		Conditions: []appsv1.DeploymentCondition{*NewCondition(appsv1.DeploymentAvailable, corev1.ConditionFalse,
+		Conditions: []appsv1.DeploymentCondition{NewCondition(appsv1.DeploymentAvailable, corev1.ConditionFalse,
 			ReasonMinimumReplicasUnavailable, MessageMinimumReplicasUnavailable, at(50))},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -102,7 +104,7 @@ func TestCalculateStatusAvailableCondition(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			rs := replicaSet("rs", 0, *tc.d.Spec.Replicas, status(tc.available, tc.available, tc.available))
-			got := GetCondition(CalculateStatus(tc.d, []*appsv1.ReplicaSet{rs}, rs, true, at(0)), appsv1.DeploymentAvailable)
+			got := conditions.Deployment.Get(CalculateStatus(tc.d, []*appsv1.ReplicaSet{rs}, rs, true, at(0)).Conditions, appsv1.DeploymentAvailable)
 			if got == nil || got.Status != tc.wantStatus || got.Reason != tc.wantReason {
 				t.Errorf("Available = %+v, want %s/%s", got, tc.wantStatus, tc.wantReason)
 			}
@@ -112,9 +114,9 @@ func TestCalculateStatusAvailableCondition(t *testing.T) {
 
 func TestCalculateStatusKeepsOtherConditions(t *testing.T) {
 	d := rolling(1, pct25, pct25)
-	progressing := *NewCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, ReasonNewReplicaSetAvailable, "done", at(1))
+	progressing := NewCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, ReasonNewReplicaSetAvailable, "done", at(1))
 	custom := appsv1.DeploymentCondition{Type: "example.com/Custom", Status: corev1.ConditionTrue, Reason: "Mine"}
-	availableSince := *NewCondition(appsv1.DeploymentAvailable, corev1.ConditionTrue, ReasonMinimumReplicasAvailable, MessageMinimumReplicasAvailable, at(2))
+	availableSince := NewCondition(appsv1.DeploymentAvailable, corev1.ConditionTrue, ReasonMinimumReplicasAvailable, MessageMinimumReplicasAvailable, at(2))
 	d.Status.Conditions = []appsv1.DeploymentCondition{progressing, custom, availableSince}
 	snapshot := append([]appsv1.DeploymentCondition(nil), d.Status.Conditions...)
 
@@ -126,7 +128,7 @@ func TestCalculateStatusKeepsOtherConditions(t *testing.T) {
 
 	rs.Status.AvailableReplicas = 0
 	got = CalculateStatus(d, []*appsv1.ReplicaSet{rs}, rs, true, at(99))
-	want := []appsv1.DeploymentCondition{progressing, custom, *NewCondition(appsv1.DeploymentAvailable, corev1.ConditionFalse,
+	want := []appsv1.DeploymentCondition{progressing, custom, NewCondition(appsv1.DeploymentAvailable, corev1.ConditionFalse,
 		ReasonMinimumReplicasUnavailable, MessageMinimumReplicasUnavailable, at(99))}
 	if diff := cmp.Diff(want, got.Conditions); diff != "" {
 		t.Errorf("conditions (-want +got):\n%s", diff)
@@ -190,7 +192,7 @@ func TestDeploymentTimedOut(t *testing.T) {
 		return d
 	}
 	progressing := func(reason string, updatedSec int) *appsv1.DeploymentStatus {
-		c := *NewCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, reason, "", at(updatedSec))
+		c := NewCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, reason, "", at(updatedSec))
 		return &appsv1.DeploymentStatus{Conditions: []appsv1.DeploymentCondition{c}}
 	}
 	now := at(100).Time

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 
+	"github.com/bosun-dev/bosun/pkg/controller/conditions"
 	"github.com/bosun-dev/bosun/pkg/controller/deployment/deploymentutil"
 	"github.com/bosun-dev/bosun/pkg/controller/queue"
 )
@@ -27,7 +28,7 @@ func progressingCondition(status corev1.ConditionStatus, reason string, updated 
 	}
 }
 
-func TestSyncRolloutStatusProgressing(t *testing.T) {
+func TestWriteRolloutStatusProgressing(t *testing.T) {
 	base := newDeployment("web", 3)
 	newRS := newReplicaSet(base, base.Spec.Template, "1", testNow, 3, 1)
 	longAgo := testNow.Add(-20 * time.Minute)
@@ -99,16 +100,16 @@ func TestSyncRolloutStatusProgressing(t *testing.T) {
 			}
 			rs := newRS.DeepCopy()
 			rs.Status.Replicas, rs.Status.ReadyReplicas, rs.Status.AvailableReplicas = tc.rsReady, tc.rsReady, tc.rsReady
-			allRSs := []*appsv1.ReplicaSet{rs}
+			revs := revisionSet{current: rs}
 			if tc.noNewRS {
-				rs, allRSs = nil, nil
+				revs = revisionSet{}
 			}
 			f := newFixture(t, d)
 
-			if err := f.c.syncRolloutStatus(f.ctx, allRSs, rs, d); err != nil {
-				t.Fatalf("syncRolloutStatus: %v", err)
+			if err := f.c.writeRolloutStatus(f.ctx, d, revs); err != nil {
+				t.Fatalf("writeRolloutStatus: %v", err)
 			}
-			got := deploymentutil.GetCondition(f.lastStatusWrite().Status, appsv1.DeploymentProgressing)
+			got := conditions.Deployment.Get(f.lastStatusWrite().Status.Conditions, appsv1.DeploymentProgressing)
 			if tc.want == nil {
 				if got != nil {
 					t.Errorf("Progressing = %+v, want none", got)
@@ -145,10 +146,10 @@ func TestSyncRolloutStatusReplicaFailure(t *testing.T) {
 		old.Status.Conditions = failure("old quota", testNow.Add(-time.Hour))
 		cur.Status.Conditions = failure("new quota", testNow.Add(-time.Minute))
 		f := newFixture(t, d)
-		if err := f.c.syncRolloutStatus(f.ctx, []*appsv1.ReplicaSet{old, cur}, cur, d.DeepCopy()); err != nil {
+		if err := f.c.writeRolloutStatus(f.ctx, d.DeepCopy(), revisionSet{current: cur, old: []*appsv1.ReplicaSet{old}}); err != nil {
 			t.Fatal(err)
 		}
-		got := deploymentutil.GetCondition(f.lastStatusWrite().Status, appsv1.DeploymentReplicaFailure)
+		got := conditions.Deployment.Get(f.lastStatusWrite().Status.Conditions, appsv1.DeploymentReplicaFailure)
 		if got == nil || got.Message != "new quota" || !got.LastUpdateTime.Time.Equal(testNow.Add(-time.Minute)) {
 			t.Errorf("ReplicaFailure = %+v, want the new RS's, timed at its transition", got)
 		}
@@ -157,10 +158,10 @@ func TestSyncRolloutStatusReplicaFailure(t *testing.T) {
 		old := oldRS.DeepCopy()
 		old.Status.Conditions = failure("old quota", testNow.Add(-time.Hour))
 		f := newFixture(t, d)
-		if err := f.c.syncRolloutStatus(f.ctx, []*appsv1.ReplicaSet{old, newRS}, newRS, d.DeepCopy()); err != nil {
+		if err := f.c.writeRolloutStatus(f.ctx, d.DeepCopy(), revisionSet{current: newRS, old: []*appsv1.ReplicaSet{old}}); err != nil {
 			t.Fatal(err)
 		}
-		if got := deploymentutil.GetCondition(f.lastStatusWrite().Status, appsv1.DeploymentReplicaFailure); got == nil || got.Message != "old quota" {
+		if got := conditions.Deployment.Get(f.lastStatusWrite().Status.Conditions, appsv1.DeploymentReplicaFailure); got == nil || got.Message != "old quota" {
 			t.Errorf("ReplicaFailure = %+v, want the old RS's", got)
 		}
 	})
@@ -168,38 +169,41 @@ func TestSyncRolloutStatusReplicaFailure(t *testing.T) {
 		stale := d.DeepCopy()
 		stale.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue}}
 		f := newFixture(t, stale)
-		if err := f.c.syncRolloutStatus(f.ctx, []*appsv1.ReplicaSet{oldRS, newRS}, newRS, stale); err != nil {
+		if err := f.c.writeRolloutStatus(f.ctx, stale, revisionSet{current: newRS, old: []*appsv1.ReplicaSet{oldRS}}); err != nil {
 			t.Fatal(err)
 		}
-		if got := deploymentutil.GetCondition(f.lastStatusWrite().Status, appsv1.DeploymentReplicaFailure); got != nil {
+		if got := conditions.Deployment.Get(f.lastStatusWrite().Status.Conditions, appsv1.DeploymentReplicaFailure); got != nil {
 			t.Errorf("ReplicaFailure = %+v, want none", got)
 		}
 	})
 }
 
-func TestRequeueStuckDeployment(t *testing.T) {
+func TestDeadlineCheck(t *testing.T) {
 	stuck := appsv1.DeploymentStatus{Replicas: 1, UpdatedReplicas: 1}
 	tests := []struct {
-		name       string
-		deadline   int32
-		cond       *appsv1.DeploymentCondition
-		newStatus  appsv1.DeploymentStatus
-		want       time.Duration
+		name      string
+		deadline  int32
+		cond      *appsv1.DeploymentCondition
+		newStatus appsv1.DeploymentStatus
+		// wantLeft is the time left before the deadline; wantWatch false means no check.
+		wantLeft   time.Duration
+		wantWatch  bool
 		wantNowish bool // rate-limited requeue
+		wantAfter  []time.Duration
 	}{
 		{name: "no deadline", deadline: math.MaxInt32,
-			cond: ptr.To(progressingCondition(corev1.ConditionTrue, deploymentutil.ReasonReplicaSetUpdated, testNow)), newStatus: stuck, want: -1},
-		{name: "no Progressing condition", deadline: 600, newStatus: stuck, want: -1},
+			cond: ptr.To(progressingCondition(corev1.ConditionTrue, deploymentutil.ReasonReplicaSetUpdated, testNow)), newStatus: stuck},
+		{name: "no Progressing condition", deadline: 600, newStatus: stuck},
 		{name: "complete", deadline: 600, cond: ptr.To(progressingCondition(corev1.ConditionTrue, deploymentutil.ReasonReplicaSetUpdated, testNow)),
-			newStatus: appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 3, UpdatedReplicas: 3, AvailableReplicas: 3}, want: -1},
+			newStatus: appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 3, UpdatedReplicas: 3, AvailableReplicas: 3}},
 		{name: "already timed out", deadline: 600,
-			cond: ptr.To(progressingCondition(corev1.ConditionFalse, deploymentutil.ReasonProgressDeadlineExceeded, testNow)), newStatus: stuck, want: -1},
+			cond: ptr.To(progressingCondition(corev1.ConditionFalse, deploymentutil.ReasonProgressDeadlineExceeded, testNow)), newStatus: stuck},
 		{name: "deadline ahead", deadline: 600,
 			cond:      ptr.To(progressingCondition(corev1.ConditionTrue, deploymentutil.ReasonReplicaSetUpdated, testNow.Add(-100*time.Second))),
-			newStatus: stuck, want: 500 * time.Second},
+			newStatus: stuck, wantLeft: 500 * time.Second, wantWatch: true, wantAfter: []time.Duration{501 * time.Second}},
 		{name: "deadline due", deadline: 600,
 			cond:      ptr.To(progressingCondition(corev1.ConditionTrue, deploymentutil.ReasonReplicaSetUpdated, testNow.Add(-600*time.Second+500*time.Millisecond))),
-			newStatus: stuck, want: 0, wantNowish: true},
+			newStatus: stuck, wantLeft: 500 * time.Millisecond, wantWatch: true, wantNowish: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -208,12 +212,20 @@ func TestRequeueStuckDeployment(t *testing.T) {
 			if tc.cond != nil {
 				d.Status.Conditions = []appsv1.DeploymentCondition{*tc.cond}
 			}
-			f := newFixture(t, d)
-			if got := f.c.requeueStuckDeployment(f.ctx, d, tc.newStatus); got != tc.want {
-				t.Errorf("requeueStuckDeployment = %v, want %v", got, tc.want)
+			left, watch := timeToDeadline(d, &tc.newStatus, testNow)
+			if watch != tc.wantWatch || (watch && left != tc.wantLeft) {
+				t.Errorf("timeToDeadline = %v, %v; want %v, %v", left, watch, tc.wantLeft, tc.wantWatch)
 			}
+
+			f := newFixture(t, d)
+			q := &recordingQueue{TypedRateLimitingInterface: f.c.queue}
+			f.c.queue = q
+			f.c.scheduleDeadlineCheck(f.ctx, d, tc.newStatus)
 			if got := f.c.queue.NumRequeues("ns/web"); (got == 1) != tc.wantNowish {
 				t.Errorf("rate-limited requeues = %d, want rate-limited: %v", got, tc.wantNowish)
+			}
+			if !slices.Equal(q.afters, tc.wantAfter) {
+				t.Errorf("AddAfter delays = %v, want %v", q.afters, tc.wantAfter)
 			}
 		})
 	}

@@ -79,7 +79,7 @@ func newFixture(t *testing.T, opt fixtureOption, rss []*appsv1.ReplicaSet, pods 
 	}
 	clk := clocktesting.NewFakeClock(t0)
 	recorder := record.NewFakeRecorder(1000)
-	c, err := NewController(ctx, rsInformer, podInformer, client, recorder, gates, BurstReplicas, WithClock(clk))
+	c, err := NewController(ctx, rsInformer, podInformer, client, recorder, WithFeatureGate(gates), WithClock(clk))
 	if err != nil {
 		t.Fatalf("NewController: %v", err)
 	}
