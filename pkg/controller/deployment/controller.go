@@ -21,10 +21,11 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/bosun-dev/bosun/pkg/controller/informers"
+	"github.com/bosun-dev/bosun/pkg/controller/options"
 	"github.com/bosun-dev/bosun/pkg/controller/podutil"
 	"github.com/bosun-dev/bosun/pkg/controller/queue"
 	"github.com/bosun-dev/bosun/pkg/controller/refmanager"
-	"github.com/bosun-dev/bosun/pkg/features"
 )
 
 const (
@@ -59,31 +60,19 @@ type Controller struct {
 	syncHandler queue.SyncFunc[string]
 }
 
-// Option customises a Controller built by NewController.
-type Option func(*Controller)
-
-// WithClock makes the controller read time from clk (condition times, progress
-// deadlines); tests pass a fake clock.
-func WithClock(clk clock.Clock) Option {
-	return func(c *Controller) { c.clock = clk }
-}
-
-// WithFeatureGate makes the controller read DeploymentReplicaSetTerminatingReplicas from
-// gates instead of features.DefaultFeatureGate.
-func WithFeatureGate(gates featuregate.FeatureGate) Option {
-	return func(c *Controller) { c.gates = gates }
-}
-
 // NewController builds a Deployment controller on the given informers. It adds
 // podutil.PodControllerIndex to the pod informer, so it must be called before the informers
-// start. Events are recorded through recorder, whose source should be ControllerName.
+// start. Events are recorded through recorder, whose source should be ControllerName. Of
+// the options it reads the clock (condition times, progress deadlines) and the feature gate
+// (DeploymentReplicaSetTerminatingReplicas).
 func NewController(ctx context.Context, dInformer appsinformers.DeploymentInformer, rsInformer appsinformers.ReplicaSetInformer,
-	podInformer coreinformers.PodInformer, client kubernetes.Interface, recorder record.EventRecorder, opts ...Option) (*Controller, error) {
+	podInformer coreinformers.PodInformer, client kubernetes.Interface, recorder record.EventRecorder, opts ...options.Option) (*Controller, error) {
+	settings := options.Apply(opts)
 	c := &Controller{
 		client:      client,
 		recorder:    recorder,
-		gates:       features.DefaultFeatureGate,
-		clock:       clock.RealClock{},
+		gates:       settings.FeatureGate,
+		clock:       settings.Clock,
 		deployments: dInformer.Lister(),
 		replicaSets: rsInformer.Lister(),
 		podIndexer:  podInformer.Informer().GetIndexer(),
@@ -93,33 +82,24 @@ func NewController(ctx context.Context, dInformer appsinformers.DeploymentInform
 		queue: queue.New[string](queue.NameDeployment),
 	}
 	c.syncHandler = c.syncDeployment
-	for _, opt := range opts {
-		opt(c)
-	}
 
 	if err := podutil.AddPodControllerIndex(podInformer.Informer()); err != nil {
 		return nil, err
 	}
-	if _, err := dInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.addDeployment(ctx, obj) },
-		UpdateFunc: func(old, cur any) { c.updateDeployment(ctx, old, cur) },
-		DeleteFunc: func(obj any) { c.deleteDeployment(ctx, obj) },
+	if err := informers.AddHandlers(ctx, dInformer.Informer(), "Deployment", informers.Handlers{
+		Add: c.addDeployment, Update: c.updateDeployment, Delete: c.deleteDeployment,
 	}); err != nil {
-		return nil, fmt.Errorf("adding Deployment event handler: %w", err)
+		return nil, err
 	}
-	if _, err := rsInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.addReplicaSet(ctx, obj) },
-		UpdateFunc: func(old, cur any) { c.updateReplicaSet(ctx, old, cur) },
-		DeleteFunc: func(obj any) { c.deleteReplicaSet(ctx, obj) },
+	if err := informers.AddHandlers(ctx, rsInformer.Informer(), "ReplicaSet", informers.Handlers{
+		Add: c.addReplicaSet, Update: c.updateReplicaSet, Delete: c.deleteReplicaSet,
 	}); err != nil {
-		return nil, fmt.Errorf("adding ReplicaSet event handler: %w", err)
+		return nil, err
 	}
 	// Everything else about pods reaches this controller through ReplicaSet status; only a
 	// pod's disappearance matters, because a Recreate rollout waits for the last old one.
-	if _, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		DeleteFunc: func(obj any) { c.deletePod(ctx, obj) },
-	}); err != nil {
-		return nil, fmt.Errorf("adding pod event handler: %w", err)
+	if err := informers.AddHandlers(ctx, podInformer.Informer(), "pod", informers.Handlers{Delete: c.deletePod}); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -127,16 +107,7 @@ func NewController(ctx context.Context, dInformer appsinformers.DeploymentInform
 // Run waits for the caches to sync, then processes Deployments with workers workers until
 // ctx ends. It returns after the queue is shut down and every worker has stopped.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	defer utilruntime.HandleCrashWithContext(ctx)
-	logger := klog.FromContext(ctx).WithValues("controller", ControllerName)
-	logger.Info("Controller starting", "workers", workers)
-	defer logger.Info("Controller stopped")
-
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.cachesSynced...) {
-		c.queue.ShutDown()
-		return
-	}
-	queue.RunWorkers(ctx, c.queue, workers, c.syncOrGiveUp)
+	queue.RunController(ctx, ControllerName, c.queue, workers, c.cachesSynced, c.syncOrGiveUp)
 }
 
 // syncOrGiveUp runs syncHandler and tells the worker loop whether to retry: a returned
@@ -285,14 +256,7 @@ func (c *Controller) wakeAdopters(ctx context.Context, rs *appsv1.ReplicaSet) {
 	if err != nil {
 		return
 	}
-	adopters := refmanager.SelectingOwners(all, rs.Labels, func(d *appsv1.Deployment) *metav1.LabelSelector { return d.Spec.Selector })
-	if len(adopters) > 1 {
-		// Overlapping selectors make Deployments race for the orphan; only the user can
-		// fix that, so say so.
-		klog.FromContext(ctx).Info("Orphan ReplicaSet is selected by several Deployments; the first to claim it wins",
-			"replicaSet", klog.KObj(rs), "labels", rs.Labels, "deployments", klog.KObjSlice(adopters))
-	}
-	for _, d := range adopters {
+	for _, d := range refmanager.AdoptersOf(ctx, all, rs, func(d *appsv1.Deployment) *metav1.LabelSelector { return d.Spec.Selector }) {
 		klog.FromContext(ctx).V(4).Info("Orphan ReplicaSet may be adopted", "replicaSet", klog.KObj(rs), "deployment", klog.KObj(d))
 		c.enqueue(ctx, d)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/bosun-dev/bosun/pkg/controller/conditions"
 	"github.com/bosun-dev/bosun/pkg/controller/deployment/deploymentutil"
 	"github.com/bosun-dev/bosun/pkg/controller/hash"
+	"github.com/bosun-dev/bosun/pkg/controller/options"
 	"github.com/bosun-dev/bosun/pkg/features"
 )
 
@@ -56,7 +57,7 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	podInformer := factory.Core().V1().Pods()
 	recorder := record.NewFakeRecorder(100)
 	clk := clocktesting.NewFakeClock(testNow)
-	c, err := NewController(ctx, dInformer, rsInformer, podInformer, client, recorder, WithClock(clk), WithFeatureGate(features.NewFeatureGate()))
+	c, err := NewController(ctx, dInformer, rsInformer, podInformer, client, recorder, options.WithClock(clk), options.WithFeatureGate(features.NewFeatureGate()))
 	if err != nil {
 		t.Fatalf("NewController: %v", err)
 	}
@@ -200,7 +201,7 @@ func describe(actions []core.Action) string {
 var podLabels = map[string]string{"app": "web"}
 
 // newDeployment returns a Deployment as the API server would store it, with the defaults of
-// deployment.md §2 and a progress deadline.
+// upstream API defaults and a progress deadline.
 func newDeployment(name string, replicas int32) *appsv1.Deployment {
 	maxSurge, maxUnavailable := intstr.FromString("25%"), intstr.FromString("25%")
 	return &appsv1.Deployment{

@@ -8,6 +8,7 @@ import (
 	"golang.org/x/time/rate"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 )
@@ -103,4 +104,22 @@ func ProcessNextItem[T comparable](ctx context.Context, q workqueue.TypedRateLim
 	q.Forget(item)
 	klog.FromContext(ctx).V(5).Info("Synced item", "item", item)
 	return true
+}
+
+// RunController is the body of every controller's Run: it logs the controller's start and
+// stop under name, waits for cachesSynced, then processes q with workers workers running
+// sync until ctx ends (see RunWorkers). If ctx ends before the caches sync, it shuts q
+// down and returns. A panic in it is reported, not swallowed.
+func RunController[T comparable](ctx context.Context, name string, q workqueue.TypedRateLimitingInterface[T], workers int,
+	cachesSynced []cache.InformerSynced, sync SyncFunc[T]) {
+	defer utilruntime.HandleCrashWithContext(ctx)
+	logger := klog.FromContext(ctx).WithValues("controller", name)
+	logger.Info("Controller starting", "workers", workers)
+	defer logger.Info("Controller stopped")
+
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, cachesSynced...) {
+		q.ShutDown()
+		return
+	}
+	RunWorkers(ctx, q, workers, sync)
 }

@@ -1,10 +1,12 @@
 package refmanager
 
 import (
+	"context"
 	"reflect"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
 )
 
 // ResolveControllerRef returns the owner that a child's controller reference ref points
@@ -40,6 +42,18 @@ func SelectingOwners[T any](owners []T, orphanLabels map[string]string, selector
 		matching = append(matching, owner)
 	}
 	return matching
+}
+
+// AdoptersOf returns the owners whose selector matches orphan (see SelectingOwners). More
+// than one is logged: overlapping selectors make owners race for the orphan, the first to
+// claim it wins, and only the user can fix that.
+func AdoptersOf[T metav1.Object](ctx context.Context, owners []T, orphan metav1.Object, selectorOf func(T) *metav1.LabelSelector) []T {
+	adopters := SelectingOwners(owners, orphan.GetLabels(), selectorOf)
+	if len(adopters) > 1 {
+		klog.FromContext(ctx).Info("Orphan is selected by several owners; the first to claim it wins",
+			"orphan", klog.KObj(orphan), "labels", orphan.GetLabels(), "owners", klog.KObjSlice(adopters))
+	}
+	return adopters
 }
 
 // RefChange is what an update of a child object (a pod, a ReplicaSet) means for the

@@ -1,6 +1,7 @@
 package replicaset
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"reflect"
@@ -24,6 +25,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/bosun-dev/bosun/pkg/controller/expectations"
+	"github.com/bosun-dev/bosun/pkg/controller/informers"
+	"github.com/bosun-dev/bosun/pkg/controller/options"
 	"github.com/bosun-dev/bosun/pkg/controller/podcontrol"
 	"github.com/bosun-dev/bosun/pkg/controller/podutil"
 	"github.com/bosun-dev/bosun/pkg/controller/queue"
@@ -82,39 +85,21 @@ type Controller struct {
 	syncHandler queue.SyncFunc[string]
 }
 
-// Option customises a Controller built by NewController.
-type Option func(*Controller)
-
-// WithClock makes the controller read time from clk (status times, availability,
-// expectation expiry, ranking); tests pass a fake clock.
-func WithClock(clk clock.Clock) Option {
-	return func(c *Controller) { c.clock = clk }
-}
-
-// WithFeatureGate makes the controller read PodDeletionCost,
-// DeploymentReplicaSetTerminatingReplicas and StaleControllerConsistencyReplicaSet from
-// gates instead of features.DefaultFeatureGate.
-func WithFeatureGate(gates featuregate.FeatureGate) Option {
-	return func(c *Controller) { c.gates = gates }
-}
-
-// WithBurstReplicas caps the pods created or deleted for one ReplicaSet per sync at n
-// instead of BurstReplicas.
-func WithBurstReplicas(n int) Option {
-	return func(c *Controller) { c.burstReplicas = n }
-}
-
 // NewController builds a ReplicaSet controller on the given informers. It adds the
 // ControllerUIDIndex to the ReplicaSet informer and podutil.PodControllerIndex to the pod
 // informer, so it must be called before the informers start. Events are recorded through
-// recorder, whose source should be ControllerName.
+// recorder, whose source should be ControllerName. Of the options it reads the clock
+// (status times, availability, expectation expiry, ranking), the feature gate
+// (PodDeletionCost, DeploymentReplicaSetTerminatingReplicas,
+// StaleControllerConsistencyReplicaSet) and the burst size (default BurstReplicas).
 func NewController(ctx context.Context, rsInformer appsinformers.ReplicaSetInformer, podInformer coreinformers.PodInformer,
-	client kubernetes.Interface, recorder record.EventRecorder, opts ...Option) (*Controller, error) {
+	client kubernetes.Interface, recorder record.EventRecorder, opts ...options.Option) (*Controller, error) {
+	settings := options.Apply(opts)
 	c := &Controller{
 		client:        client,
-		gates:         features.DefaultFeatureGate,
-		clock:         clock.RealClock{},
-		burstReplicas: BurstReplicas,
+		gates:         settings.FeatureGate,
+		clock:         settings.Clock,
+		burstReplicas: cmp.Or(settings.BurstReplicas, BurstReplicas),
 		replicaSets:   rsInformer.Lister(),
 		rsIndexer:     rsInformer.Informer().GetIndexer(),
 		pods:          podInformer.Lister(),
@@ -123,9 +108,6 @@ func NewController(ctx context.Context, rsInformer appsinformers.ReplicaSetInfor
 		queue:         queue.New[string](queue.NameReplicaSet),
 	}
 	c.syncHandler = c.syncReplicaSet
-	for _, opt := range opts {
-		opt(c)
-	}
 	c.expectations = expectations.NewTracked(expectations.NewWithClock(c.clock))
 
 	control := &podcontrol.Real{Client: client, Recorder: recorder}
@@ -141,19 +123,15 @@ func NewController(ctx context.Context, rsInformer appsinformers.ReplicaSetInfor
 	if err := podutil.AddPodControllerIndex(podInformer.Informer()); err != nil {
 		return nil, err
 	}
-	if _, err := rsInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.addReplicaSet(ctx, obj) },
-		UpdateFunc: func(old, cur any) { c.updateReplicaSet(ctx, old, cur) },
-		DeleteFunc: func(obj any) { c.deleteReplicaSet(ctx, obj) },
+	if err := informers.AddHandlers(ctx, rsInformer.Informer(), "ReplicaSet", informers.Handlers{
+		Add: c.addReplicaSet, Update: c.updateReplicaSet, Delete: c.deleteReplicaSet,
 	}); err != nil {
-		return nil, fmt.Errorf("adding ReplicaSet event handler: %w", err)
+		return nil, err
 	}
-	if _, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.addPod(ctx, obj) },
-		UpdateFunc: func(old, cur any) { c.updatePod(ctx, old, cur) },
-		DeleteFunc: func(obj any) { c.deletePod(ctx, obj) },
+	if err := informers.AddHandlers(ctx, podInformer.Informer(), "pod", informers.Handlers{
+		Add: c.addPod, Update: c.updatePod, Delete: c.deletePod,
 	}); err != nil {
-		return nil, fmt.Errorf("adding pod event handler: %w", err)
+		return nil, err
 	}
 
 	registerMetrics()
@@ -189,16 +167,7 @@ func addControllerUIDIndex(informer cache.SharedIndexInformer) error {
 // ctx ends. It returns after the queue is shut down and every worker has stopped. Events
 // flow through the recorder given to NewController, whose broadcaster the caller runs.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	defer utilruntime.HandleCrashWithContext(ctx)
-	logger := klog.FromContext(ctx).WithValues("controller", ControllerName)
-	logger.Info("Controller starting", "workers", workers)
-	defer logger.Info("Controller stopped")
-
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.cachesSynced...) {
-		c.queue.ShutDown()
-		return
-	}
-	queue.RunWorkers(ctx, c.queue, workers, c.syncHandler)
+	queue.RunController(ctx, ControllerName, c.queue, workers, c.cachesSynced, c.syncHandler)
 }
 
 // enqueue adds rs's key to the queue.
@@ -390,14 +359,7 @@ func (c *Controller) wakeAdopters(ctx context.Context, pod *corev1.Pod) {
 	if err != nil {
 		return
 	}
-	adopters := refmanager.SelectingOwners(all, pod.Labels, func(rs *appsv1.ReplicaSet) *metav1.LabelSelector { return rs.Spec.Selector })
-	if len(adopters) > 1 {
-		// Overlapping selectors make ReplicaSets race for the orphan; only the user can fix
-		// that, so say so.
-		utilruntime.HandleErrorWithContext(ctx, nil, "Orphan pod is selected by several ReplicaSets",
-			"pod", klog.KObj(pod), "labels", pod.Labels, "replicaSets", klog.KObjSlice(adopters))
-	}
-	for _, rs := range adopters {
+	for _, rs := range refmanager.AdoptersOf(ctx, all, pod, func(rs *appsv1.ReplicaSet) *metav1.LabelSelector { return rs.Spec.Selector }) {
 		klog.FromContext(ctx).V(4).Info("Orphan pod may be adopted", "pod", klog.KObj(pod), "replicaSet", klog.KObj(rs))
 		c.enqueue(ctx, rs)
 	}

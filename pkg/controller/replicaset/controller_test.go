@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/bosun-dev/bosun/pkg/controller/options"
 	"github.com/bosun-dev/bosun/pkg/controller/podutil"
 	"github.com/bosun-dev/bosun/pkg/features"
 )
@@ -369,7 +370,7 @@ func TestRunSyncsAndStops(t *testing.T) {
 	reactor.install(client)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	c, err := NewController(ctx, factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(), client,
-		record.NewFakeRecorder(100), WithFeatureGate(features.NewFeatureGate()))
+		record.NewFakeRecorder(100), options.WithFeatureGate(features.NewFeatureGate()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,7 +401,7 @@ func TestRunReturnsWhenCachesNeverSync(t *testing.T) {
 	client := fake.NewClientset()
 	factory := informers.NewSharedInformerFactory(client, 0)
 	c, err := NewController(ctx, factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(), client,
-		record.NewFakeRecorder(100), WithFeatureGate(features.NewFeatureGate()))
+		record.NewFakeRecorder(100), options.WithFeatureGate(features.NewFeatureGate()))
 	if err != nil {
 		t.Fatal(err)
 	}

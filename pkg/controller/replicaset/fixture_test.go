@@ -26,6 +26,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/bosun-dev/bosun/pkg/controller/expectations"
+	"github.com/bosun-dev/bosun/pkg/controller/options"
 	"github.com/bosun-dev/bosun/pkg/features"
 )
 
@@ -79,7 +80,7 @@ func newFixture(t *testing.T, opt fixtureOption, rss []*appsv1.ReplicaSet, pods 
 	}
 	clk := clocktesting.NewFakeClock(t0)
 	recorder := record.NewFakeRecorder(1000)
-	c, err := NewController(ctx, rsInformer, podInformer, client, recorder, WithFeatureGate(gates), WithClock(clk))
+	c, err := NewController(ctx, rsInformer, podInformer, client, recorder, options.WithFeatureGate(gates), options.WithClock(clk))
 	if err != nil {
 		t.Fatalf("NewController: %v", err)
 	}

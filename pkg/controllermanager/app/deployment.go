@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/bosun-dev/bosun/pkg/controller/deployment"
+	"github.com/bosun-dev/bosun/pkg/controller/options"
 	"github.com/bosun-dev/bosun/pkg/controllermanager/registry"
 )
 
@@ -20,7 +21,7 @@ func newDeploymentController(ctx context.Context, cc *registry.ControllerContext
 		cc.InformerFactory.Core().V1().Pods(),
 		client,
 		cc.EventRecorder(deployment.ControllerName),
-		deployment.WithFeatureGate(cc.FeatureGate),
+		options.WithFeatureGate(cc.FeatureGate),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("building the %s: %w", deployment.ControllerName, err)

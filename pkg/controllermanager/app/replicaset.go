@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/bosun-dev/bosun/pkg/controller/options"
 	"github.com/bosun-dev/bosun/pkg/controller/replicaset"
 	"github.com/bosun-dev/bosun/pkg/controllermanager/registry"
 )
@@ -19,7 +20,7 @@ func newReplicaSetController(ctx context.Context, cc *registry.ControllerContext
 		cc.InformerFactory.Core().V1().Pods(),
 		client,
 		cc.EventRecorder(replicaset.ControllerName),
-		replicaset.WithFeatureGate(cc.FeatureGate),
+		options.WithFeatureGate(cc.FeatureGate),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("building the %s: %w", replicaset.ControllerName, err)

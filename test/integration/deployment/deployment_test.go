@@ -143,7 +143,7 @@ func TestDeploymentRollingUpdate(t *testing.T) {
 		t.Errorf("no Deployment status with Progressing=True/%s %q was observed during the rollout", reasonRSUpdated, progressing)
 	}
 	// How far each step goes depends on how quickly pods become ready; the first steps'
-	// messages are fixed by §6.2: the new ReplicaSet starts at maxSurge, the old one goes
+	// messages follow from the rolling-update arithmetic: the new ReplicaSet starts at maxSurge, the old one goes
 	// down from 20.
 	e.waitForEvent(name, corev1.EventTypeNormal, eventScalingReplicaSet, fmt.Sprintf("Scaled up replica set %s from 0 to 5", secondRS.Name))
 	scaledDownFrom20 := regexp.MustCompile("^Scaled down replica set " + regexp.QuoteMeta(firstRS.Name) + " from 20 to [0-9]+$")

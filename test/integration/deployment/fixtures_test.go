@@ -27,7 +27,7 @@ import (
 	"github.com/bosun-dev/bosun/test/integration/framework"
 )
 
-// Strings of the Deployment specification (§2) that the tests check verbatim.
+// Strings users and tools read (annotations, reasons, messages, events), checked verbatim.
 const (
 	revisionAnnotation        = "deployment.kubernetes.io/revision"
 	revisionHistoryAnnotation = "deployment.kubernetes.io/revision-history"
@@ -286,7 +286,7 @@ func (e *testEnv) mustReplicaSetsOf(d *appsv1.Deployment) []*appsv1.ReplicaSet {
 
 // sameTemplateIgnoringHash reports whether two pod templates are equal once the
 // pod-template-hash label is removed from both: how the controller recognises the new
-// ReplicaSet (§4).
+// ReplicaSet.
 func sameTemplateIgnoringHash(a, b *corev1.PodTemplateSpec) bool {
 	a, b = a.DeepCopy(), b.DeepCopy()
 	delete(a.Labels, podTemplateHashLabel)
@@ -377,7 +377,7 @@ func (e *testEnv) waitForObserved(name string) *appsv1.Deployment {
 }
 
 // complete is the Deployment's "successfully rolled out" state as kubectl rollout status
-// and the controller define it (§10.2, §14): everything updated and available, and the
+// and the controller define it: everything updated and available, and the
 // Progressing condition saying so.
 func complete(d *appsv1.Deployment) bool {
 	replicas := *d.Spec.Replicas
@@ -508,7 +508,7 @@ func (e *testEnv) expectCondition(d *appsv1.Deployment, conditionType appsv1.Dep
 }
 
 // rollingLimits returns replicas + maxSurge and replicas − maxUnavailable of a
-// RollingUpdate Deployment, computed as §6.1 prescribes.
+// RollingUpdate Deployment, with percentages rounded as upstream rounds them.
 func rollingLimits(t *testing.T, d *appsv1.Deployment) (maxTotal, minAvailable int) {
 	t.Helper()
 	replicas := int(*d.Spec.Replicas)
@@ -947,7 +947,7 @@ func (tr *tracker[T]) ExpectNoViolations(minChanges int) {
 	}
 }
 
-// rolloutMonitor checks the §6.2 limits of a rolling update at every state the API server
+// rolloutMonitor checks the surge and availability limits of a rolling update at every state the API server
 // stored, for a Deployment that owns every pod and ReplicaSet of the namespace. It watches
 // pods and ReplicaSets and, at Check, replays both in the order of their etcd revisions, so
 // that each pod state is judged against the ReplicaSets of the same moment.
@@ -958,7 +958,7 @@ func (tr *tracker[T]) ExpectNoViolations(minChanges int) {
 //   - no ReplicaSet ever has more pods than it was ever asked for;
 //   - at most replicas + maxSurge pods exist, terminating ones included, not counting the
 //     pods a ReplicaSet has already been scaled down from and whose deletion its
-//     controller has not issued yet. Those are counted and logged: §6.2 computes the surge
+//     controller has not issued yet. Those are counted and logged: the controller computes the surge
 //     from spec.replicas, as upstream does, so how long they linger only measures how
 //     quickly the ReplicaSet controller runs, which a test must not assert on.
 type rolloutMonitor struct {

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/utils/ptr"
+
+	"github.com/bosun-dev/bosun/pkg/controller/podutil"
 )
 
 // Scenario 1: which ownerReferences make a matching pod adoptable.
@@ -181,7 +183,7 @@ func TestExtraPodsAdoptionAndDeletion(t *testing.T) {
 		t.Fatalf("%s; want exactly 2", describePods(pods))
 	}
 	for _, pod := range pods {
-		if !controlledBy(&pod, rs.UID) || !isActive(&pod) {
+		if !controlledBy(&pod, rs.UID) || !podutil.IsPodActive(&pod) {
 			t.Errorf("pod %s is not an active pod controlled by %s: %+v", pod.Name, rs.Name, pod.OwnerReferences)
 		}
 		if !orphans[pod.Name] {

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
+	"github.com/bosun-dev/bosun/pkg/controller/podutil"
 	"github.com/bosun-dev/bosun/test/integration/framework"
 )
 
@@ -42,7 +43,7 @@ const (
 	// that something did NOT happen: by then the controller has acted on all it saw.
 	idlePeriod = 1500 * time.Millisecond
 
-	// conditionReplicaFailure is the ReplicaSet condition type of replicaset.md §7.
+	// conditionReplicaFailure is the ReplicaSet condition type that reports failed creates and deletes.
 	conditionReplicaFailure = appsv1.ReplicaSetConditionType("ReplicaFailure")
 )
 
@@ -162,7 +163,7 @@ func newPod(name string, podLabels map[string]string, refs ...metav1.OwnerRefere
 	}
 }
 
-// controllerRef is the ownerReference the controller puts on its pods (replicaset.md §4).
+// controllerRef is the ownerReference the controller puts on its pods.
 func controllerRef(rs *appsv1.ReplicaSet) metav1.OwnerReference {
 	return metav1.OwnerReference{
 		APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID,
@@ -185,11 +186,6 @@ func copyLabels(in map[string]string) map[string]string {
 
 // ---- Predicates ----
 
-// isActive is toolkit §5 IsPodActive.
-func isActive(pod *corev1.Pod) bool {
-	return pod.DeletionTimestamp == nil && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
-}
-
 func controlledBy(pod *corev1.Pod, uid types.UID) bool {
 	ref := metav1.GetControllerOf(pod)
 	return ref != nil && ref.UID == uid
@@ -199,7 +195,7 @@ func controlledBy(pod *corev1.Pod, uid types.UID) bool {
 func activeControlledBy(pods []corev1.Pod, uid types.UID) []corev1.Pod {
 	var out []corev1.Pod
 	for i := range pods {
-		if isActive(&pods[i]) && controlledBy(&pods[i], uid) {
+		if podutil.IsPodActive(&pods[i]) && controlledBy(&pods[i], uid) {
 			out = append(out, pods[i])
 		}
 	}
@@ -209,7 +205,7 @@ func activeControlledBy(pods []corev1.Pod, uid types.UID) []corev1.Pod {
 func countActive(pods []corev1.Pod) int {
 	n := 0
 	for i := range pods {
-		if isActive(&pods[i]) {
+		if podutil.IsPodActive(&pods[i]) {
 			n++
 		}
 	}

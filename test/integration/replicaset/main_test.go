@@ -1,6 +1,6 @@
 // Package replicaset runs bosun's ReplicaSet controller (the real bosun-controller-manager
 // binary, --controllers=replicaset) against a real etcd and kube-apiserver, one test per
-// acceptance scenario of the ReplicaSet behaviour spec (replicaset.md §10). The tests play
+// acceptance scenario of the ReplicaSet controller. The tests play
 // the kubelet's part (pod status) and the quota controller's part (ResourceQuota status)
 // themselves, and read the API server's audit log to count the requests the controller
 // sent.

@@ -12,7 +12,7 @@ import (
 )
 
 const (
-	// podDeletionCostAnnotation ranks pods for scale-down (toolkit §6 rule 4).
+	// podDeletionCostAnnotation ranks pods for scale-down: lower cost goes first.
 	podDeletionCostAnnotation = "controller.kubernetes.io/pod-deletion-cost"
 
 	// preparedLabel is a template label that a test removes from pods as the last write
@@ -118,7 +118,7 @@ func TestRankBasedScaleDown(t *testing.T) {
 	for pod, node := range placement {
 		e.bind(t, pod, node)
 		// The lone pod on n2 became ready most recently, so that rank alone (not toolkit
-		// §6 rule 6, which deletes the most recently ready first) can spare it.
+		// the ranking rule that deletes the most recently ready first) can spare it.
 		readySince := time.Now().Add(-time.Hour)
 		if node == n2 {
 			readySince = time.Now()

@@ -90,7 +90,7 @@ func TestProportionalScale(t *testing.T) {
 		want   []string
 	}{
 		{
-			// Spec §15.17: 100 old + 20 new (sized for 100+20), scaled to 120 with surge 20:
+			// The proportional-scaling acceptance case: 100 old + 20 new (sized for 100+20), scaled to 120 with surge 20:
 			// 100×140/120 = 116.67 → 117 and 20×140/120 = 23.33 → 23.
 			name: "rollout in flight scaled 100 to 120",
 			d:    withStatusReplicas(rolling(120, num(20), zero), 120),
