@@ -205,9 +205,12 @@ func PlanOldReplicaSetsScaleDown(d *appsv1.Deployment, allRSs, oldRSs []*appsv1.
 	// how many are available, so the ReplicaSets' reported counts still hold. Only the
 	// ReplicaSets that take part in the rollout count: an old ReplicaSet already at 0 may
 	// still report pods that are on their way out.
-	available := AvailableReplicaCount(olds)
+	var available int32
+	for _, rs := range olds {
+		available += availableWithinSpec(rs)
+	}
 	if newRS != nil {
-		available += newRS.Status.AvailableReplicas
+		available += availableWithinSpec(newRS)
 	}
 	if excess := available - minAvailable; excess > 0 {
 		var done int32
@@ -228,4 +231,13 @@ func PlanOldReplicaSetsScaleDown(d *appsv1.Deployment, allRSs, oldRSs []*appsv1.
 		}
 	}
 	return targets
+}
+
+// availableWithinSpec is how many of rs's pods can be counted on as available: its reported
+// available pods, but never more than spec.replicas. A ReplicaSet just scaled down reports
+// the pods it counted before deleting the surplus (its status is written in the sync that
+// sends the deletes), so counting them would let one scale-down step take the same pods
+// twice and drop availability below the floor.
+func availableWithinSpec(rs *appsv1.ReplicaSet) int32 {
+	return min(rs.Status.AvailableReplicas, rsReplicas(rs))
 }

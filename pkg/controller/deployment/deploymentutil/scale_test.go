@@ -274,6 +274,15 @@ func TestPlanOldReplicaSetsScaleDown(t *testing.T) {
 			want:  []string{"old=8"},
 		},
 		{
+			name:  "an old ReplicaSet's pods beyond its spec are not counted as available",
+			d:     rolling(6, num(1), num(1)), // minAvailable 5
+			olds:  []*appsv1.ReplicaSet{replicaSet("old", 0, 4, available(5))},
+			newRS: replicaSet("new", 10, 3, available(2)),
+			// Its status still counts the pod it is deleting: 4 + 2 = 6 can be counted on,
+			// one above the floor, so one more goes, not two.
+			want: []string{"old=3"},
+		},
+		{
 			name:  "unavailable new pods leave no budget",
 			d:     rolling(10, num(3), zero), // minAvailable 10
 			olds:  []*appsv1.ReplicaSet{replicaSet("old", 0, 10, available(10))},
