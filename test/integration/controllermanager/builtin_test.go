@@ -18,7 +18,8 @@ import (
 )
 
 // These tests run the real built-in controllers (replicaset, deployment) inside the real
-// binary: spec controller-manager.md §9 scenarios 3, 6, 8 and 9.
+// binary: health and metrics per controller, client identities, and a leader that stops
+// in the middle of a scale-up.
 
 // fastClient lifts the default 20 QPS so that workloads of thousands of pods finish in
 // seconds.
@@ -123,19 +124,18 @@ func TestBuiltinControllersReportHealthMetricsAndIdentity(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	token := cp.Config().BearerToken
-	_, metrics := m.get(t, "/metrics", token)
+	_, metrics := m.get(t, "/metrics", cp.Config().BearerToken)
 	for _, series := range []string{
 		`running_managed_controllers{manager="bosun-controller-manager",name="replicaset-controller"}`,
 		`running_managed_controllers{manager="bosun-controller-manager",name="deployment-controller"}`,
 		`leader_election_master_status{name="bosun-controller-manager"}`,
 	} {
-		if v, ok := metricValue(metrics, series); !ok || v != "1" {
+		if v, ok := framework.MetricValue(metrics, series); !ok || v != "1" {
 			t.Errorf("%s = %q (found %v), want 1", series, v, ok)
 		}
 	}
 	for _, series := range []string{`workqueue_depth{name="replicaset"}`, `workqueue_depth{name="deployment"}`} {
-		if _, ok := metricValue(metrics, series); !ok {
+		if _, ok := framework.MetricValue(metrics, series); !ok {
 			t.Errorf("/metrics lacks %s", series)
 		}
 	}
@@ -199,8 +199,21 @@ func TestShutdownDuringScaleUpLosesNoPod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Give a buggy controller the chance to overshoot before counting.
-	time.Sleep(2 * time.Second)
+	// A controller that overshot would still be working off the pod events of its extra
+	// creates; count only once its ReplicaSet queue has nothing queued or in progress.
+	token := cp.Config().BearerToken
+	err = framework.WaitFor(ctx, time.Minute, "the standby's ReplicaSet queue to be idle", func(context.Context) (bool, error) {
+		code, metrics := standby.get(t, "/metrics", token)
+		if code != http.StatusOK {
+			return false, nil
+		}
+		depth, _ := framework.MetricValue(metrics, `workqueue_depth{name="replicaset"}`)
+		busy, _ := framework.MetricValue(metrics, `workqueue_unfinished_work_seconds{name="replicaset"}`)
+		return depth == "0" && busy == "0", nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if pods, err := podCount(ctx, client, ns); err != nil || pods != replicas {
 		t.Fatalf("%d pods (err %v), want exactly %d", pods, err, replicas)
 	}

@@ -107,15 +107,6 @@ func waitForHolder(ctx context.Context, t *testing.T, client kubernetes.Interfac
 	return holder
 }
 
-func metricValue(metrics, series string) (string, bool) {
-	for _, line := range strings.Split(metrics, "\n") {
-		if strings.HasPrefix(line, series+" ") {
-			return strings.TrimSpace(strings.TrimPrefix(line, series)), true
-		}
-	}
-	return "", false
-}
-
 func TestUnknownControllerIsAFlagError(t *testing.T) {
 	binary := framework.BuildBosunBinary(t, "bosun-controller-manager")
 	// An unreachable server: the flag error must come before any connection attempt.
@@ -242,7 +233,7 @@ func TestMetricsNeedAuthorization(t *testing.T) {
 	err = framework.WaitFor(ctx, 30*time.Second, "leader_election_master_status 1", func(context.Context) (bool, error) {
 		code, body := m.get(t, "/metrics", token)
 		metrics = body
-		v, ok := metricValue(body, `leader_election_master_status{name="bosun-controller-manager"}`)
+		v, ok := framework.MetricValue(body, `leader_election_master_status{name="bosun-controller-manager"}`)
 		return code == http.StatusOK && ok && v == "1", nil
 	})
 	if err != nil {
@@ -271,7 +262,7 @@ func TestStandbyTakesOverWhenTheLeaderIsKilled(t *testing.T) {
 	// reports that it does not lead.
 	err := framework.WaitFor(ctx, 30*time.Second, "the standby to report master status 0", func(context.Context) (bool, error) {
 		_, body := second.get(t, "/metrics", token)
-		v, ok := metricValue(body, `leader_election_master_status{name="bosun-controller-manager"}`)
+		v, ok := framework.MetricValue(body, `leader_election_master_status{name="bosun-controller-manager"}`)
 		return ok && v == "0", nil
 	})
 	if err != nil {
@@ -293,7 +284,7 @@ func TestStandbyTakesOverWhenTheLeaderIsKilled(t *testing.T) {
 
 	err = framework.WaitFor(ctx, 30*time.Second, "the new leader to report master status 1", func(context.Context) (bool, error) {
 		_, body := second.get(t, "/metrics", token)
-		v, ok := metricValue(body, `leader_election_master_status{name="bosun-controller-manager"}`)
+		v, ok := framework.MetricValue(body, `leader_election_master_status{name="bosun-controller-manager"}`)
 		return ok && v == "1", nil
 	})
 	if err != nil {

@@ -130,7 +130,7 @@ func TestRegisteredControllersRunWithTheirOwnClientsAndChecks(t *testing.T) {
 		t.Errorf("a controller's debug handler = %d %q, want 200 with the path below its prefix", code, body)
 	}
 	series := `running_managed_controllers{manager="bosun-controller-manager",name="configmap-writer-controller"}`
-	if v, ok := metricValue(metrics, series); !ok || v != "1" {
+	if v, ok := framework.MetricValue(metrics, series); !ok || v != "1" {
 		t.Errorf("%s = %q (found %v), want 1", series, v, ok)
 	}
 
