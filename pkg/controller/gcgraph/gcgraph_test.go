@@ -30,6 +30,9 @@ func TestIdentity(t *testing.T) {
 	if got, want := id.String(), "[v1/ConfigMap, namespace: b, name: p, uid: U]"; got != want {
 		t.Errorf("String = %q, want %q", got, want)
 	}
+	if got, want := fmt.Sprint(NewVirtualNode(id)), "[v1/ConfigMap, namespace: b, name: p, uid: U]"; got != want {
+		t.Errorf("a node prints as %q, want its identity %q", got, want)
+	}
 	tests := []struct {
 		name string
 		ref  metav1.OwnerReference

@@ -39,6 +39,11 @@ func NewVirtualNode(id Identity) *Node {
 // Identity returns the node's identity.
 func (n *Node) Identity() Identity { return n.identity }
 
+// String renders the node as its identity. Nodes are the garbage collector's queue items
+// and are logged as such; without it a logger would print the locks and the dependents map
+// while the graph builder changes them.
+func (n *Node) String() string { return n.identity.String() }
+
 // WithIdentity returns a copy of n (owners, dependents and flags) with identity id. The
 // graph builder writes the copy into UIDToNode when an object's observed identity differs
 // from the one a virtual node was created with.

@@ -3,8 +3,11 @@ package informers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 )
 
 // Handlers are a controller's reactions to one informer's events, in the shape every bosun
@@ -19,6 +22,29 @@ type Handlers struct {
 
 // AddHandlers registers h on informer; kind names the informer's objects in the error.
 func AddHandlers(ctx context.Context, informer cache.SharedIndexInformer, kind string, h Handlers) error {
+	if _, err := informer.AddEventHandler(h.funcs(ctx)); err != nil {
+		return fmt.Errorf("adding %s event handlers: %w", kind, err)
+	}
+	return nil
+}
+
+// AddRemovableHandlers registers h on informer like AddHandlers, but never delivers
+// periodic resyncs to h, whatever the informer's default, and returns the registration so
+// that the handlers can be removed again (informer.RemoveEventHandler) and their own sync
+// state read (HasSynced). The garbage collector's monitors use it: they come and go with
+// the resources discovery reports, on informers other controllers share, and a resync
+// would only replay every object into the ownership graph.
+func AddRemovableHandlers(ctx context.Context, informer cache.SharedIndexInformer, kind string, h Handlers) (cache.ResourceEventHandlerRegistration, error) {
+	logger := klog.FromContext(ctx)
+	registration, err := informer.AddEventHandlerWithOptions(h.funcs(ctx), cache.HandlerOptions{Logger: &logger, ResyncPeriod: ptr.To(time.Duration(0))})
+	if err != nil {
+		return nil, fmt.Errorf("adding %s event handlers: %w", kind, err)
+	}
+	return registration, nil
+}
+
+// funcs binds h to ctx.
+func (h Handlers) funcs(ctx context.Context) cache.ResourceEventHandlerFuncs {
 	var funcs cache.ResourceEventHandlerFuncs
 	if h.Add != nil {
 		funcs.AddFunc = func(obj any) { h.Add(ctx, obj) }
@@ -29,8 +55,5 @@ func AddHandlers(ctx context.Context, informer cache.SharedIndexInformer, kind s
 	if h.Delete != nil {
 		funcs.DeleteFunc = func(obj any) { h.Delete(ctx, obj) }
 	}
-	if _, err := informer.AddEventHandler(funcs); err != nil {
-		return fmt.Errorf("adding %s event handlers: %w", kind, err)
-	}
-	return nil
+	return funcs
 }

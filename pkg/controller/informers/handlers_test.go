@@ -3,8 +3,14 @@ package informers
 import (
 	"context"
 	"slices"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -53,5 +59,78 @@ func TestAddHandlersPassesContextAndSkipsNil(t *testing.T) {
 	funcs.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/obj"})
 	if !slices.Equal(got, []string{"add", "delete"}) {
 		t.Errorf("handlers called: %v, want [add delete]", got)
+	}
+}
+
+// capturingOptionsInformer keeps the options AddRemovableHandlers registers with.
+type capturingOptionsInformer struct {
+	cache.SharedIndexInformer
+	options cache.HandlerOptions
+}
+
+func (i *capturingOptionsInformer) AddEventHandlerWithOptions(_ cache.ResourceEventHandler, options cache.HandlerOptions) (cache.ResourceEventHandlerRegistration, error) {
+	i.options = options
+	return nil, nil
+}
+
+func TestAddRemovableHandlersAsksForNoResync(t *testing.T) {
+	informer := &capturingOptionsInformer{}
+	if _, err := AddRemovableHandlers(context.Background(), informer, "ConfigMap", Handlers{}); err != nil {
+		t.Fatal(err)
+	}
+	if informer.options.ResyncPeriod == nil || *informer.options.ResyncPeriod != 0 {
+		t.Errorf("ResyncPeriod = %v, want a pointer to 0", informer.options.ResyncPeriod)
+	}
+	if informer.options.Logger == nil {
+		t.Error("no logger passed on")
+	}
+}
+
+// On a real informer that resyncs every 20ms, the removable handlers see the object once
+// (the initial list) while handlers added the usual way see resyncs; once removed they see
+// nothing more.
+func TestAddRemovableHandlersOnAResyncingInformer(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm"}}
+	factory := kubeinformers.NewSharedInformerFactory(fake.NewClientset(cm), 20*time.Millisecond)
+	informer := factory.Core().V1().ConfigMaps().Informer()
+
+	var resyncs, removableEvents atomic.Int32
+	if err := AddHandlers(ctx, informer, "ConfigMap", Handlers{
+		Update: func(context.Context, any, any) { resyncs.Add(1) },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	count := func(context.Context, any) { removableEvents.Add(1) }
+	registration, err := AddRemovableHandlers(ctx, informer, "ConfigMap", Handlers{
+		Add: count, Update: func(ctx context.Context, _, cur any) { count(ctx, cur) }, Delete: count,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	defer func() {
+		cancel()
+		factory.Shutdown()
+	}()
+	if !cache.WaitForCacheSync(ctx.Done(), registration.HasSynced) {
+		t.Fatal("registration never synced")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for resyncs.Load() < 3 {
+		if time.Now().After(deadline) {
+			t.Fatal("the informer never resynced")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := removableEvents.Load(); got != 1 {
+		t.Errorf("removable handlers got %d events, want 1 (the initial add)", got)
+	}
+	if err := informer.RemoveEventHandler(registration); err != nil {
+		t.Fatal(err)
+	}
+	if informer.IsStopped() {
+		t.Fatal("removing handlers must not stop a shared informer")
 	}
 }

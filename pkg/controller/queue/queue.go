@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -59,6 +60,13 @@ func New[T comparable](name string) workqueue.TypedRateLimitingInterface[T] {
 // with rate limiting.
 type SyncFunc[T comparable] func(ctx context.Context, item T) error
 
+// ErrRequeue, returned by a SyncFunc (alone or wrapping the reason), requeues the item with
+// rate limiting like any error but logs it only at verbosity 4: the item is not failing, it
+// has to be looked at again later. The garbage collector uses it for owners it has not
+// observed yet and for kinds the API server does not serve (yet), which would otherwise
+// log an error on every retry.
+var ErrRequeue = errors.New("requeued")
+
 // RunWorkers starts workers goroutines that process q with syncItem and blocks until they have
 // all stopped. Workers stop when ctx is cancelled (RunWorkers then shuts q down) or when q
 // is shut down by someone else. A worker that returns for any other reason is restarted
@@ -97,7 +105,11 @@ func ProcessNextItem[T comparable](ctx context.Context, q workqueue.TypedRateLim
 	defer q.Done(item)
 
 	if err := syncItem(ctx, item); err != nil {
-		utilruntime.HandleErrorWithContext(ctx, err, "Sync failed; retrying with backoff", "item", item)
+		if errors.Is(err, ErrRequeue) {
+			klog.FromContext(ctx).V(4).Info("Requeued item", "item", item, "reason", err.Error())
+		} else {
+			utilruntime.HandleErrorWithContext(ctx, err, "Sync failed; retrying with backoff", "item", item)
+		}
 		q.AddRateLimited(item)
 		return true
 	}

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -108,4 +109,28 @@ func TestRunWorkersStopsWhenQueueShutsDown(t *testing.T) {
 	}()
 	q.ShutDown()
 	<-returned // hangs (and the test times out) if workers keep restarting
+}
+
+func TestProcessNextItemRequeuesOnErrRequeue(t *testing.T) {
+	q := workqueue.NewTypedRateLimitingQueue[string](workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Hour, time.Hour))
+	defer q.ShutDown()
+	tests := []struct {
+		name string
+		err  error
+		want int // NumRequeues after one pass
+	}{
+		{name: "success forgets", err: nil, want: 0},
+		{name: "plain error requeues", err: errors.New("boom"), want: 1},
+		{name: "ErrRequeue requeues", err: ErrRequeue, want: 1},
+		{name: "wrapped ErrRequeue requeues", err: fmt.Errorf("%w: owner not observed yet", ErrRequeue), want: 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			q.Add(tc.name)
+			ProcessNextItem(context.Background(), q, func(context.Context, string) error { return tc.err })
+			if got := q.NumRequeues(tc.name); got != tc.want {
+				t.Errorf("NumRequeues = %d, want %d", got, tc.want)
+			}
+		})
+	}
 }
