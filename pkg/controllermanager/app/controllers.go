@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/bosun-dev/bosun/pkg/controller/deployment"
+	"github.com/bosun-dev/bosun/pkg/controller/garbagecollector"
 	"github.com/bosun-dev/bosun/pkg/controller/replicaset"
 	"github.com/bosun-dev/bosun/pkg/controllermanager/registry"
 )
@@ -24,6 +25,7 @@ func builtinControllers() []registry.Descriptor {
 	return []registry.Descriptor{
 		{Name: replicaset.ControllerName, Aliases: []string{"replicaset"}, ClientName: replicaset.ControllerName, Constructor: newReplicaSetController},
 		{Name: deployment.ControllerName, Aliases: []string{"deployment"}, ClientName: deployment.ControllerName, Constructor: newDeploymentController},
+		{Name: garbagecollector.ControllerName, Aliases: []string{"garbagecollector"}, ClientName: "generic-garbage-collector", Constructor: newGarbageCollector},
 	}
 }
 
