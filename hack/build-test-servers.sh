@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Builds the real etcd, kube-apiserver, kubectl and kube-controller-manager (whose garbage
-# collector the integration tests and `make bench` borrow until bosun has its own)
-# from the Go module proxy into _output/tools/bin. The binaries are reused until
+# Builds the real etcd, kube-apiserver, kubectl and kube-controller-manager (the upstream
+# side of the handover tests, of `make bench` and of `make local-up`) from the Go module
+# proxy into _output/tools/bin. The binaries are reused until
 # hack/tools changes, so only the first run on a machine pays the few minutes of compiling.
 #
 # Usage: hack/build-test-servers.sh [binary ...]   (default: all four)

@@ -1,7 +1,8 @@
 // Command local-up runs bosun on this machine: a real etcd and kube-apiserver (built by
 // hack/build-test-servers.sh), bosun's CRDs, bosun-controller-manager, and upstream
 // kube-controller-manager for the controllers bosun does not replace, the way an operator
-// runs the two side by side (`--controllers=*,-replicaset,-deployment` upstream).
+// runs the two side by side (`--controllers=*,-replicaset,-deployment,-garbagecollector`
+// upstream).
 // It prints how to point kubectl at the cluster and runs until interrupted; everything it
 // started stops with it. `make local-up` runs it.
 package main
@@ -26,7 +27,7 @@ func main() {
 	klog.InitFlags(nil)
 	controllers := flag.String("controllers", "*", "value of bosun-controller-manager's --controllers")
 	securePort := flag.Int("secure-port", 10267, "port of bosun-controller-manager's health and metrics endpoints")
-	upstream := flag.String("upstream-controllers", "*,-replicaset,-deployment",
+	upstream := flag.String("upstream-controllers", "*,-replicaset,-deployment,-garbagecollector",
 		"value of upstream kube-controller-manager's --controllers; empty runs no upstream controllers")
 	upstreamPort := flag.Int("upstream-secure-port", 10257, "port of upstream kube-controller-manager's health endpoints")
 	flag.Parse()
@@ -89,8 +90,8 @@ func run(ctx context.Context, controllers string, securePort int, upstreamContro
 	exited := anyDone(process)
 
 	if upstreamControllers != "" {
-		// The garbage collector, namespace and service-account controllers and the rest of a
-		// cluster's control loops still come from upstream.
+		// The namespace and service-account controllers and the rest of a cluster's control
+		// loops still come from upstream; the garbage collector is bosun's.
 		upstream, err := startUpstreamControllerManager(cp, upstreamControllers, upstreamPort, out)
 		if err != nil {
 			return err

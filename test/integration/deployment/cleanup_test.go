@@ -91,7 +91,7 @@ func TestDeploymentDeletesOldReplicaSets(t *testing.T) {
 // running.
 func TestDeploymentDeletionCascades(t *testing.T) {
 	e := setup(t, "")
-	framework.StartUpstreamControllerManager(t, e.cp, garbageCollectorControllerID)
+	framework.StartBosunControllerManager(t, e.cp, framework.ControllerManagerOptions{Controllers: garbageCollectorControllerID})
 	e.startPodReadier(nil)
 	const name = "test-deployment-reaping"
 	e.createDeployment(newDeployment(e.ns, name, 2))

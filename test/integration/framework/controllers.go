@@ -130,8 +130,8 @@ func StartBosunControllerManager(t testing.TB, cp *ControlPlane, opts Controller
 }
 
 // StartUpstreamControllerManager runs upstream kube-controller-manager with only the named
-// controllers, for example "garbagecollector": the parts of a cluster that bosun does not
-// replace yet. See UpstreamControllerManagerArgs.
+// controllers, for example "replicaset,deployment" for a test that hands them over to
+// bosun. See UpstreamControllerManagerArgs.
 func StartUpstreamControllerManager(t testing.TB, cp *ControlPlane, controllers string, extraArgs ...string) *ControllerManager {
 	t.Helper()
 	path, err := ToolPath("kube-controller-manager")

@@ -12,13 +12,14 @@ import (
 	"github.com/bosun-dev/bosun/test/integration/framework"
 )
 
-// The upstream garbage collector that tests borrow removes a dependent once its owner is
-// gone, and keeps doing so after a crash and restart.
-func TestUpstreamGarbageCollectorRemovesDependents(t *testing.T) {
+// A garbage collector started through the framework (bosun's, as the other packages start
+// it) removes a dependent once its owner is gone, and keeps doing so after a crash and
+// restart, which exercises Restart.
+func TestGarbageCollectorRemovesDependents(t *testing.T) {
 	cp := framework.SharedControlPlane(t)
 	client := cp.Clientset(t)
 	ns := framework.CreateTestNamespace(t, client)
-	gc := framework.StartUpstreamControllerManager(t, cp, "garbagecollector")
+	gc := framework.StartBosunControllerManager(t, cp, framework.ControllerManagerOptions{Controllers: "garbagecollector"})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -54,7 +55,9 @@ func TestUpstreamGarbageCollectorRemovesDependents(t *testing.T) {
 // controllers it was asked for.
 func TestBosunControllerManagerStarts(t *testing.T) {
 	cp := framework.SharedControlPlane(t)
-	cm := framework.StartBosunControllerManager(t, cp, framework.ControllerManagerOptions{})
+	// Every controller but the collector: the shared control plane has one already (a
+	// cluster runs one garbage collector).
+	cm := framework.StartBosunControllerManager(t, cp, framework.ControllerManagerOptions{Controllers: "*,-garbagecollector"})
 	if code, body := framework.GetEndpoint(cm.Port, "/healthz", ""); code != 200 {
 		t.Fatalf("/healthz = %d %q", code, body)
 	}

@@ -116,8 +116,9 @@ type running struct {
 	all       []*framework.ControllerManager
 }
 
-// upstreamSide is kube-controller-manager running the workload controllers and its
-// garbage collector, as in a cluster without bosun.
+// upstreamSide is kube-controller-manager running the workload controllers, as in a
+// cluster without bosun, with bosun's garbage collector beside it (the tests run no
+// upstream collector).
 func upstreamSide(t *testing.T) side {
 	t.Helper()
 	framework.RequireIntegration(t)
@@ -130,14 +131,15 @@ func upstreamSide(t *testing.T) side {
 		agent: agentPrefix(path),
 		start: func(e *env) *running {
 			e.t.Helper()
-			cm := framework.StartUpstreamControllerManager(e.t, e.cp, "replicaset,deployment,garbagecollector")
-			return &running{workloads: cm, all: []*framework.ControllerManager{cm}}
+			cm := framework.StartUpstreamControllerManager(e.t, e.cp, "replicaset,deployment")
+			gc := framework.StartBosunControllerManager(e.t, e.cp, framework.ControllerManagerOptions{Controllers: "garbagecollector"})
+			return &running{workloads: cm, all: []*framework.ControllerManager{cm, gc}}
 		},
 	}
 }
 
-// bosunSide is bosun-controller-manager running the workload controllers, with upstream
-// running only the garbage collector, which bosun does not have yet.
+// bosunSide is bosun-controller-manager running the workload controllers and its garbage
+// collector, as an operator runs it.
 func bosunSide(t *testing.T) side {
 	t.Helper()
 	framework.RequireIntegration(t)
@@ -146,9 +148,8 @@ func bosunSide(t *testing.T) side {
 		agent: agentPrefix(framework.BuildBosunBinary(t, "bosun-controller-manager")),
 		start: func(e *env) *running {
 			e.t.Helper()
-			bosun := framework.StartBosunControllerManager(e.t, e.cp, framework.ControllerManagerOptions{Controllers: "replicaset,deployment"})
-			gc := framework.StartUpstreamControllerManager(e.t, e.cp, "garbagecollector")
-			return &running{workloads: bosun, all: []*framework.ControllerManager{bosun, gc}}
+			bosun := framework.StartBosunControllerManager(e.t, e.cp, framework.ControllerManagerOptions{Controllers: "replicaset,deployment,garbagecollector"})
+			return &running{workloads: bosun, all: []*framework.ControllerManager{bosun}}
 		},
 	}
 }

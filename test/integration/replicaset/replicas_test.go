@@ -163,7 +163,7 @@ func TestRSScaleSubresource(t *testing.T) {
 func TestReplicaSetsAppsV1DefaultGCPolicy(t *testing.T) {
 	e := setup(t)
 	e.startController(t, "")
-	framework.StartUpstreamControllerManager(t, e.cp, "garbagecollector")
+	framework.StartBosunControllerManager(t, e.cp, framework.ControllerManagerOptions{Controllers: "garbagecollector"})
 	rs := newReplicaSet("rs", 2)
 	rs.Finalizers = []string{holdFinalizer}
 	rs = e.createRS(t, rs)
