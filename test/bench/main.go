@@ -2,12 +2,20 @@
 // (built by hack/build-test-servers.sh from k8s.io/kubernetes at the same version) on the same
 // workloads: scale a ReplicaSet from 0 to 5,000 pods, create a 1,000-replica Deployment and
 // roll it once, and delete both. Each manager gets a fresh etcd + kube-apiserver with the same
-// flags, the same client rate limits and only the equivalent controllers; upstream's garbage
-// collector runs beside either one, unmeasured, to remove the pods of deleted objects. For
-// every workload it reports the wall time and the measured manager's CPU time and peak RSS.
+// flags, the same client rate limits and the equivalent controllers, its own garbage collector
+// among them, so the delete workloads measure bosun's collector against upstream's. For every
+// workload it reports the wall time and the measured manager's CPU time and peak RSS.
 //
 // A second part runs bosun without client-side rate limits and compares its scale-up with
 // the API server's own ceiling: the same number of pods created by N parallel clients.
+//
+// A third part ("gc") measures the garbage collectors alone: bosun-controller-manager and
+// upstream kube-controller-manager, each with --controllers=garbagecollector only, on a fresh
+// control plane that the benchmark fills itself. It cascade-deletes a ReplicaSet of 5,000
+// pods at the usual client limits and without them (against a raw baseline: the same pods
+// deleted by N parallel clients), and starts the collector on a cluster of 50,000 owned
+// ConfigMaps and Secrets plus 5,000 pods to measure how long its monitors take to sync, its
+// peak RSS and its Go heap per graph node.
 //
 // `make bench` runs it; it is not part of `make test`, and its figures are recorded in
 // docs/benchmarks.md. It prints a Markdown report and writes it to _output/bench/results.md.
@@ -20,6 +28,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -35,13 +44,18 @@ import (
 	"github.com/bosun-dev/bosun/test/integration/framework"
 )
 
-// The parts of a benchmark (--runs): the two managers on the full workloads, and bosun
-// without client limits against the raw baseline.
+// The parts of a benchmark (--runs): the two managers on the full workloads, bosun without
+// client limits against the raw baseline, and the two garbage collectors alone.
 const (
 	managerBosun    = "bosun"
 	managerUpstream = "upstream"
 	partUnlimited   = "unlimited"
+	partGC          = "gc"
 )
+
+// defaultControllers is the --controllers list of both measured managers in the side-by-side
+// workloads: each runs its own garbage collector, which removes the pods of deleted objects.
+const defaultControllers = "replicaset,deployment,garbagecollector"
 
 const benchNamespace = "bench"
 
@@ -62,23 +76,37 @@ type options struct {
 	bosunBinary         string
 	outDir              string
 	profileSeconds      int
+	gcPods              int
+	gcObjects           int
+	gcManagers          []string
+	gcCreateClients     int
 }
 
 func parseFlags() (*options, error) {
 	o := &options{}
 	klog.InitFlags(nil)
-	flag.Float64Var(&o.limits.QPS, "kube-api-qps", 500, "--kube-api-qps of both measured managers and of the garbage collector")
-	flag.IntVar(&o.limits.Burst, "kube-api-burst", 500, "--kube-api-burst of both measured managers and of the garbage collector")
-	flag.Float64Var(&o.unlimited.QPS, "unlimited-qps", 1e6, "--kube-api-qps of bosun in the run without client limits; "+
+	flag.Float64Var(&o.limits.QPS, "kube-api-qps", 500, "--kube-api-qps of both measured managers (in every part but the runs without client limits)")
+	flag.IntVar(&o.limits.Burst, "kube-api-burst", 500, "--kube-api-burst of both measured managers (in every part but the runs without client limits)")
+	flag.Float64Var(&o.unlimited.QPS, "unlimited-qps", 1e6, "--kube-api-qps of the managers in the runs without client limits; "+
 		"bosun rejects 0 and negative values, and a token bucket this large never makes a client wait")
-	flag.IntVar(&o.unlimited.Burst, "unlimited-burst", 1e6, "--kube-api-burst of bosun in the run without client limits")
+	flag.IntVar(&o.unlimited.Burst, "unlimited-burst", 1e6, "--kube-api-burst of the managers in the runs without client limits")
 	flag.IntVar(&o.rsReplicas, "replicaset-replicas", 5000, "replicas the ReplicaSet is scaled to")
 	flag.IntVar(&o.deployReplicas, "deployment-replicas", 1000, "replicas of the Deployment")
-	clients := flag.String("baseline-clients", "8,32,128", "comma-separated numbers of parallel clients for the raw pod-creation baseline")
-	runs := flag.String("runs", "upstream,bosun,unlimited", "comma-separated parts to run: upstream, bosun (the side-by-side workloads), "+
-		"unlimited (bosun without client limits against the raw baseline)")
-	flag.StringVar(&o.bosunControllers, "bosun-controllers", "replicaset,deployment", "--controllers of bosun-controller-manager")
-	flag.StringVar(&o.upstreamControllers, "upstream-controllers", "replicaset,deployment", "--controllers of the measured upstream kube-controller-manager")
+	clients := flag.String("baseline-clients", "8,32,128", "comma-separated numbers of parallel clients for the raw baselines "+
+		"(pod creation for the unlimited part, pod deletion for the gc part)")
+	runs := flag.String("runs", "upstream,bosun,unlimited,gc", "comma-separated parts to run: upstream, bosun (the side-by-side workloads), "+
+		"unlimited (bosun without client limits against the raw baseline), gc (the garbage collectors alone: cascade delete, "+
+		"with and without client limits, and a large cluster's sync and memory)")
+	flag.StringVar(&o.bosunControllers, "bosun-controllers", defaultControllers, "--controllers of bosun-controller-manager in the side-by-side "+
+		"workloads and the unlimited part; its garbage collector removes the pods of the deleted objects")
+	flag.StringVar(&o.upstreamControllers, "upstream-controllers", defaultControllers, "--controllers of the measured upstream "+
+		"kube-controller-manager in the side-by-side workloads; its garbage collector removes the pods of the deleted objects")
+	flag.IntVar(&o.gcPods, "gc-pods", 5000, "gc part: pods of the cascade-deleted ReplicaSet, and pods in the large cluster")
+	flag.IntVar(&o.gcObjects, "gc-objects", 50000, fmt.Sprintf("gc part: owned ConfigMaps and Secrets (half each, 1-4 KiB of data) in the "+
+		"large cluster, besides one owner ConfigMap per %d of them and the --gc-pods pods", gcDependentsPerOwner))
+	gcManagers := flag.String("gc-managers", "upstream,bosun", "gc part: comma-separated collectors to run: upstream "+
+		"(kube-controller-manager --controllers=garbagecollector), bosun (bosun-controller-manager --controllers=garbagecollector)")
+	flag.IntVar(&o.gcCreateClients, "gc-create-clients", 64, "gc part: parallel clients that create the objects before a collector starts")
 	flag.IntVar(&o.readierWorkers, "readier-workers", 32, "parallel writers of the helper that marks pods Ready (the same in every run)")
 	flag.IntVar(&o.repeat, "repeat", 3, "how often every part runs; the report shows the median of each figure")
 	flag.IntVar(&o.verbosity, "manager-v", 2, "--v of every controller manager")
@@ -99,14 +127,25 @@ func parseFlags() (*options, error) {
 	}
 	for _, run := range strings.Split(*runs, ",") {
 		switch run = strings.TrimSpace(run); run {
-		case managerUpstream, managerBosun, partUnlimited:
+		case managerUpstream, managerBosun, partUnlimited, partGC:
 			o.runs = append(o.runs, run)
 		default:
 			return nil, fmt.Errorf("--runs: unknown part %q", run)
 		}
 	}
+	for _, name := range strings.Split(*gcManagers, ",") {
+		switch name = strings.TrimSpace(name); name {
+		case managerUpstream, managerBosun:
+			o.gcManagers = append(o.gcManagers, name)
+		default:
+			return nil, fmt.Errorf("--gc-managers: unknown collector %q", name)
+		}
+	}
 	if o.repeat < 1 {
 		return nil, fmt.Errorf("--repeat must be at least 1")
+	}
+	if o.gcPods < 1 || o.gcObjects < 0 || o.gcCreateClients < 1 {
+		return nil, fmt.Errorf("--gc-pods and --gc-create-clients must be at least 1, --gc-objects at least 0")
 	}
 	root, err := framework.RepoRoot()
 	if err != nil {
@@ -122,12 +161,12 @@ func parseFlags() (*options, error) {
 }
 
 func (o *options) wants(run string) bool {
-	for _, r := range o.runs {
-		if r == run {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(o.runs, run)
+}
+
+// needsBosun reports whether any chosen part runs bosun-controller-manager.
+func (o *options) needsBosun() bool {
+	return o.wants(managerBosun) || o.wants(partUnlimited) || (o.wants(partGC) && slices.Contains(o.gcManagers, managerBosun))
 }
 
 func main() {
@@ -147,7 +186,7 @@ func main() {
 
 func run(ctx context.Context, o *options) error {
 	logger := klog.FromContext(ctx)
-	if _, err := os.Stat(o.bosunBinary); err != nil {
+	if _, err := os.Stat(o.bosunBinary); err != nil && o.needsBosun() {
 		return fmt.Errorf("%w (run `make build` first)", err)
 	}
 	upstreamBinary, err := framework.ToolPath("kube-controller-manager")
@@ -192,6 +231,11 @@ func run(ctx context.Context, o *options) error {
 			}
 			res.unlimited = append(res.unlimited, r)
 		}
+		if o.wants(partGC) {
+			if err := runGCPart(ctx, o, res.gc, upstreamBinary, logRoot, rep); err != nil {
+				return err
+			}
+		}
 	}
 	res.duration = time.Since(began)
 
@@ -213,14 +257,10 @@ type runResult struct {
 }
 
 // runManager measures one manager on the full workload sequence against a fresh control
-// plane, with upstream's garbage collector beside it.
+// plane. Nothing else runs beside it: its own garbage collector (in the default
+// --bosun-controllers and --upstream-controllers) removes the pods of the deleted objects.
 func runManager(ctx context.Context, o *options, name, upstreamBinary, logDir string) (runResult, error) {
 	return withControlPlane(ctx, logDir, func(ctx context.Context, cp *framework.ControlPlane, client kubernetes.Interface) (runResult, error) {
-		gc, err := startManager(ctx, upstreamManager(upstreamBinary, cp, "garbage-collector", "garbagecollector", o.limits, o.verbosity), logDir)
-		if err != nil {
-			return runResult{}, err
-		}
-		defer gc.Stop(framework.DefaultStopGracePeriod)
 		var spec managerSpec
 		switch name {
 		case managerBosun:
@@ -228,13 +268,13 @@ func runManager(ctx context.Context, o *options, name, upstreamBinary, logDir st
 		case managerUpstream:
 			spec = upstreamManager(upstreamBinary, cp, "kube-controller-manager", o.upstreamControllers, o.limits, o.verbosity)
 		}
-		return measureManager(ctx, o, cp, spec, client, logDir, (*workloadEnv).runAllWorkloads, gc)
+		return measureManager(ctx, o, cp, spec, client, logDir, (*workloadEnv).runAllWorkloads)
 	})
 }
 
 // runUnlimited measures bosun's ReplicaSet scale-up without client-side rate limits. Nothing
-// else runs beside it: no object is deleted, so no garbage collector is needed, and the raw
-// baseline it is compared with had the API server to itself too.
+// else runs beside it, as the raw baseline it is compared with had the API server to itself
+// too; bosun runs the same --bosun-controllers as in the side-by-side workloads.
 func runUnlimited(ctx context.Context, o *options, logDir string) (runResult, error) {
 	return withControlPlane(ctx, logDir, func(ctx context.Context, cp *framework.ControlPlane, client kubernetes.Interface) (runResult, error) {
 		spec := bosunManager(o.bosunBinary, cp, o.bosunControllers, o.unlimited, o.verbosity)
@@ -246,11 +286,10 @@ func runUnlimited(ctx context.Context, o *options, logDir string) (runResult, er
 	})
 }
 
-// measureManager starts spec, lets it settle, and runs workloads against it. The other
-// processes are checked to have survived too, since a crashed garbage collector would stall
-// the run in a confusing way.
+// measureManager starts spec, lets it settle, and runs workloads against it. The manager is
+// checked to have survived, since a crash would make its figures meaningless.
 func measureManager(ctx context.Context, o *options, cp *framework.ControlPlane, spec managerSpec, client kubernetes.Interface, logDir string,
-	workloads func(*workloadEnv, context.Context) ([]measurement, error), others ...*manager) (runResult, error) {
+	workloads func(*workloadEnv, context.Context) ([]measurement, error)) (runResult, error) {
 	m, err := startManager(ctx, spec, logDir)
 	if err != nil {
 		return runResult{}, err
@@ -275,10 +314,8 @@ func measureManager(ctx context.Context, o *options, cp *framework.ControlPlane,
 		env.profiler = newProfiler(m.Pid(), m.Port, cp.Config().BearerToken, o.profileSeconds, logDir)
 	}
 	measurements, err := workloads(env, ctx)
-	for _, p := range append([]*manager{m}, others...) {
-		if aliveErr := p.checkAlive(); aliveErr != nil {
-			return runResult{}, aliveErr
-		}
+	if aliveErr := m.checkAlive(); aliveErr != nil {
+		return runResult{}, aliveErr
 	}
 	if err != nil {
 		return runResult{}, fmt.Errorf("%w\nthe end of the %s log:\n%s", err, spec.Label, m.LogTail(20))

@@ -36,10 +36,11 @@ type results struct {
 	managers  map[string][]runResult
 	baselines map[int][]time.Duration
 	unlimited []runResult
+	gc        *gcResults
 }
 
 func newResults(o *options, started time.Time) *results {
-	return &results{options: o, started: started, managers: map[string][]runResult{}, baselines: map[int][]time.Duration{}}
+	return &results{options: o, started: started, managers: map[string][]runResult{}, baselines: map[int][]time.Duration{}, gc: newGCResults()}
 }
 
 // figures is one manager's median figures for one workload.
@@ -119,16 +120,17 @@ func (r *results) markdown() string {
 	fmt.Fprintf(&b, "Command: `go run ./test/bench%s` (what `make bench` runs), %s, took %s.\n\n",
 		argsSuffix(), r.started.UTC().Format("2006-01-02 15:04 UTC"), r.duration.Round(time.Second))
 	fmt.Fprintf(&b, "Machine: %s.\n\n", machine())
-	fmt.Fprintf(&b, "Both managers and the garbage collector: `--kube-api-qps=%s --kube-api-burst=%d`, protobuf, admin "+
-		"credentials, `--leader-elect=false`, `--v=%d`; measured: bosun `--controllers=%s` vs upstream `--controllers=%s`. "+
-		"Each run has a fresh etcd + kube-apiserver; median of %d run(s) per figure.\n\n",
-		strconv.FormatFloat(o.limits.QPS, 'g', -1, 64), o.limits.Burst, o.verbosity, o.bosunControllers, o.upstreamControllers, o.repeat)
+	fmt.Fprintf(&b, "Every manager: protobuf, admin credentials, `--leader-elect=false`, `--v=%d`, alone on a fresh etcd + kube-apiserver "+
+		"per run; median of %d run(s) per figure.\n\n", o.verbosity, o.repeat)
 
 	if o.profileSeconds > 0 {
 		b.WriteString("**Profiling was on (`--profile-seconds`): these figures include its overhead and are not comparable with others.**\n\n")
 	}
 	bosun, upstream := r.managers[managerBosun], r.managers[managerUpstream]
 	if len(bosun)+len(upstream) > 0 {
+		fmt.Fprintf(&b, "Side by side: both managers `--kube-api-qps=%s --kube-api-burst=%d`; bosun `--controllers=%s` vs upstream "+
+			"`--controllers=%s`, each with its own garbage collector (when listed), which removes the pods of the deleted objects.\n\n",
+			strconv.FormatFloat(o.limits.QPS, 'g', -1, 64), o.limits.Burst, o.bosunControllers, o.upstreamControllers)
 		b.WriteString("| Workload | bosun wall | upstream wall | ratio | bosun CPU-s | upstream CPU-s | ratio | bosun peak RSS MiB | upstream peak RSS MiB | ratio |\n")
 		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, w := range workloadOrder {
@@ -150,6 +152,9 @@ func (r *results) markdown() string {
 	}
 	if len(r.unlimited) > 0 {
 		r.writeUnlimited(&b)
+	}
+	if !r.gc.empty() {
+		r.writeGC(&b)
 	}
 	return b.String()
 }
@@ -173,9 +178,9 @@ func (r *results) writeTargets(b *strings.Builder, bosun, upstream []runResult) 
 func (r *results) writeUnlimited(b *strings.Builder) {
 	o := r.options
 	fmt.Fprintf(b, "## Without client rate limits\n\n")
-	fmt.Fprintf(b, "bosun `--kube-api-qps=%s --kube-api-burst=%d` alone on a fresh control plane, against creating the same %s pods "+
+	fmt.Fprintf(b, "bosun `--controllers=%s --kube-api-qps=%s --kube-api-burst=%d` alone on a fresh control plane, against creating the same %s pods "+
 		"(same template, same owner reference) with N parallel unthrottled admin clients on a fresh control plane.\n\n",
-		strconv.FormatFloat(o.unlimited.QPS, 'g', -1, 64), o.unlimited.Burst, thousands(o.rsReplicas))
+		o.bosunControllers, strconv.FormatFloat(o.unlimited.QPS, 'g', -1, 64), o.unlimited.Burst, thousands(o.rsReplicas))
 	b.WriteString("| Run | wall | pods/s |\n|---|---:|---:|\n")
 	for _, clients := range o.baselineClients {
 		walls := r.baselines[clients]
@@ -195,13 +200,7 @@ func (r *results) writeUnlimited(b *strings.Builder) {
 	b.WriteString("| Repetition | best raw baseline | bosun | bosun / baseline |\n|---|---:|---:|---:|\n")
 	var ratios []float64
 	for rep, run := range r.unlimited {
-		var best time.Duration
-		bestClients := 0
-		for _, clients := range o.baselineClients {
-			if walls := r.baselines[clients]; rep < len(walls) && (best == 0 || walls[rep] < best) {
-				best, bestClients = walls[rep], clients
-			}
-		}
+		best, bestClients := bestBaseline(r.baselines, o.baselineClients, rep)
 		if best == 0 || len(run.Measurements) == 0 {
 			continue
 		}
@@ -212,6 +211,19 @@ func (r *results) writeUnlimited(b *strings.Builder) {
 	if len(ratios) > 0 {
 		fmt.Fprintf(b, "\nbosun / best baseline, median of the repetitions: %s (target ≤ %.2f×)\n", verdict(middle(ratios), targetUnlimitedRatio), targetUnlimitedRatio)
 	}
+}
+
+// bestBaseline returns the fastest baseline of repetition rep (0-based) over the client
+// counts, and its count; zero when that repetition has none.
+func bestBaseline(baselines map[int][]time.Duration, clientCounts []int, rep int) (time.Duration, int) {
+	var best time.Duration
+	bestClients := 0
+	for _, clients := range clientCounts {
+		if walls := baselines[clients]; rep < len(walls) && (best == 0 || walls[rep] < best) {
+			best, bestClients = walls[rep], clients
+		}
+	}
+	return best, bestClients
 }
 
 func verdict(value, target float64) string {

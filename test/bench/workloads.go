@@ -381,6 +381,18 @@ func createPodsInParallel(ctx context.Context, config *rest.Config, namespace st
 		},
 		Spec: owner.Spec.Template.Spec,
 	}
+	return inParallel(ctx, config, total, clients, func(ctx context.Context, client kubernetes.Interface, _ int) error {
+		if _, err := client.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating a pod: %w", err)
+		}
+		return nil
+	})
+}
+
+// inParallel calls do for every index in [0, total) from clients parallel workers, each with
+// its own clientset of config, and returns how long the calls took (not counting building
+// the clients). It stops handing out indices at the first error and returns that error.
+func inParallel(ctx context.Context, config *rest.Config, total, clients int, do func(ctx context.Context, client kubernetes.Interface, i int) error) (time.Duration, error) {
 	workers := make([]kubernetes.Interface, clients)
 	for i := range workers {
 		client, err := kubernetes.NewForConfig(config)
@@ -390,15 +402,21 @@ func createPodsInParallel(ctx context.Context, config *rest.Config, namespace st
 		workers[i] = client
 	}
 	var next atomic.Int64
+	var failed atomic.Bool
 	var firstErr error
 	var errOnce sync.Once
 	var wg sync.WaitGroup
 	began := time.Now()
 	for _, client := range workers {
 		wg.Go(func() {
-			for next.Add(1) <= int64(total) {
-				if _, err := client.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-					errOnce.Do(func() { firstErr = fmt.Errorf("creating a pod: %w", err) })
+			for !failed.Load() {
+				i := next.Add(1) - 1
+				if i >= int64(total) {
+					return
+				}
+				if err := do(ctx, client, int(i)); err != nil {
+					errOnce.Do(func() { firstErr = err })
+					failed.Store(true)
 					return
 				}
 			}
