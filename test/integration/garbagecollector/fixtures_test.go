@@ -3,11 +3,7 @@ package garbagecollector
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -65,8 +61,8 @@ type env struct {
 	client  kubernetes.Interface
 	dynamic dynamic.Interface
 	ns      string
-	audit   *auditTail // nil without an audit log
-	gc      *collector // set by startCollector
+	audit   *framework.AuditTail // nil without an audit log
+	gc      *collector           // set by startCollector
 
 	canaries int
 }
@@ -76,7 +72,7 @@ type env struct {
 func setup(t *testing.T) *env {
 	t.Helper()
 	cp := framework.SharedControlPlane(t)
-	audit := newAuditTail(t, cp)
+	audit := framework.NewAuditTail(t, cp)
 	e := setupOn(t, cp)
 	e.audit = audit
 	t.Cleanup(func() { e.removeAll(e.ns) })
@@ -451,98 +447,10 @@ func ownerUIDs(obj metav1.Object) []types.UID {
 
 // ---- Audit log ----
 
-// auditTail reads the API server's audit log incrementally, from where it ended when the
-// test began, so that a test sees only its own era and never re-parses the whole file (it
-// holds every request of the package run).
-type auditTail struct {
-	mu     sync.Mutex
-	path   string
-	offset int64
-	events []auditv1.Event
-}
-
-func newAuditTail(t *testing.T, cp *framework.ControlPlane) *auditTail {
-	t.Helper()
-	path := cp.AuditLogPath()
-	if path == "" {
-		t.Fatal("the control plane has no audit log; TestMain must set Options.AuditPolicy")
-	}
-	info, err := os.Stat(path)
-	var size int64
-	switch {
-	case err == nil:
-		size = info.Size()
-	case !os.IsNotExist(err):
-		t.Fatal(err)
-	}
-	// The servers write whole lines; a partly written last one is read with the next.
-	a := &auditTail{path: path, offset: size}
-	if size > 0 {
-		if a.offset, err = endOfLastLine(path, size); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return a
-}
-
-// endOfLastLine returns the offset just after the last newline before size.
-func endOfLastLine(path string, size int64) (int64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	start := max(size-1<<20, 0) // one audit line is a few KiB at most
-	buf := make([]byte, size-start)
-	if _, err := f.ReadAt(buf, start); err != nil && err != io.EOF {
-		return 0, err
-	}
-	return start + int64(bytes.LastIndexByte(buf, '\n')+1), nil
-}
-
-// read returns the ResponseComplete events logged since the test began, oldest first.
-func (a *auditTail) read() ([]auditv1.Event, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	f, err := os.Open(a.path)
-	if os.IsNotExist(err) {
-		return a.events, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if _, err := f.Seek(a.offset, io.SeekStart); err != nil {
-		return nil, err
-	}
-	data, err := io.ReadAll(f)
-	if err != nil {
-		return nil, err
-	}
-	end := bytes.LastIndexByte(data, '\n')
-	if end < 0 {
-		return a.events, nil
-	}
-	for _, line := range bytes.Split(data[:end], []byte("\n")) {
-		if len(line) == 0 {
-			continue
-		}
-		var ev auditv1.Event
-		if err := json.Unmarshal(line, &ev); err != nil {
-			return nil, fmt.Errorf("parsing audit event %q: %w", line, err)
-		}
-		if ev.Stage == auditv1.StageResponseComplete {
-			a.events = append(a.events, ev)
-		}
-	}
-	a.offset += int64(end + 1)
-	return a.events, nil
-}
-
 // requests returns the audited requests (since the test began) that match.
 func (e *env) requests(match func(ev *auditv1.Event) bool) []auditv1.Event {
 	e.t.Helper()
-	events, err := e.audit.read()
+	events, err := e.audit.Read()
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -1,12 +1,9 @@
 package replicaset
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -55,7 +52,7 @@ type testEnv struct {
 	cp     *framework.ControlPlane
 	client kubernetes.Interface
 	ns     string
-	audit  *auditTail
+	audit  *framework.AuditTail
 }
 
 // setup prepares a test. When the test ends (after its controller managers have stopped,
@@ -65,7 +62,7 @@ type testEnv struct {
 func setup(t *testing.T) *testEnv {
 	t.Helper()
 	cp := framework.SharedControlPlane(t)
-	audit := newAuditTail(t, cp)
+	audit := framework.NewAuditTail(t, cp)
 	client := cp.Clientset(t)
 	ns := framework.CreateTestNamespace(t, client).Name
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
@@ -609,7 +606,7 @@ type request struct {
 // requests returns the completed requests logged since the test began for which match
 // holds, ordered by arrival.
 func (e *testEnv) requests(match func(*auditv1.Event) bool) ([]request, error) {
-	events, err := e.audit.read()
+	events, err := e.audit.Read()
 	if err != nil {
 		return nil, err
 	}
@@ -655,86 +652,4 @@ func countCodes(reqs []request, code int32) int {
 		}
 	}
 	return n
-}
-
-// auditTail reads the API server's audit log incrementally, from where it ended when the
-// test began, so that a test sees only its own era and never re-parses the whole file
-// (it holds every request of the package run). Not safe for concurrent use.
-type auditTail struct {
-	path   string
-	offset int64
-	events []auditv1.Event
-}
-
-func newAuditTail(t *testing.T, cp *framework.ControlPlane) *auditTail {
-	t.Helper()
-	path := cp.AuditLogPath()
-	if path == "" {
-		t.Fatal("the control plane has no audit log; TestMain must set Options.AuditPolicy")
-	}
-	offset, err := endOfLastLine(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &auditTail{path: path, offset: offset}
-}
-
-// endOfLastLine returns the offset just after the last complete line of the file.
-func endOfLastLine(path string) (int64, error) {
-	f, err := os.Open(path)
-	if os.IsNotExist(err) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("opening audit log: %w", err)
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return 0, fmt.Errorf("audit log: %w", err)
-	}
-	// One audit line is a few KiB at most; 1 MiB before the end holds a newline.
-	start := max(info.Size()-1<<20, 0)
-	buf := make([]byte, info.Size()-start)
-	if _, err := f.ReadAt(buf, start); err != nil && err != io.EOF {
-		return 0, fmt.Errorf("reading audit log: %w", err)
-	}
-	return start + int64(bytes.LastIndexByte(buf, '\n')+1), nil
-}
-
-// read returns the ResponseComplete events logged since the tail was made, oldest first.
-func (a *auditTail) read() ([]auditv1.Event, error) {
-	f, err := os.Open(a.path)
-	if os.IsNotExist(err) {
-		return a.events, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("opening audit log: %w", err)
-	}
-	defer f.Close()
-	if _, err := f.Seek(a.offset, io.SeekStart); err != nil {
-		return nil, fmt.Errorf("seeking in audit log: %w", err)
-	}
-	data, err := io.ReadAll(f)
-	if err != nil {
-		return nil, fmt.Errorf("reading audit log: %w", err)
-	}
-	end := bytes.LastIndexByte(data, '\n')
-	if end < 0 {
-		return a.events, nil // no complete new line yet
-	}
-	for _, line := range bytes.Split(data[:end], []byte("\n")) {
-		if len(line) == 0 {
-			continue
-		}
-		var ev auditv1.Event
-		if err := json.Unmarshal(line, &ev); err != nil {
-			return nil, fmt.Errorf("parsing audit event %q: %w", line, err)
-		}
-		if ev.Stage == auditv1.StageResponseComplete {
-			a.events = append(a.events, ev)
-		}
-	}
-	a.offset += int64(end + 1)
-	return a.events, nil
 }
