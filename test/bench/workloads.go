@@ -382,7 +382,9 @@ func createPodsInParallel(ctx context.Context, config *rest.Config, namespace st
 		Spec: owner.Spec.Template.Spec,
 	}
 	return inParallel(ctx, config, total, clients, func(ctx context.Context, client kubernetes.Interface, _ int) error {
-		if _, err := client.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		// A copy per call: encoding a request sets the object's TypeMeta for a moment, so
+		// one object shared by concurrent creates is a data race.
+		if _, err := client.CoreV1().Pods(namespace).Create(ctx, pod.DeepCopy(), metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("creating a pod: %w", err)
 		}
 		return nil
