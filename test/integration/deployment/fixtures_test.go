@@ -110,12 +110,7 @@ func setupWithoutControllers(t *testing.T) *testEnv {
 // accept refuses (nil accepts all), in place of a kubelet.
 func (e *testEnv) startPodReadier(accept func(*corev1.Pod) bool) {
 	e.t.Helper()
-	r := framework.StartPodReadier(e.ctx, e.client, e.ns, 8, accept)
-	e.t.Cleanup(func() {
-		if err := r.Stop(); err != nil {
-			e.t.Errorf("pod readier: %v", err)
-		}
-	})
+	framework.StartPodReadierForTest(e.t, e.ctx, e.client, e.ns, 8, accept)
 }
 
 // exceptImages is a readier filter that leaves pods of the given images not ready.

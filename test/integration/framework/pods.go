@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -68,6 +69,18 @@ type PodReadier struct {
 	mu     sync.Mutex
 	marked int
 	err    error
+}
+
+// StartPodReadierForTest starts a PodReadier (see StartPodReadier) that the end of the test
+// stops, failing the test if the readier ran into an error.
+func StartPodReadierForTest(t testing.TB, ctx context.Context, client kubernetes.Interface, namespace string, workers int, accept func(*corev1.Pod) bool) {
+	t.Helper()
+	r := StartPodReadier(ctx, client, namespace, workers, accept)
+	t.Cleanup(func() {
+		if err := r.Stop(); err != nil {
+			t.Errorf("pod readier: %v", err)
+		}
+	})
 }
 
 // StartPodReadier watches the pods of namespace and marks every active pod that is not

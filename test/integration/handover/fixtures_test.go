@@ -276,12 +276,7 @@ func (e *env) idle(cm *framework.ControllerManager, who string) error {
 // those accept refuses (nil accepts all), in place of a kubelet.
 func (e *env) startPodReadier(accept func(*corev1.Pod) bool) {
 	e.t.Helper()
-	r := framework.StartPodReadier(e.ctx, e.client, e.ns, 4, accept)
-	e.t.Cleanup(func() {
-		if err := r.Stop(); err != nil {
-			e.t.Errorf("pod readier: %v", err)
-		}
-	})
+	framework.StartPodReadierForTest(e.t, e.ctx, e.client, e.ns, 4, accept)
 }
 
 // markAllReady marks every active pod of the namespace that is not ready Running and
