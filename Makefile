@@ -65,7 +65,8 @@ update: ## Regenerate code, CRDs and vendor/ after changing types or dependencie
 	hack/update-docs.sh
 
 .PHONY: local-up
-local-up: test-servers build ## Run etcd + kube-apiserver + bosun locally; prints how to use kubectl.
+local-up: test-servers build ## As root: a local cluster with a real node (containerd + kubelet) and bosun; prints how to use it.
+	hack/install-deps.sh
 	$(GO) run ./hack/local-up
 
 .PHONY: clean

@@ -58,7 +58,8 @@ and serves ContainerRecreateRequests and NodeImages of its own node only.`,
 }
 
 // healthChecks are the daemon's endpoints: /healthz and /livez answer ping; /readyz needs
-// synced informers, a container runtime that answered recently, and no termination.
+// synced informers, a container runtime that answered recently, and no termination. The
+// runtime check names the runtime in /readyz?verbose.
 type healthChecks struct {
 	serving.HealthEndpoints
 	informerSync *serving.InformerSync

@@ -14,7 +14,12 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/bosun-dev/bosun/pkg/daemon/cri/crifake"
+	"github.com/bosun-dev/bosun/pkg/serving"
 )
+
+// The monitor names the runtime in /readyz?verbose. The assertion lives here so that package
+// cri, which the agent's controllers use, does not import the serving code.
+var _ serving.Describer = &Monitor{}
 
 func TestCandidatesAndDiscover(t *testing.T) {
 	explicit, err := Candidates("/run/x.sock", DefaultSocketDirs)
@@ -79,11 +84,17 @@ func TestMonitorReadiness(t *testing.T) {
 	if ready() {
 		t.Fatal("ready before any runtime exists")
 	}
+	if d := m.Describe(); d != "" {
+		t.Errorf("description before any runtime answered: %q", d)
+	}
 	runtime := crifake.Start(t, filepath.Join(dir, "containerd", "containerd.sock"))
 	eventually(t, "the runtime is found", ready)
 	rt, err := m.WaitForRuntime(ctx)
-	if err != nil || rt.Name != "fake-runtime" || rt.Version != "1.2.3" || rt.Endpoint != "unix://"+dir+"/containerd/containerd.sock" {
+	if err != nil || rt.Name != "fake-runtime" || rt.Version != "1.2.3" || rt.APIVersion != "v1" || rt.Endpoint != "unix://"+dir+"/containerd/containerd.sock" {
 		t.Errorf("runtime %+v, %v", rt, err)
+	}
+	if got, want := m.Describe(), "fake-runtime 1.2.3 (runtime API v1) at unix://"+dir+"/containerd/containerd.sock"; got != want {
+		t.Errorf("Describe() = %q, want %q", got, want)
 	}
 
 	runtime.Stop()
@@ -94,13 +105,16 @@ func TestMonitorReadiness(t *testing.T) {
 	if rt := m.Runtime(); rt.Endpoint != "unix://"+dir+"/crio.sock" {
 		t.Errorf("after rediscovery the endpoint is %q", rt.Endpoint)
 	}
+	if got := m.Describe(); !strings.HasSuffix(got, " at unix://"+dir+"/crio.sock") {
+		t.Errorf("after rediscovery Describe() = %q", got)
+	}
 	cancel()
 	<-done
 }
 
 func TestCheckRequiresRecentSuccess(t *testing.T) {
 	dir := crifake.ShortTempDir(t)
-	crifake.Start(t, filepath.Join(dir, "r.sock"))
+	runtime := crifake.Start(t, filepath.Join(dir, "r.sock"))
 	m, err := NewMonitor("unix://"+filepath.Join(dir, "r.sock"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -117,6 +131,15 @@ func TestCheckRequiresRecentSuccess(t *testing.T) {
 	}
 	if err := m.Check(nil); err != nil {
 		t.Errorf("right after a successful call: %v", err)
+	}
+	// An upgrade behind the same socket is seen at the next call, without a new connection.
+	first := m.Runtime()
+	runtime.SetRuntimeVersion("1.2.4")
+	if err := m.probe(context.Background(), conn, m.candidates[0]); err != nil {
+		t.Fatal(err)
+	}
+	if rt := m.Runtime(); rt == first || rt.Version != "1.2.4" || first.Version != "1.2.3" || !strings.HasPrefix(m.Describe(), "fake-runtime 1.2.4 ") {
+		t.Errorf("after an in-place upgrade: runtime %+v (was %+v), description %q", rt, first, m.Describe())
 	}
 	fakeClock.Step(ReadinessWindow)
 	if err := m.Check(nil); err != nil {

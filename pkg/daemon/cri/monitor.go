@@ -40,6 +40,8 @@ type Runtime struct {
 	// Name and Version come from the runtime's Version answer, e.g. "containerd", "1.6.20".
 	Name    string
 	Version string
+	// APIVersion is the CRI API version the runtime reports, e.g. "v1".
+	APIVersion string
 
 	conn *grpc.ClientConn
 	// RuntimeService and ImageService are the CRI v1 clients.
@@ -48,7 +50,7 @@ type Runtime struct {
 }
 
 // Monitor finds the runtime, keeps a connection to it and calls Version periodically. It is
-// also the "cri" readiness check.
+// also the "cri" readiness check, which names the runtime in /readyz?verbose.
 type Monitor struct {
 	candidates []string
 	explicit   bool
@@ -96,6 +98,25 @@ func (m *Monitor) Check(*http.Request) error {
 		return fmt.Errorf("last successful CRI Version call was %v ago", age.Round(time.Second))
 	}
 	return nil
+}
+
+// Describe names the runtime for the passing readiness check, for example "containerd 1.6.20
+// (runtime API v1) at unix:///run/containerd/containerd.sock", so that an operator sees which
+// runtime the agent talks to. It is empty before the runtime first answered.
+func (m *Monitor) Describe() string {
+	rt := m.Runtime()
+	if rt == nil {
+		return ""
+	}
+	// Runtimes fill the Version answer unevenly; leave out what is missing.
+	description := rt.Name
+	if rt.Version != "" {
+		description += " " + rt.Version
+	}
+	if rt.APIVersion != "" {
+		description += " (runtime API " + rt.APIVersion + ")"
+	}
+	return strings.TrimSpace(description + " at " + rt.Endpoint)
 }
 
 // Runtime returns the current connection, or nil before the first successful Version call.
@@ -189,11 +210,16 @@ func (m *Monitor) probe(ctx context.Context, conn *grpc.ClientConn, endpoint str
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.runtime == nil || m.runtime.conn != conn {
+	// A runtime upgraded behind the same socket answers on the same connection with a new
+	// version: replace the Runtime (never modify it, callers hold it unlocked) so that logs and
+	// /readyz name the runtime that answered last.
+	if rt := m.runtime; rt == nil || rt.conn != conn || rt.Name != resp.GetRuntimeName() ||
+		rt.Version != resp.GetRuntimeVersion() || rt.APIVersion != resp.GetRuntimeApiVersion() {
 		m.runtime = &Runtime{
 			Endpoint:       endpoint,
 			Name:           resp.GetRuntimeName(),
 			Version:        resp.GetRuntimeVersion(),
+			APIVersion:     resp.GetRuntimeApiVersion(),
 			conn:           conn,
 			RuntimeService: runtimeService,
 			ImageService:   runtimeapi.NewImageServiceClient(conn),

@@ -84,8 +84,9 @@ func TestReadinessFollowsTheRuntimeAndWatchesStayOnTheNode(t *testing.T) {
 
 	runtime := crifake.Start(t, socket)
 	waitFor("/readyz to pass once the runtime is up", func() bool { code, _ := get("/readyz"); return code == http.StatusOK })
+	// Ready, and it names the runtime it talks to.
 	_, body = get("/readyz?verbose")
-	for _, check := range []string{"[+]cri ok", "[+]informer-sync ok"} {
+	for _, check := range []string{"[+]cri ok: fake-runtime 1.2.3 (runtime API v1) at " + runtime.Endpoint() + "\n", "[+]informer-sync ok\n"} {
 		if !strings.Contains(body, check) {
 			t.Errorf("/readyz?verbose lacks %q:\n%s", check, body)
 		}

@@ -33,6 +33,8 @@ type apiServerFiles struct {
 	certFile, keyFile             string
 	saPublicKey, saPrivateKey     string
 	tokenFile, clientCAFile       string
+	kubeletClientCert             string
+	kubeletClientKey              string
 	auditPolicyFile, auditLogFile string // empty unless auditing is on
 }
 
@@ -46,6 +48,9 @@ func writeAPIServerFiles(dir string, certs *servingCerts, tokens []staticToken, 
 		saPrivateKey: filepath.Join(dir, "service-account.key"),
 		tokenFile:    filepath.Join(dir, "tokens.csv"),
 		clientCAFile: filepath.Join(dir, "client-ca.crt"),
+
+		kubeletClientCert: filepath.Join(dir, "apiserver-kubelet-client.crt"),
+		kubeletClientKey:  filepath.Join(dir, "apiserver-kubelet-client.key"),
 	}
 	saPrivate, saPublic, err := newServiceAccountKey()
 	if err != nil {
@@ -63,6 +68,9 @@ func writeAPIServerFiles(dir string, certs *servingCerts, tokens []staticToken, 
 		files.saPrivateKey: saPrivate,
 		files.tokenFile:    []byte(tokenCSV.String()),
 		files.clientCAFile: certs.caPEM,
+
+		files.kubeletClientCert: certs.kubeletClientCertPEM,
+		files.kubeletClientKey:  certs.kubeletClientKeyPEM,
 	}
 	if auditPolicy != "" {
 		files.auditPolicyFile = filepath.Join(dir, "audit-policy.yaml")
@@ -102,6 +110,10 @@ func apiServerArgs(dir, etcdURL string, port int, files *apiServerFiles) []strin
 		"--requestheader-group-headers=X-Remote-Group",
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
 		"--authorization-mode=Node,RBAC",
+		// Kubelets (the end-to-end node) trust the client CA and authenticate the API
+		// server by this certificate, so none has to allow anonymous access.
+		"--kubelet-client-certificate=" + files.kubeletClientCert,
+		"--kubelet-client-key=" + files.kubeletClientKey,
 		"--service-cluster-ip-range=" + ServiceClusterIPRange,
 		// Workloads under test may run privileged pods (node agents do).
 		"--allow-privileged=true",

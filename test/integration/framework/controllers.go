@@ -28,15 +28,22 @@ type ControllerManagerOptions struct {
 	Burst int
 	// Verbosity is --v; 2 when zero.
 	Verbosity int
+	// Kubeconfig is the --kubeconfig of bosun-controller-manager; the admin's when empty.
+	Kubeconfig string
 	// ExtraArgs are appended after the flags above.
 	ExtraArgs []string
 }
 
 // BosunControllerManagerArgs returns the flags that run bosun-controller-manager against
-// cp as the admin user, with leader election off (every test and benchmark run has its own
-// manager). --bind-address and --secure-port are left to StartControllerManager.
+// cp as the admin user (or as opts.Kubeconfig's user), with leader election off (every test
+// and benchmark run has its own manager). --bind-address and --secure-port are left to
+// StartControllerManager.
 func BosunControllerManagerArgs(cp *ControlPlane, opts ControllerManagerOptions) []string {
-	return opts.args([]string{"--kubeconfig=" + cp.KubeconfigPath()})
+	kubeconfig := opts.Kubeconfig
+	if kubeconfig == "" {
+		kubeconfig = cp.KubeconfigPath()
+	}
+	return opts.args([]string{"--kubeconfig=" + kubeconfig})
 }
 
 // UpstreamControllerManagerArgs returns the flags that run upstream kube-controller-manager

@@ -294,6 +294,17 @@ func (cp *ControlPlane) EtcdURL() string { return cp.etcdURL }
 // Dir returns the directory of the control plane's data, kubeconfig and logs.
 func (cp *ControlPlane) Dir() string { return cp.dir }
 
+// CAFile is the CA that signed kube-apiserver's serving certificate. kube-apiserver also
+// trusts it for client certificates, so a kubelet given it as its client CA accepts the API
+// server's kubelet client certificate.
+func (cp *ControlPlane) CAFile() string { return filepath.Join(cp.dir, "client-ca.crt") }
+
+// ServiceAccountKeyFile is the private key that signs service account tokens, for
+// kube-controller-manager's --service-account-private-key-file.
+func (cp *ControlPlane) ServiceAccountKeyFile() string {
+	return filepath.Join(cp.dir, "service-account.key")
+}
+
 // AuditLogPath returns the file of audit events (JSON lines), or "" without
 // Options.AuditPolicy.
 func (cp *ControlPlane) AuditLogPath() string { return cp.auditLog }

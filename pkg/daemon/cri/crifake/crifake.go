@@ -23,11 +23,25 @@ type Runtime struct {
 	server   *grpc.Server
 	path     string
 	stopOnce sync.Once
+
+	mu             sync.Mutex
+	runtimeVersion string
 }
 
-// Version answers like a v1 runtime named "fake-runtime".
-func (*Runtime) Version(context.Context, *runtimeapi.VersionRequest) (*runtimeapi.VersionResponse, error) {
-	return &runtimeapi.VersionResponse{Version: "0.1.0", RuntimeName: "fake-runtime", RuntimeVersion: "1.2.3", RuntimeApiVersion: "v1"}, nil
+// Version answers like a v1 runtime named "fake-runtime", version "1.2.3" unless changed with
+// SetRuntimeVersion.
+func (r *Runtime) Version(context.Context, *runtimeapi.VersionRequest) (*runtimeapi.VersionResponse, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return &runtimeapi.VersionResponse{Version: "0.1.0", RuntimeName: "fake-runtime", RuntimeVersion: r.runtimeVersion, RuntimeApiVersion: "v1"}, nil
+}
+
+// SetRuntimeVersion changes the version Version answers, as an in-place upgrade of the
+// runtime behind the same socket would.
+func (r *Runtime) SetRuntimeVersion(version string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.runtimeVersion = version
 }
 
 // Start serves a fake runtime on the unix socket path (its directory is created) until
@@ -41,7 +55,7 @@ func Start(t testing.TB, path string) *Runtime {
 	if err != nil {
 		t.Fatalf("listening on %s: %v", path, err)
 	}
-	r := &Runtime{server: grpc.NewServer(), path: path}
+	r := &Runtime{server: grpc.NewServer(), path: path, runtimeVersion: "1.2.3"}
 	runtimeapi.RegisterRuntimeServiceServer(r.server, r)
 	go func() { _ = r.server.Serve(listener) }()
 	t.Cleanup(r.Stop)

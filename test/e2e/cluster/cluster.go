@@ -1,0 +1,422 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+
+	"github.com/bosun-dev/bosun/test/integration/framework"
+)
+
+const (
+	// DefaultNodeName is the name the kubelet registers its node under.
+	DefaultNodeName = "bosun-node"
+	// DefaultUpstreamControllers are upstream kube-controller-manager's controllers beside
+	// bosun: everything except what bosun replaces. The node-lifecycle controller among them
+	// removes the kubelet's not-ready taint; the serviceaccount and token controllers give
+	// every namespace its "default" ServiceAccount.
+	DefaultUpstreamControllers = "*,-replicaset,-deployment,-garbagecollector"
+
+	// DefaultStartTimeout bounds Start. A warm start takes well under a minute; the
+	// kubelet alone needs about 20 seconds to turn its node Ready.
+	DefaultStartTimeout = 4 * time.Minute
+
+	// Identities of the components, as static users of the API server. bosun's two binaries
+	// run under the RBAC in config/rbac, as an operator installs them.
+	controllerManagerUser = "bosun-controller-manager"
+	daemonUser            = "bosun-daemon"
+	nodeGroup             = "system:nodes"
+)
+
+// Options configure Start. The zero value, with Dir set, is the cluster of `make local-up`.
+type Options struct {
+	// Dir holds everything the cluster writes. Start empties it first.
+	Dir string
+	// NodeName is the node's name; DefaultNodeName when empty.
+	NodeName string
+	// Controllers is bosun-controller-manager's --controllers; "*" when empty.
+	Controllers string
+	// UpstreamControllers is upstream kube-controller-manager's --controllers;
+	// DefaultUpstreamControllers when empty.
+	UpstreamControllers string
+	// ManagerBinary and DaemonBinary are bosun's binaries; _output/bin's when empty
+	// (`make build` writes them there).
+	ManagerBinary, DaemonBinary string
+	// StartTimeout bounds Start; DefaultStartTimeout when zero.
+	StartTimeout time.Duration
+}
+
+// Cluster is a running local cluster. Stop it when done.
+type Cluster struct {
+	dir      string
+	nodeName string
+
+	controlPlane *framework.ControlPlane
+	registries   []*registry
+	containerd   *containerd
+	kubelet      *kubelet
+	// components are every long-running process in start order, registries and control
+	// plane excluded (they are watched through their own handles).
+	components []*component
+
+	failedOnce sync.Once
+	failed     chan struct{} // closed when a component exits while the cluster runs
+	failure    error
+	stopping   chan struct{}
+	stopOnce   sync.Once
+}
+
+// component is a process of the cluster that must keep running.
+type component struct {
+	*framework.Process
+	// port is where it serves health (and metrics), 0 when it serves none here.
+	port int
+}
+
+// Start brings the cluster up and returns once the node is Ready, bosun-daemon is ready and
+// the default namespace has its ServiceAccount. On failure everything it started is stopped
+// and cleaned up, and the error carries the end of the failing component's log.
+func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
+	logger := klog.FromContext(ctx)
+	began := time.Now()
+	if opts.Dir == "" {
+		return nil, errors.New("starting the local cluster: no directory given")
+	}
+	if err := CheckHost(); err != nil {
+		return nil, err
+	}
+	opts, err = withDefaults(opts)
+	if err != nil {
+		return nil, err
+	}
+	timeout := opts.StartTimeout
+	if timeout == 0 {
+		timeout = DefaultStartTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	// A run killed before its Stop leaves mounts, processes and devices behind; clear them
+	// before the directory goes.
+	if err := cleanUp(ctx, dir); err != nil {
+		return nil, fmt.Errorf("cleaning up after an earlier run in %s: %w", dir, err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, fmt.Errorf("emptying %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
+		return nil, err
+	}
+	c := &Cluster{dir: dir, nodeName: opts.NodeName, failed: make(chan struct{}), stopping: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			if stopErr := c.Stop(); stopErr != nil {
+				logger.Error(stopErr, "Cleaning up after a failed start")
+			}
+		}
+	}()
+
+	step := func(what string, run func() error) error {
+		stepBegan := time.Now()
+		logger.Info("Starting", "what", what)
+		if err := run(); err != nil {
+			return fmt.Errorf("starting %s: %w", what, err)
+		}
+		logger.V(2).Info("Started", "what", what, "duration", time.Since(stepBegan).Round(time.Millisecond))
+		return nil
+	}
+	if err := step("the image registries", func() error { return c.startRegistries(ctx) }); err != nil {
+		return nil, err
+	}
+	if err := step("the test images", func() error { return c.pushImages(ctx) }); err != nil {
+		return nil, err
+	}
+	if err := step("containerd", func() error { return c.startContainerd(ctx) }); err != nil {
+		return nil, err
+	}
+	if err := step("etcd and kube-apiserver", func() error { return c.startControlPlane(ctx) }); err != nil {
+		return nil, err
+	}
+	if err := step("the controllers and the scheduler", func() error { return c.startControllers(ctx, opts) }); err != nil {
+		return nil, err
+	}
+	if err := step("the kubelet", func() error { return c.startKubelet(ctx) }); err != nil {
+		return nil, err
+	}
+	if err := step("bosun-daemon", func() error { return c.startDaemon(ctx, opts.DaemonBinary) }); err != nil {
+		return nil, err
+	}
+	go c.watch()
+	if err := step("a Ready node", func() error { return c.waitUntilUsable(ctx) }); err != nil {
+		return nil, err
+	}
+	logger.Info("Local cluster is up", "dir", dir, "node", c.nodeName, "duration", time.Since(began).Round(time.Second))
+	return c, nil
+}
+
+func withDefaults(opts Options) (Options, error) {
+	if opts.NodeName == "" {
+		opts.NodeName = DefaultNodeName
+	}
+	if opts.Controllers == "" {
+		opts.Controllers = "*"
+	}
+	if opts.UpstreamControllers == "" {
+		opts.UpstreamControllers = DefaultUpstreamControllers
+	}
+	root, err := framework.RepoRoot()
+	if err != nil {
+		return opts, err
+	}
+	for _, b := range []struct {
+		path *string
+		name string
+	}{{&opts.ManagerBinary, "bosun-controller-manager"}, {&opts.DaemonBinary, "bosun-daemon"}} {
+		if *b.path == "" {
+			*b.path = filepath.Join(root, "_output", "bin", b.name)
+		}
+		if _, err := os.Stat(*b.path); err != nil {
+			return opts, fmt.Errorf("%s: %w (run `make build` first)", b.name, err)
+		}
+	}
+	return opts, nil
+}
+
+// startControlPlane starts etcd and kube-apiserver with the users the components run as and
+// applies bosun's RBAC.
+func (c *Cluster) startControlPlane(ctx context.Context) error {
+	cp, err := framework.StartControlPlane(ctx, framework.Options{
+		Dir:       filepath.Join(c.dir, "control-plane"),
+		BosunCRDs: true,
+		Users: []framework.User{
+			{Name: controllerManagerUser},
+			{Name: daemonUser},
+			{Name: "system:node:" + c.nodeName, Groups: []string{nodeGroup}},
+		},
+		APIServerArgs: []string{
+			// Pods get their ServiceAccount and its token, as in any cluster: upstream's
+			// serviceaccount and token controllers run here.
+			"--disable-admission-plugins=",
+			// The node's host name need not resolve; its address does.
+			"--kubelet-preferred-address-types=InternalIP",
+		},
+	})
+	if err != nil {
+		var missing *framework.MissingBinariesError
+		if errors.As(err, &missing) {
+			return fmt.Errorf("%w (run `make test-servers` first)", err)
+		}
+		return err
+	}
+	c.controlPlane = cp
+	return c.kubectl(ctx, "apply", "-f", filepath.Join(repoRoot(), "config", "rbac"))
+}
+
+// startControllers starts upstream kube-controller-manager, kube-scheduler and
+// bosun-controller-manager, each returning once its /healthz answers.
+func (c *Cluster) startControllers(ctx context.Context, opts Options) error {
+	cp := c.controlPlane
+	upstream, err := framework.ToolPath("kube-controller-manager")
+	if err != nil {
+		return err
+	}
+	kcm, err := framework.StartControllerManager(ctx, "kube-controller-manager", upstream,
+		append(framework.UpstreamControllerManagerArgs(cp, framework.ControllerManagerOptions{
+			Controllers: opts.UpstreamControllers,
+			Verbosity:   1,
+		}),
+			"--service-account-private-key-file="+cp.ServiceAccountKeyFile(),
+			"--root-ca-file="+cp.CAFile(),
+			"--use-service-account-credentials=false",
+		), c.logPath("kube-controller-manager"))
+	if err != nil {
+		return err
+	}
+	c.components = append(c.components, &component{Process: kcm.Process, port: kcm.Port})
+
+	if err := c.startScheduler(ctx); err != nil {
+		return err
+	}
+
+	kubeconfig, err := cp.UserKubeconfig(controllerManagerUser)
+	if err != nil {
+		return err
+	}
+	bosun, err := framework.StartControllerManager(ctx, "bosun-controller-manager", opts.ManagerBinary,
+		framework.BosunControllerManagerArgs(cp, framework.ControllerManagerOptions{Controllers: opts.Controllers, Kubeconfig: kubeconfig}),
+		c.logPath("bosun-controller-manager"))
+	if err != nil {
+		return err
+	}
+	c.components = append(c.components, &component{Process: bosun.Process, port: bosun.Port})
+	return nil
+}
+
+// watch records the first component that exits while the cluster runs: tests waiting on the
+// cluster then fail at once with its log instead of running into their timeouts.
+func (c *Cluster) watch() {
+	exited := make(chan *component, len(c.components)+2)
+	for _, comp := range c.components {
+		go func() {
+			select {
+			case <-comp.Done():
+				exited <- comp
+			case <-c.stopping:
+			}
+		}()
+	}
+	select {
+	case comp := <-exited:
+		c.fail(fmt.Errorf("%s exited (status %d) while the cluster was running; the end of %s:\n%s",
+			comp.Name(), comp.ExitCode(), comp.LogPath(), comp.LogTail(40)))
+	case <-c.stopping:
+	}
+}
+
+func (c *Cluster) fail(err error) {
+	c.failedOnce.Do(func() {
+		c.failure = err
+		close(c.failed)
+	})
+}
+
+// Err is nil while every component runs, and afterwards says which one exited and how its
+// log ends.
+func (c *Cluster) Err() error {
+	select {
+	case <-c.failed:
+		return c.failure
+	default:
+		return nil
+	}
+}
+
+// Failed is closed once a component has exited while the cluster runs; Err says which.
+func (c *Cluster) Failed() <-chan struct{} { return c.failed }
+
+// Stop stops every component and removes what the run left outside its directory. The
+// directory itself, with the logs, stays until the next Start.
+func (c *Cluster) Stop() error {
+	var errs []error
+	c.stopOnce.Do(func() {
+		close(c.stopping)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		// Controllers first, so that nothing recreates pods while the node goes away; then
+		// the node; the API server and registries last.
+		for i := len(c.components) - 1; i >= 0; i-- {
+			c.components[i].Stop(framework.DefaultStopGracePeriod)
+		}
+		if c.containerd != nil {
+			if err := c.containerd.removeAllSandboxes(ctx); err != nil {
+				errs = append(errs, err)
+			}
+			c.containerd.Stop(framework.DefaultStopGracePeriod)
+		}
+		if err := cleanUp(ctx, c.dir); err != nil {
+			errs = append(errs, err)
+		}
+		if c.controlPlane != nil {
+			if err := c.controlPlane.Stop(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		for _, r := range c.registries {
+			r.Stop(framework.DefaultStopGracePeriod)
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// Dir is the directory everything lives in.
+func (c *Cluster) Dir() string { return c.dir }
+
+// LogDir holds one log file per component.
+func (c *Cluster) LogDir() string { return filepath.Join(c.dir, "logs") }
+
+func (c *Cluster) logPath(name string) string { return filepath.Join(c.LogDir(), name+".log") }
+
+// KubeconfigPath is the admin kubeconfig.
+func (c *Cluster) KubeconfigPath() string { return c.controlPlane.KubeconfigPath() }
+
+// Config is the admin's client configuration.
+func (c *Cluster) Config() *rest.Config { return c.controlPlane.Config() }
+
+// Clientset returns an admin clientset.
+func (c *Cluster) Clientset() (kubernetes.Interface, error) {
+	return kubernetes.NewForConfig(c.Config())
+}
+
+// NodeName is the name of the cluster's one node.
+func (c *Cluster) NodeName() string { return c.nodeName }
+
+// RuntimeEndpoint is the node's CRI endpoint (containerd's socket).
+func (c *Cluster) RuntimeEndpoint() string { return "unix://" + c.containerd.socket }
+
+// Component returns the running process of the named component (kubelet, containerd,
+// bosun-daemon, bosun-controller-manager, kube-controller-manager, kube-scheduler), or nil.
+func (c *Cluster) Component(name string) *framework.Process {
+	if name == "containerd" && c.containerd != nil {
+		return c.containerd.Process
+	}
+	for _, comp := range c.components {
+		if comp.Name() == name {
+			return comp.Process
+		}
+	}
+	return nil
+}
+
+// HealthPort is the secure port the named component serves /healthz and /readyz on (the
+// kubelet's is its healthz port, plain HTTP), or 0.
+func (c *Cluster) HealthPort(name string) int {
+	for _, comp := range c.components {
+		if comp.Name() == name {
+			return comp.port
+		}
+	}
+	return 0
+}
+
+// Describe tells a person what runs where: the text `make local-up` prints.
+func (c *Cluster) Describe() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "  %-26s %s\n", "kube-apiserver", c.controlPlane.Host())
+	for _, comp := range c.components {
+		if comp.Name() == "containerd" {
+			continue // below, with its socket
+		}
+		where := "-"
+		switch {
+		case comp.Name() == "kubelet":
+			where = fmt.Sprintf("node %s, healthz http://127.0.0.1:%d/healthz", c.nodeName, comp.port)
+		case comp.port != 0:
+			where = fmt.Sprintf("https://127.0.0.1:%d/healthz", comp.port)
+		}
+		fmt.Fprintf(&b, "  %-26s %s\n", comp.Name(), where)
+	}
+	fmt.Fprintf(&b, "  %-26s %s\n", "containerd", c.RuntimeEndpoint())
+	for _, r := range c.registries {
+		fmt.Fprintf(&b, "  %-26s %s\n", r.Name(), r.describe())
+	}
+	return b.String()
+}
+
+// repoRoot is the checkout's root; Start has already checked that it is found.
+func repoRoot() string {
+	root, _ := framework.RepoRoot()
+	return root
+}

@@ -1,0 +1,14 @@
+// Package cluster runs bosun's local cluster on this machine: a control plane (etcd,
+// kube-apiserver, kube-scheduler, upstream kube-controller-manager for the controllers bosun
+// does not replace, bosun-controller-manager) and one real node (containerd with runc and
+// the CNI bridge, the kubelet, bosun-daemon), with a loopback image registry holding images
+// built here from test/images. Nothing is pulled from the internet.
+//
+// Every file, socket and mount lives under one directory (Options.Dir): containerd's root
+// and state, the kubelet's root, the CNI configuration and IP allocations, the registry's
+// storage and every log. Stop, and Start before it runs, remove what a run leaves outside
+// that directory: processes, mounts, the bridge device, the kubelet's log links.
+//
+// `make local-up` (hack/local-up) and the end-to-end suite (test/e2e) both use it. It needs
+// root and the Debian packages that hack/install-deps.sh installs.
+package cluster

@@ -1,0 +1,92 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"github.com/bosun-dev/bosun/test/e2e/cluster/ociimage"
+)
+
+const (
+	// PauseImage is the pod sandbox image containerd runs (test/images/pause).
+	PauseImage = RegistryHost + "/" + pauseRepository + ":" + pauseTag
+
+	pauseRepository     = "bosun/pause"
+	pauseTag            = "1.0"
+	webserverRepository = "bosun/webserver"
+	// WebserverPort is the port the test web server listens on.
+	WebserverPort = 8080
+)
+
+// WebserverVersions are the tags of the test web server (test/images/webserver) in both
+// registries; each answers /version with its tag, so a rollout can be told apart.
+var WebserverVersions = []string{"v1", "v2", "v3"}
+
+// WebserverImage names a version of the test web server in the open registry.
+func WebserverImage(version string) string {
+	return RegistryHost + "/" + webserverRepository + ":" + version
+}
+
+// PrivateWebserverImage names a version of the test web server in the private registry,
+// which needs a pull secret.
+func PrivateWebserverImage(version string) string {
+	return PrivateRegistryHost + "/" + webserverRepository + ":" + version
+}
+
+// pushImages builds the test images from test/images and pushes them: the pause image to
+// the open registry, every web server version to both.
+func (c *Cluster) pushImages(ctx context.Context) error {
+	pause, err := c.buildImage(ctx, "pause", "", ociimage.Config{Entrypoint: []string{"/pause"}})
+	if err != nil {
+		return err
+	}
+	if err := ociimage.Push(ctx, RegistryHost, pauseRepository, pauseTag, pause, nil); err != nil {
+		return err
+	}
+	private := &ociimage.BasicAuth{Username: PrivateRegistryUser, Password: PrivateRegistryPassword}
+	for _, version := range WebserverVersions {
+		img, err := c.buildImage(ctx, "webserver", version, ociimage.Config{
+			Entrypoint:   []string{"/webserver"},
+			ExposedPorts: []string{fmt.Sprintf("%d/tcp", WebserverPort)},
+		})
+		if err != nil {
+			return err
+		}
+		if err := ociimage.Push(ctx, RegistryHost, webserverRepository, version, img, nil); err != nil {
+			return err
+		}
+		if err := ociimage.Push(ctx, PrivateRegistryHost, webserverRepository, version, img, private); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// buildImage compiles test/images/<name> as a static binary (its main.version set to
+// version when given) and packs it as a one-layer image holding just /<name>.
+func (c *Cluster) buildImage(ctx context.Context, name, version string, config ociimage.Config) (*ociimage.Image, error) {
+	binary := filepath.Join(c.dir, "images", name+"-"+version)
+	ldflags := "-s -w"
+	if version != "" {
+		ldflags += " -X main.version=" + version
+	}
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", ldflags, "-o", binary, "./test/images/"+name)
+	cmd.Dir = repoRoot()
+	// Static: the image has no libc.
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("building test/images/%s: %w\n%s", name, err, out)
+	}
+	data, err := os.ReadFile(binary)
+	if err != nil {
+		return nil, err
+	}
+	img, err := ociimage.Build([]ociimage.File{{Path: "/" + name, Mode: 0o755, Data: data}}, config)
+	if err != nil {
+		return nil, fmt.Errorf("packing the %s image: %w", name, err)
+	}
+	return img, nil
+}

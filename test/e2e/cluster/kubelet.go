@@ -1,0 +1,118 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/bosun-dev/bosun/test/integration/framework"
+)
+
+// kubelet is the node agent of Kubernetes, built by hack/build-test-servers.sh.
+type kubelet struct {
+	*framework.Process
+	healthzPort int
+}
+
+// kubeletConfig is the node's KubeletConfiguration. The host is cgroup v1 (hybrid) and may
+// have swap, so the kubelet is told to accept both, manages no QoS or allocatable cgroups,
+// and uses cgroupfs like containerd's runc. It authenticates the API server by its client
+// certificate (kube-apiserver holds one signed by the cluster CA) and asks it whether a
+// request is allowed, as in a kubeadm cluster. Eviction and image garbage collection
+// thresholds are lowered: the disk of a shared build machine can sit above the default
+// limits, and the node would then evict every pod and delete the test images.
+const kubeletConfig = `apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+containerRuntimeEndpoint: unix://%[1]s
+cgroupDriver: cgroupfs
+failCgroupV1: false
+failSwapOn: false
+cgroupsPerQOS: false
+enforceNodeAllocatable: []
+port: %[2]d
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: %[3]d
+authentication:
+  anonymous:
+    enabled: false
+  webhook:
+    enabled: true
+  x509:
+    clientCAFile: %[4]s
+authorization:
+  mode: Webhook
+podLogsDir: %[5]s
+volumePluginDir: %[6]s
+evictionHard:
+  memory.available: 100Mi
+  nodefs.available: 1%%
+  nodefs.inodesFree: 1%%
+  imagefs.available: 1%%
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+serializeImagePulls: false
+`
+
+func (c *Cluster) startKubelet(ctx context.Context) error {
+	binary, err := framework.ToolPath("kubelet")
+	if err != nil {
+		return fmt.Errorf("%w (run `make test-servers` first)", err)
+	}
+	ports, err := framework.FreeLoopbackPorts(2)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(c.dir, "kubelet")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	configPath := filepath.Join(dir, "config.yaml")
+	config := fmt.Sprintf(kubeletConfig, c.containerd.socket, ports[0], ports[1], c.controlPlane.CAFile(),
+		filepath.Join(dir, "pod-logs"), filepath.Join(dir, "volume-plugins"))
+	if err := os.WriteFile(configPath, []byte(config), 0o644); err != nil {
+		return err
+	}
+	kubeconfig, err := c.controlPlane.UserKubeconfig("system:node:" + c.nodeName)
+	if err != nil {
+		return err
+	}
+	process, err := framework.StartProcess(framework.ProcessConfig{
+		Name: "kubelet",
+		Path: binary,
+		Args: []string{
+			"--config=" + configPath,
+			"--kubeconfig=" + kubeconfig,
+			"--root-dir=" + filepath.Join(dir, "root"),
+			// Not under --root-dir by default: /var/lib/kubelet/pki.
+			"--cert-dir=" + filepath.Join(dir, "pki"),
+			"--hostname-override=" + c.nodeName,
+			"--v=2",
+		},
+		LogPath: c.logPath("kubelet"),
+	})
+	if err != nil {
+		return err
+	}
+	c.kubelet = &kubelet{Process: process, healthzPort: ports[1]}
+	c.components = append(c.components, &component{Process: process, port: ports[1]})
+	return framework.WaitFor(ctx, time.Minute, "the kubelet to answer /healthz", func(ctx context.Context) (bool, error) {
+		if process.Exited() {
+			return false, fmt.Errorf("the kubelet exited: %s", process.LogTail(40))
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+strconv.Itoa(ports[1])+"/healthz", nil)
+		if err != nil {
+			return false, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+}
