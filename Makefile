@@ -8,6 +8,7 @@ BINARIES := bosun-controller-manager bosun-daemon
 STAGING := staging/src/github.com/bosun-dev
 STAGING_MODULES := $(STAGING)/api $(STAGING)/client-go
 INTEGRATION_TIMEOUT ?= 40m
+E2E_TIMEOUT ?= 20m
 BENCH_FLAGS ?=
 
 # Stamped into the binaries; `--version` prints it.
@@ -28,7 +29,7 @@ build: ## Build both binaries into _output/bin.
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ $(addprefix ./cmd/,$(BINARIES))
 
 .PHONY: test
-test: verify test-unit test-integration ## Everything CI runs: verify, unit and integration tests.
+test: verify test-unit test-integration test-e2e ## Everything CI runs: verify, unit, integration and end-to-end tests.
 
 .PHONY: test-unit
 test-unit: ## Unit tests of the main module and the staging modules.
@@ -37,7 +38,11 @@ test-unit: ## Unit tests of the main module and the staging modules.
 
 .PHONY: test-integration
 test-integration: test-servers ## Integration tests against a real etcd + kube-apiserver.
-	BOSUN_INTEGRATION=1 $(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) -p 1 ./test/...
+	BOSUN_INTEGRATION=1 $(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) -p 1 $$($(GO) list ./test/... | grep -v /test/e2e)
+
+.PHONY: test-e2e
+test-e2e: test-servers build ## End-to-end tests on a local cluster with a real node (as root; skipped with the reason otherwise).
+	BOSUN_E2E=1 $(GO) test -count=1 -timeout $(E2E_TIMEOUT) -p 1 -v ./test/e2e/...
 
 .PHONY: test-servers
 test-servers: ## Build etcd, kube-apiserver, kubectl and kube-controller-manager from the Go module proxy (cached).

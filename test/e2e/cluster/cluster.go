@@ -68,6 +68,10 @@ type Cluster struct {
 	// plane excluded (they are watched through their own handles).
 	components []*component
 
+	// attached is set when this handle attached to a cluster another process runs.
+	attached       *state
+	attachedConfig *rest.Config
+
 	failedOnce sync.Once
 	failed     chan struct{} // closed when a component exits while the cluster runs
 	failure    error
@@ -107,6 +111,11 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 
 	dir, err := filepath.Abs(opts.Dir)
 	if err != nil {
+		return nil, err
+	}
+	// Another cluster on this machine would share the registries' ports and the bridge;
+	// cleaning up would break it.
+	if err := checkNoOtherCluster(); err != nil {
 		return nil, err
 	}
 	// A run killed before its Stop leaves mounts, processes and devices behind; clear them
@@ -161,6 +170,9 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	}
 	go c.watch()
 	if err := step("a Ready node", func() error { return c.waitUntilUsable(ctx) }); err != nil {
+		return nil, err
+	}
+	if err := c.writeState(); err != nil {
 		return nil, err
 	}
 	logger.Info("Local cluster is up", "dir", dir, "node", c.nodeName, "duration", time.Since(began).Round(time.Second))
@@ -280,8 +292,13 @@ func (c *Cluster) watch() {
 	}
 	select {
 	case comp := <-exited:
-		c.fail(fmt.Errorf("%s exited (status %d) while the cluster was running; the end of %s:\n%s",
-			comp.Name(), comp.ExitCode(), comp.LogPath(), comp.LogTail(40)))
+		// The process has been reaped, so Wait returns at once, with how it ended.
+		ended := comp.Wait(context.Background())
+		if ended == nil {
+			ended = errors.New("exit status 0")
+		}
+		c.fail(fmt.Errorf("%s exited (%v) while the cluster was running; the end of %s:\n%s",
+			comp.Name(), ended, comp.LogPath(), comp.LogTail(40)))
 	case <-c.stopping:
 	}
 }
@@ -296,6 +313,9 @@ func (c *Cluster) fail(err error) {
 // Err is nil while every component runs, and afterwards says which one exited and how its
 // log ends.
 func (c *Cluster) Err() error {
+	if c.attached != nil {
+		return c.attachedErr()
+	}
 	select {
 	case <-c.failed:
 		return c.failure
@@ -310,15 +330,22 @@ func (c *Cluster) Failed() <-chan struct{} { return c.failed }
 // Stop stops every component and removes what the run left outside its directory. The
 // directory itself, with the logs, stays until the next Start.
 func (c *Cluster) Stop() error {
+	if c.attached != nil {
+		return nil // the cluster belongs to the process that started it
+	}
 	var errs []error
 	c.stopOnce.Do(func() {
 		close(c.stopping)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		// Controllers first, so that nothing recreates pods while the node goes away; then
-		// the node; the API server and registries last.
+		// The node agent, the kubelet and the controllers first, so that nothing starts
+		// or recreates pods; then containerd removes the pods' sandboxes (network
+		// namespaces and veths with them) before it stops; the API server and the
+		// registries go last.
 		for i := len(c.components) - 1; i >= 0; i-- {
-			c.components[i].Stop(framework.DefaultStopGracePeriod)
+			if c.containerd == nil || c.components[i].Process != c.containerd.Process {
+				c.components[i].Stop(framework.DefaultStopGracePeriod)
+			}
 		}
 		if c.containerd != nil {
 			if err := c.containerd.removeAllSandboxes(ctx); err != nil {
@@ -350,10 +377,20 @@ func (c *Cluster) LogDir() string { return filepath.Join(c.dir, "logs") }
 func (c *Cluster) logPath(name string) string { return filepath.Join(c.LogDir(), name+".log") }
 
 // KubeconfigPath is the admin kubeconfig.
-func (c *Cluster) KubeconfigPath() string { return c.controlPlane.KubeconfigPath() }
+func (c *Cluster) KubeconfigPath() string {
+	if c.attached != nil {
+		return c.attached.Kubeconfig
+	}
+	return c.controlPlane.KubeconfigPath()
+}
 
 // Config is the admin's client configuration.
-func (c *Cluster) Config() *rest.Config { return c.controlPlane.Config() }
+func (c *Cluster) Config() *rest.Config {
+	if c.attached != nil {
+		return rest.CopyConfig(c.attachedConfig)
+	}
+	return c.controlPlane.Config()
+}
 
 // Clientset returns an admin clientset.
 func (c *Cluster) Clientset() (kubernetes.Interface, error) {
@@ -364,7 +401,12 @@ func (c *Cluster) Clientset() (kubernetes.Interface, error) {
 func (c *Cluster) NodeName() string { return c.nodeName }
 
 // RuntimeEndpoint is the node's CRI endpoint (containerd's socket).
-func (c *Cluster) RuntimeEndpoint() string { return "unix://" + c.containerd.socket }
+func (c *Cluster) RuntimeEndpoint() string {
+	if c.attached != nil {
+		return c.attached.RuntimeEndpoint
+	}
+	return "unix://" + c.containerd.socket
+}
 
 // Component returns the running process of the named component (kubelet, containerd,
 // bosun-daemon, bosun-controller-manager, kube-controller-manager, kube-scheduler), or nil.
@@ -383,6 +425,14 @@ func (c *Cluster) Component(name string) *framework.Process {
 // HealthPort is the secure port the named component serves /healthz and /readyz on (the
 // kubelet's is its healthz port, plain HTTP), or 0.
 func (c *Cluster) HealthPort(name string) int {
+	if c.attached != nil {
+		for _, comp := range c.attached.Components {
+			if comp.Name == name {
+				return comp.Port
+			}
+		}
+		return 0
+	}
 	for _, comp := range c.components {
 		if comp.Name() == name {
 			return comp.port

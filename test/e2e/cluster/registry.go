@@ -60,14 +60,21 @@ func (c *Cluster) startRegistries(ctx context.Context) error {
 	return nil
 }
 
-func (c *Cluster) startRegistry(ctx context.Context, name, host string, auth bool) (*registry, error) {
-	// A listener already there is most likely another local cluster (or a test run) on
-	// this machine: the two would share the registry's ports and the node's bridge.
-	if conn, err := net.DialTimeout("tcp", host, time.Second); err == nil {
-		conn.Close()
-		return nil, fmt.Errorf("%s is already in use: is another bosun local cluster running on this machine? "+
-			"Stop it first (or point the end-to-end suite at it with BOSUN_E2E_KUBECONFIG)", host)
+// checkNoOtherCluster fails when the registries' ports are taken: most likely by another
+// local cluster (or an end-to-end run) on this machine, with which this one would share
+// the ports and the node's bridge.
+func checkNoOtherCluster() error {
+	for _, host := range []string{RegistryHost, PrivateRegistryHost} {
+		if conn, err := net.DialTimeout("tcp", host, time.Second); err == nil {
+			conn.Close()
+			return fmt.Errorf("%s is already in use: is another bosun local cluster running on this machine? "+
+				"Stop it first, or point the end-to-end suite at it with BOSUN_E2E_CLUSTER_DIR", host)
+		}
 	}
+	return nil
+}
+
+func (c *Cluster) startRegistry(ctx context.Context, name, host string, auth bool) (*registry, error) {
 	dir := filepath.Join(c.dir, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
