@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -88,6 +89,21 @@ func waitForHealthz(ctx context.Context, process *framework.Process, port int, p
 		code, body := framework.GetEndpoint(port, path, "")
 		return code == http.StatusOK && strings.TrimSpace(body) == "ok", nil
 	})
+}
+
+// answers reports whether a plain HTTP GET of url answers with one of codes; a server not
+// listening yet answers nothing.
+func answers(ctx context.Context, url string, codes ...int) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return slices.Contains(codes, resp.StatusCode)
 }
 
 // waitUntilUsable waits for what a user's first workload needs: the node Ready without the

@@ -104,15 +104,6 @@ func (c *Cluster) startKubelet(ctx context.Context) error {
 		if process.Exited() {
 			return false, fmt.Errorf("the kubelet exited: %s", process.LogTail(40))
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+strconv.Itoa(ports[1])+"/healthz", nil)
-		if err != nil {
-			return false, err
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
+		return answers(ctx, "http://127.0.0.1:"+strconv.Itoa(ports[1])+"/healthz", http.StatusOK), nil
 	})
 }

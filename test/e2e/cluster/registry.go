@@ -121,16 +121,7 @@ http:
 		if process.Exited() {
 			return false, fmt.Errorf("%s exited: %s", name, process.LogTail(20))
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+host+"/v2/", nil)
-		if err != nil {
-			return false, err
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusUnauthorized, nil
+		return answers(ctx, "http://"+host+"/v2/", http.StatusOK, http.StatusUnauthorized), nil
 	})
 	if err != nil {
 		process.Stop(framework.DefaultStopGracePeriod)
