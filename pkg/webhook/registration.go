@@ -1,0 +1,95 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Type says whether a webhook may change the object (mutating) or only judge it
+// (validating). The API server calls every mutating webhook before any validating one.
+type Type string
+
+const (
+	Mutating   Type = "Mutating"
+	Validating Type = "Validating"
+)
+
+// Handler answers one admission request. It returns the response without UID: the server
+// copies it from the request. ctx carries the per-request deadline and a logger naming the
+// webhook and the object.
+type Handler interface {
+	Handle(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse
+}
+
+// HandlerFunc is a function that is a Handler.
+type HandlerFunc func(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse
+
+// Handle calls f.
+func (f HandlerFunc) Handle(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	return f(ctx, req)
+}
+
+// Registration is everything the server and the webhook configurations need to know about
+// one webhook: a resource's admission package registers one per webhook, and nothing else.
+type Registration struct {
+	// Name is the webhook's name in its configuration, a DNS-style name with at least three
+	// segments (for example "mdaemonset.kb.io", the name OpenKruise gives the same webhook).
+	Name string
+	// Path is where the server serves it, for example "/mutate-apps-kruise-io-v1alpha1-daemonset".
+	Path string
+	// Type is Mutating or Validating.
+	Type Type
+	// Rules are the resources and operations the API server sends to it.
+	Rules []admissionregistrationv1.RuleWithOperations
+	// FailurePolicy is what the API server does when the webhook cannot be reached; Fail
+	// when nil.
+	FailurePolicy *admissionregistrationv1.FailurePolicyType
+	// NamespaceSelector and ObjectSelector narrow the requests sent; everything when nil.
+	NamespaceSelector *metav1.LabelSelector
+	ObjectSelector    *metav1.LabelSelector
+	// TimeoutSeconds bounds the API server's call (1 to 30); 10 when zero.
+	TimeoutSeconds int32
+	// Handler answers the requests.
+	Handler Handler
+}
+
+// DefaultTimeoutSeconds is the API server's call timeout for a registration without one,
+// the API's own default.
+const DefaultTimeoutSeconds = 10
+
+var webhookName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?){2,}$`)
+
+// Validate returns what is wrong with the registration, in one error, or nil. The same
+// rules as the API server's, so that a bad registration fails at start-up rather than when
+// the manager writes its webhook configuration.
+func (r Registration) Validate() error {
+	var problems []string
+	if !webhookName.MatchString(r.Name) || len(r.Name) > 253 {
+		problems = append(problems, fmt.Sprintf("name %q is not a fully qualified name of at least three segments", r.Name))
+	}
+	if !strings.HasPrefix(r.Path, "/") || strings.ContainsAny(r.Path, "?#") {
+		problems = append(problems, fmt.Sprintf("path %q must start with / and hold no query or fragment", r.Path))
+	}
+	if r.Type != Mutating && r.Type != Validating {
+		problems = append(problems, fmt.Sprintf("type %q is neither %s nor %s", r.Type, Mutating, Validating))
+	}
+	if len(r.Rules) == 0 {
+		problems = append(problems, "no rules: the API server would never call it")
+	}
+	if r.TimeoutSeconds < 0 || r.TimeoutSeconds > 30 {
+		problems = append(problems, fmt.Sprintf("timeoutSeconds %d is outside 1..30", r.TimeoutSeconds))
+	}
+	if r.Handler == nil {
+		problems = append(problems, "no handler")
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("webhook %q: %s", r.Name, strings.Join(problems, "; "))
+	}
+	return nil
+}
