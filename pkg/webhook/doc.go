@@ -1,14 +1,15 @@
-// Package webhook will hold bosun-controller-manager's admission webhook server, the one
-// piece every webhook'd resource plugs into with a single registration (path, kinds,
-// operations, handler):
+// Package webhook is bosun-controller-manager's admission webhook server, the one piece
+// every webhook'd resource plugs into with a single registration (path, kinds, operations,
+// handler):
 //
 //   - a TLS listener of its own (--webhook-port), served on every replica, leader or not;
 //   - admission.k8s.io/v1 AdmissionReview decoding and encoding, strict, with 400s for bad
 //     bodies, panics turned into errors, a per-request timeout, and metrics per webhook;
-//   - the serving certificate: shared by the replicas through a Secret and rotated before
-//     expiry, or taken from --webhook-cert-dir and reloaded when its files change;
+//   - the serving certificate (package certs): shared by the replicas through a Secret and
+//     rotated before expiry, or taken from --webhook-cert-dir and reloaded when its files
+//     change;
 //   - the MutatingWebhookConfiguration and ValidatingWebhookConfiguration the manager keeps
-//     up to date, caBundle included.
+//     up to date, caBundle included (package configuration).
 //
 // The admission logic of each resource lives in a subpackage named after it (daemonset,
 // podunavailablebudget, pod, containerrecreaterequest, nodeimage, imagepulljob); this

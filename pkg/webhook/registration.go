@@ -93,3 +93,22 @@ func (r Registration) Validate() error {
 	}
 	return nil
 }
+
+// deepCopy returns a copy of r sharing nothing with it but the handler, so that the server's
+// registrations and the callers' cannot change one another.
+func (r Registration) deepCopy() Registration {
+	out := r
+	if r.Rules != nil {
+		out.Rules = make([]admissionregistrationv1.RuleWithOperations, len(r.Rules))
+		for i := range r.Rules {
+			r.Rules[i].DeepCopyInto(&out.Rules[i])
+		}
+	}
+	if r.FailurePolicy != nil {
+		policy := *r.FailurePolicy
+		out.FailurePolicy = &policy
+	}
+	out.NamespaceSelector = r.NamespaceSelector.DeepCopy()
+	out.ObjectSelector = r.ObjectSelector.DeepCopy()
+	return out
+}

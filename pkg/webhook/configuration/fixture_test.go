@@ -1,0 +1,413 @@
+package configuration
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2/ktesting"
+	"k8s.io/utils/ptr"
+
+	"github.com/bosun-dev/bosun/pkg/webhook"
+)
+
+var (
+	mutatingResource   = admissionregistrationv1.SchemeGroupVersion.WithResource("mutatingwebhookconfigurations")
+	validatingResource = admissionregistrationv1.SchemeGroupVersion.WithResource("validatingwebhookconfigurations")
+)
+
+var (
+	testCA  = []byte("-----BEGIN CERTIFICATE-----\nfirst\n-----END CERTIFICATE-----\n")
+	otherCA = []byte("-----BEGIN CERTIFICATE-----\nsecond\n-----END CERTIFICATE-----\n")
+)
+
+var noopHandler = webhook.HandlerFunc(func(context.Context, *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	return &admissionv1.AdmissionResponse{Allowed: true}
+})
+
+func rule(group, version, resource string, ops ...admissionregistrationv1.OperationType) admissionregistrationv1.RuleWithOperations {
+	return admissionregistrationv1.RuleWithOperations{
+		Operations: ops,
+		Rule: admissionregistrationv1.Rule{
+			APIGroups: []string{group}, APIVersions: []string{version}, Resources: []string{resource},
+		},
+	}
+}
+
+// testRegistrations are two mutating webhooks (one with every optional field set, one with
+// none) and a validating one.
+func testRegistrations() []webhook.Registration {
+	return []webhook.Registration{
+		{
+			Name:    "mdaemonset.kb.io",
+			Path:    "/mutate-apps-kruise-io-v1alpha1-daemonset",
+			Type:    webhook.Mutating,
+			Rules:   []admissionregistrationv1.RuleWithOperations{rule("apps.kruise.io", "v1alpha1", "daemonsets", admissionregistrationv1.Create, admissionregistrationv1.Update)},
+			Handler: noopHandler,
+		},
+		{
+			Name:              "mpod.kb.io",
+			Path:              "/mutate-pod",
+			Type:              webhook.Mutating,
+			Rules:             []admissionregistrationv1.RuleWithOperations{rule("", "v1", "pods", admissionregistrationv1.Create)},
+			FailurePolicy:     ptr.To(admissionregistrationv1.Ignore),
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"bosun.dev/inject": "true"}},
+			ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+				{Key: "bosun.dev/skip", Operator: metav1.LabelSelectorOpDoesNotExist},
+			}},
+			TimeoutSeconds: 5,
+			Handler:        noopHandler,
+		},
+		{
+			Name:    "vdaemonset.kb.io",
+			Path:    "/validate-apps-kruise-io-v1alpha1-daemonset",
+			Type:    webhook.Validating,
+			Rules:   []admissionregistrationv1.RuleWithOperations{rule("apps.kruise.io", "v1alpha1", "daemonsets", admissionregistrationv1.Create, admissionregistrationv1.Update)},
+			Handler: noopHandler,
+		},
+	}
+}
+
+func onlyType(regs []webhook.Registration, t webhook.Type) []webhook.Registration {
+	return slices.DeleteFunc(slices.Clone(regs), func(r webhook.Registration) bool { return r.Type != t })
+}
+
+var testURLConfig = ClientConfig{URL: "https://127.0.0.1:9876"}
+
+// caSource is a CA bundle that tests change while writers run.
+type caSource struct {
+	mu     sync.Mutex
+	bundle []byte
+	reads  int
+}
+
+func newCASource(bundle []byte) *caSource { return &caSource{bundle: bundle} }
+
+func (s *caSource) get() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reads++
+	return s.bundle
+}
+
+// readCount is how often the writer asked for the bundle.
+func (s *caSource) readCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reads
+}
+
+func (s *caSource) set(bundle []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.bundle = bundle
+}
+
+// newClient returns a fake clientset holding objects that, unlike the plain fake, behaves
+// like the API server where concurrent writers meet: every write gets a new
+// resourceVersion, an update or delete carrying a stale one fails with a Conflict, and a
+// create gets a UID.
+func newClient(objects ...runtime.Object) *fake.Clientset {
+	client := fake.NewClientset(objects...)
+	// Invokes holds the clientset's lock while reactors run, so no two of these
+	// interleave.
+	rv := 1000
+	next := func() string {
+		rv++
+		return strconv.Itoa(rv)
+	}
+	current := func(a clienttesting.Action, name string) (metav1.Object, error) {
+		obj, err := client.Tracker().Get(a.GetResource(), a.GetNamespace(), name)
+		if err != nil {
+			return nil, err
+		}
+		return meta.Accessor(obj)
+	}
+	conflict := func(a clienttesting.Action, name string) error {
+		return apierrors.NewConflict(a.GetResource().GroupResource(), name, fmt.Errorf("the object has been modified"))
+	}
+
+	client.PrependReactor("create", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		obj, err := meta.Accessor(a.(clienttesting.CreateAction).GetObject())
+		if err != nil {
+			return true, nil, err
+		}
+		obj.SetResourceVersion(next())
+		obj.SetUID(types.UID("uid-" + obj.GetResourceVersion()))
+		return false, nil, nil
+	})
+	client.PrependReactor("update", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		obj, err := meta.Accessor(a.(clienttesting.UpdateAction).GetObject())
+		if err != nil {
+			return true, nil, err
+		}
+		live, err := current(a, obj.GetName())
+		if err != nil {
+			return true, nil, err
+		}
+		if obj.GetResourceVersion() != live.GetResourceVersion() {
+			return true, nil, conflict(a, obj.GetName())
+		}
+		obj.SetResourceVersion(next())
+		return false, nil, nil
+	})
+	client.PrependReactor("delete", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		del := a.(clienttesting.DeleteAction)
+		pre := del.GetDeleteOptions().Preconditions
+		if pre == nil {
+			return false, nil, nil
+		}
+		live, err := current(a, del.GetName())
+		if err != nil {
+			return true, nil, err
+		}
+		if (pre.UID != nil && *pre.UID != live.GetUID()) || (pre.ResourceVersion != nil && *pre.ResourceVersion != live.GetResourceVersion()) {
+			return true, nil, conflict(a, del.GetName())
+		}
+		return false, nil, nil
+	})
+	return client
+}
+
+// fixture is a writer on a real informer factory over a fake clientset. Tests call its
+// sync directly unless they start it with run.
+type fixture struct {
+	t      *testing.T
+	ctx    context.Context
+	client *fake.Clientset
+	ca     *caSource
+	w      *Writer
+	// factory feeds w's informers.
+	factory informers.SharedInformerFactory
+	// mark is where writesSinceMark starts counting.
+	mark int
+}
+
+// newFixture builds a writer of regs on a new client holding objects, with its informers
+// started and synced.
+func newFixture(t *testing.T, regs []webhook.Registration, clientConfig ClientConfig, ca []byte, objects ...runtime.Object) *fixture {
+	t.Helper()
+	return newFixtureOn(t, newClient(objects...), regs, clientConfig, newCASource(ca))
+}
+
+// newFixtureOn builds a writer, as a replica would, on an existing client.
+func newFixtureOn(t *testing.T, client *fake.Clientset, regs []webhook.Registration, clientConfig ClientConfig, ca *caSource) *fixture {
+	t.Helper()
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+
+	factory := informers.NewSharedInformerFactory(client, 0)
+	w, err := NewWriter(ctx, client,
+		factory.Admissionregistration().V1().MutatingWebhookConfigurations(),
+		factory.Admissionregistration().V1().ValidatingWebhookConfigurations(),
+		regs, clientConfig, ca.get)
+	if err != nil {
+		t.Fatalf("NewWriter: %v", err)
+	}
+	factory.Start(ctx.Done())
+	t.Cleanup(func() {
+		cancel()
+		w.queue.ShutDown()
+		factory.Shutdown()
+	})
+	for typ, synced := range factory.WaitForCacheSync(ctx.Done()) {
+		if !synced {
+			t.Fatalf("informer for %v did not sync", typ)
+		}
+	}
+	return &fixture{t: t, ctx: ctx, client: client, ca: ca, w: w, factory: factory}
+}
+
+// run starts the writer with two workers; it stops when the test ends.
+func (f *fixture) run() {
+	f.t.Helper()
+	ctx, cancel := context.WithCancel(f.ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.w.Run(ctx, 2)
+	}()
+	f.t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+}
+
+// sync syncs key and fails the test on an error.
+func (f *fixture) sync(key string) {
+	f.t.Helper()
+	if err := f.w.sync(f.ctx, key); err != nil {
+		f.t.Fatalf("sync %s: %v", key, err)
+	}
+}
+
+func (f *fixture) syncBoth() {
+	f.t.Helper()
+	f.sync(MutatingName)
+	f.sync(ValidatingName)
+}
+
+// live returns the stored configurations; nil for one that does not exist.
+func (f *fixture) live() (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
+	f.t.Helper()
+	var m *admissionregistrationv1.MutatingWebhookConfiguration
+	var v *admissionregistrationv1.ValidatingWebhookConfiguration
+	if obj := f.stored(mutatingResource, MutatingName); obj != nil {
+		m = obj.(*admissionregistrationv1.MutatingWebhookConfiguration)
+	}
+	if obj := f.stored(validatingResource, ValidatingName); obj != nil {
+		v = obj.(*admissionregistrationv1.ValidatingWebhookConfiguration)
+	}
+	return m, v
+}
+
+// stored reads an object from the tracker, which records no action.
+func (f *fixture) stored(resource schema.GroupVersionResource, name string) runtime.Object {
+	f.t.Helper()
+	obj, err := f.client.Tracker().Get(resource, "", name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		f.t.Fatalf("reading %s %s: %v", resource.Resource, name, err)
+	}
+	return obj
+}
+
+// settle waits until the writer's caches hold what the clientset stores, so that the
+// next sync sees the last write.
+func (f *fixture) settle() {
+	f.t.Helper()
+	caches := []struct {
+		resource schema.GroupVersionResource
+		name     string
+		get      func(name string) (metav1.Object, error)
+	}{
+		{mutatingResource, MutatingName, func(name string) (metav1.Object, error) {
+			return f.factory.Admissionregistration().V1().MutatingWebhookConfigurations().Lister().Get(name)
+		}},
+		{validatingResource, ValidatingName, func(name string) (metav1.Object, error) {
+			return f.factory.Admissionregistration().V1().ValidatingWebhookConfigurations().Lister().Get(name)
+		}},
+	}
+	for _, c := range caches {
+		f.eventually(fmt.Sprintf("cache of %s catches up", c.name), func() bool {
+			cached, err := c.get(c.name)
+			obj := f.stored(c.resource, c.name)
+			if obj == nil {
+				return apierrors.IsNotFound(err)
+			}
+			stored, _ := meta.Accessor(obj)
+			return err == nil && cached.GetResourceVersion() == stored.GetResourceVersion()
+		})
+	}
+}
+
+// eventually polls cond until it holds, failing the test after five seconds.
+func (f *fixture) eventually(what string, cond func() bool) {
+	f.t.Helper()
+	err := wait.PollUntilContextTimeout(f.ctx, time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return cond(), nil
+	})
+	if err != nil {
+		f.t.Fatalf("waiting until %s: %v", what, err)
+	}
+}
+
+// writes returns the create, update and delete actions on webhook configurations since
+// the last markWrites.
+func (f *fixture) writes() []clienttesting.Action {
+	var writes []clienttesting.Action
+	for _, a := range f.client.Actions()[f.mark:] {
+		switch a.GetVerb() {
+		case "create", "update", "delete", "patch":
+			if r := a.GetResource(); r == mutatingResource || r == validatingResource {
+				writes = append(writes, a)
+			}
+		}
+	}
+	return writes
+}
+
+// markWrites makes writes count from now on.
+func (f *fixture) markWrites() {
+	f.mark = len(f.client.Actions())
+}
+
+// assertNoWrites fails the test if anything was written since the last markWrites.
+func (f *fixture) assertNoWrites() {
+	f.t.Helper()
+	for _, a := range f.writes() {
+		f.t.Errorf("unexpected write: %s %s", a.GetVerb(), a.GetResource().Resource)
+	}
+}
+
+// editMutating changes the stored configuration through the clientset, as a user would,
+// and returns what it wrote.
+func (f *fixture) editMutating(change func(*admissionregistrationv1.MutatingWebhookConfiguration)) *admissionregistrationv1.MutatingWebhookConfiguration {
+	f.t.Helper()
+	m, _ := f.live()
+	m = m.DeepCopy()
+	change(m)
+	edited, err := f.client.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(f.ctx, m, metav1.UpdateOptions{})
+	if err != nil {
+		f.t.Fatalf("user's update: %v", err)
+	}
+	return edited
+}
+
+// editValidating is editMutating for the validating configuration.
+func (f *fixture) editValidating(change func(*admissionregistrationv1.ValidatingWebhookConfiguration)) {
+	f.t.Helper()
+	_, v := f.live()
+	v = v.DeepCopy()
+	change(v)
+	if _, err := f.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Update(f.ctx, v, metav1.UpdateOptions{}); err != nil {
+		f.t.Fatalf("user's update: %v", err)
+	}
+}
+
+// cache puts obj into the writer's cache as if the informer had delivered it; uncache
+// removes it. Tests use them to hold a cache back where a real one could lag.
+func (f *fixture) cache(obj runtime.Object) {
+	f.t.Helper()
+	if err := f.indexer(obj).Update(obj); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *fixture) uncache(obj runtime.Object) {
+	f.t.Helper()
+	if err := f.indexer(obj).Delete(obj); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *fixture) indexer(obj runtime.Object) cache.Indexer {
+	f.t.Helper()
+	switch obj.(type) {
+	case *admissionregistrationv1.MutatingWebhookConfiguration:
+		return f.factory.Admissionregistration().V1().MutatingWebhookConfigurations().Informer().GetIndexer()
+	case *admissionregistrationv1.ValidatingWebhookConfiguration:
+		return f.factory.Admissionregistration().V1().ValidatingWebhookConfigurations().Informer().GetIndexer()
+	}
+	f.t.Fatalf("no cache for %T", obj)
+	return nil
+}

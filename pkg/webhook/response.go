@@ -1,0 +1,142 @@
+package webhook
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// The helpers below build the responses handlers return. None sets the UID: the server copies
+// it from the request.
+
+// Allowed lets the request through unchanged.
+func Allowed() *admissionv1.AdmissionResponse {
+	return &admissionv1.AdmissionResponse{Allowed: true}
+}
+
+// Denied refuses the request with a status code and a message; the reason is the one the API
+// server uses for that code (403 Forbidden, 422 Invalid, ...). The API server reports the
+// denial to its client as "admission webhook <name> denied the request: <message>".
+func Denied(code int32, format string, args ...any) *admissionv1.AdmissionResponse {
+	return &admissionv1.AdmissionResponse{
+		Allowed: false,
+		Result: &metav1.Status{
+			Status:  metav1.StatusFailure,
+			Code:    code,
+			Reason:  reasonForCode(code),
+			Message: fmt.Sprintf(format, args...),
+		},
+	}
+}
+
+// Invalid refuses the request with a 422 carrying one cause per field error, exactly the
+// status the API server's own validation returns, so that kubectl and clients show the fields.
+func Invalid(gk schema.GroupKind, name string, errs field.ErrorList) *admissionv1.AdmissionResponse {
+	status := apierrors.NewInvalid(gk, name, errs).ErrStatus
+	return &admissionv1.AdmissionResponse{Allowed: false, Result: &status}
+}
+
+// Errored refuses the request because the webhook could not decide, for example when it
+// cannot decode the object (400) or a lookup it needs failed (500).
+func Errored(code int32, err error) *admissionv1.AdmissionResponse {
+	return Denied(code, "%v", err)
+}
+
+// PatchResponse allows the request with the changes that turn original (the request's
+// object, as received) into mutated, as an RFC 6902 JSON patch; with no changes it is
+// Allowed(). The patch is computed on the JSON documents, so fields of original that
+// mutated's Go type does not know are removed: decode into a type that knows the whole object.
+func PatchResponse(original []byte, mutated runtime.Object) (*admissionv1.AdmissionResponse, error) {
+	from, err := decodeJSONDocument(original)
+	if err != nil {
+		return nil, fmt.Errorf("decoding the original object: %w", err)
+	}
+	modified, err := json.Marshal(mutated)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the mutated object: %w", err)
+	}
+	to, err := decodeJSONDocument(modified)
+	if err != nil {
+		return nil, fmt.Errorf("decoding the mutated object: %w", err)
+	}
+	keepTypeMeta(from, to)
+	ops, err := createJSONPatch(from, to)
+	if err != nil {
+		return nil, fmt.Errorf("computing the patch: %w", err)
+	}
+	if len(ops) == 0 {
+		return Allowed(), nil
+	}
+	patch, err := json.Marshal(ops)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the patch: %w", err)
+	}
+	patchType := admissionv1.PatchTypeJSONPatch
+	return &admissionv1.AdmissionResponse{Allowed: true, Patch: patch, PatchType: &patchType}, nil
+}
+
+// keepTypeMeta gives the mutated document the original's apiVersion and kind when it has
+// none: decoders that convert typed objects clear them, and a patch removing them would leave
+// the API server unable to decode the patched object.
+func keepTypeMeta(original, mutated any) {
+	from, ok := original.(map[string]any)
+	if !ok {
+		return
+	}
+	to, ok := mutated.(map[string]any)
+	if !ok {
+		return
+	}
+	for _, key := range []string{"apiVersion", "kind"} {
+		if _, present := to[key]; !present {
+			if value, ok := from[key]; ok {
+				to[key] = value
+			}
+		}
+	}
+}
+
+// reasonForCode is the status reason the API server gives errors of that code; unknown for
+// codes it has none for.
+func reasonForCode(code int32) metav1.StatusReason {
+	switch code {
+	case http.StatusBadRequest:
+		return metav1.StatusReasonBadRequest
+	case http.StatusUnauthorized:
+		return metav1.StatusReasonUnauthorized
+	case http.StatusForbidden:
+		return metav1.StatusReasonForbidden
+	case http.StatusNotFound:
+		return metav1.StatusReasonNotFound
+	case http.StatusMethodNotAllowed:
+		return metav1.StatusReasonMethodNotAllowed
+	case http.StatusNotAcceptable:
+		return metav1.StatusReasonNotAcceptable
+	case http.StatusConflict:
+		return metav1.StatusReasonConflict
+	case http.StatusGone:
+		return metav1.StatusReasonGone
+	case http.StatusRequestEntityTooLarge:
+		return metav1.StatusReasonRequestEntityTooLarge
+	case http.StatusUnsupportedMediaType:
+		return metav1.StatusReasonUnsupportedMediaType
+	case http.StatusUnprocessableEntity:
+		return metav1.StatusReasonInvalid
+	case http.StatusTooManyRequests:
+		return metav1.StatusReasonTooManyRequests
+	case http.StatusInternalServerError:
+		return metav1.StatusReasonInternalError
+	case http.StatusServiceUnavailable:
+		return metav1.StatusReasonServiceUnavailable
+	case http.StatusGatewayTimeout:
+		return metav1.StatusReasonTimeout
+	}
+	return metav1.StatusReasonUnknown
+}
