@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
@@ -149,6 +150,11 @@ func newClient(objects ...runtime.Object) *fake.Clientset {
 		if err != nil {
 			return true, nil, err
 		}
+		// A create that loses the race writes nothing, so it must not use up a
+		// resourceVersion: tests count writes by them.
+		if _, err := current(a, obj.GetName()); err == nil {
+			return true, nil, apierrors.NewAlreadyExists(a.GetResource().GroupResource(), obj.GetName())
+		}
 		obj.SetResourceVersion(next())
 		obj.SetUID(types.UID("uid-" + obj.GetResourceVersion()))
 		return false, nil, nil
@@ -213,6 +219,17 @@ func newFixtureOn(t *testing.T, client *fake.Clientset, regs []webhook.Registrat
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 
+	// The fake clientset's informers list first and watch a moment later; a write in between
+	// would never reach the cache. Tests write only once both watches are open.
+	watching := make(chan struct{}, 2)
+	client.PrependWatchReactor("*", func(a clienttesting.Action) (bool, watch.Interface, error) {
+		w, err := client.Tracker().Watch(a.GetResource(), a.GetNamespace())
+		select {
+		case watching <- struct{}{}:
+		default:
+		}
+		return true, w, err
+	})
 	factory := informers.NewSharedInformerFactory(client, 0)
 	w, err := NewWriter(ctx, client,
 		factory.Admissionregistration().V1().MutatingWebhookConfigurations(),
@@ -230,6 +247,13 @@ func newFixtureOn(t *testing.T, client *fake.Clientset, regs []webhook.Registrat
 	for typ, synced := range factory.WaitForCacheSync(ctx.Done()) {
 		if !synced {
 			t.Fatalf("informer for %v did not sync", typ)
+		}
+	}
+	for range 2 {
+		select {
+		case <-watching:
+		case <-time.After(wait.ForeverTestTimeout):
+			t.Fatal("the informers did not start watching")
 		}
 	}
 	return &fixture{t: t, ctx: ctx, client: client, ca: ca, w: w, factory: factory}

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
@@ -289,13 +291,16 @@ func TestSyncLeavesSomeoneElsesConfigurationAlone(t *testing.T) {
 func TestSyncDeleteRetriesOnConflict(t *testing.T) {
 	f := newFixture(t, onlyType(testRegistrations(), webhook.Validating), testURLConfig, testCA,
 		managedMutating(MutatingName, map[string]string{managedByLabel: managedByBosun}))
-	// Someone changes the object in the store behind the cache's back: the delete's
-	// precondition no longer holds.
-	stale, _ := f.live()
-	stale.ResourceVersion = "8"
-	if err := f.client.Tracker().Update(mutatingResource, stale, ""); err != nil {
-		t.Fatal(err)
-	}
+	// Someone changed the object after the cache saw it: the API server refuses the
+	// delete's precondition once.
+	refused := false
+	f.client.PrependReactor("delete", "mutatingwebhookconfigurations", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if refused {
+			return false, nil, nil
+		}
+		refused = true
+		return true, nil, apierrors.NewConflict(a.GetResource().GroupResource(), MutatingName, errors.New("the object has been modified"))
+	})
 	err := f.w.sync(f.ctx, MutatingName)
 	if !errors.Is(err, queue.ErrRequeue) {
 		t.Fatalf("sync = %v, want a requeue", err)
@@ -308,67 +313,6 @@ func TestSyncDeleteRetriesOnConflict(t *testing.T) {
 	if m, _ := f.live(); m != nil {
 		t.Error("not deleted once the cache caught up")
 	}
-}
-
-// Two replicas, each with its own writer and informers on the same API server. Where
-// they race, the loser's cache is held back by hand to make the race certain.
-func TestTwoWritersConverge(t *testing.T) {
-	client := newClient()
-	ca := newCASource(testCA)
-	first := newFixtureOn(t, client, testRegistrations(), testURLConfig, ca)
-	second := newFixtureOn(t, client, testRegistrations(), testURLConfig, ca)
-
-	// Both find nothing; the first creates, the second's create loses.
-	first.syncBoth()
-	first.settle()
-	second.settle()
-	created, _ := first.live()
-	second.uncache(created)
-	if err := second.w.sync(second.ctx, MutatingName); !errors.Is(err, queue.ErrRequeue) {
-		t.Fatalf("second writer's sync on a stale cache = %v, want a requeue after AlreadyExists", err)
-	}
-	second.cache(created)
-	first.markWrites()
-	second.syncBoth()
-	first.syncBoth()
-	first.assertNoWrites()
-	first.assertDesired(testRegistrations(), testURLConfig, testCA)
-
-	// A user's edit: both see it, one update wins, the other conflicts on the
-	// resourceVersion; its retry finds the winner's result and writes nothing.
-	first.editMutating(func(m *admissionregistrationv1.MutatingWebhookConfiguration) {
-		m.Webhooks[0].FailurePolicy = ptr.To(admissionregistrationv1.Ignore)
-	})
-	first.settle()
-	second.settle()
-	edited, _ := first.live()
-	first.markWrites()
-	first.sync(MutatingName)
-	second.settle()
-	won, _ := first.live()
-	second.cache(edited)
-	if err := second.w.sync(second.ctx, MutatingName); !errors.Is(err, queue.ErrRequeue) {
-		t.Fatalf("second writer's sync on a stale cache = %v, want a requeue after a conflict", err)
-	}
-	second.cache(won)
-	second.sync(MutatingName)
-	first.sync(MutatingName)
-
-	if writes := first.writes(); len(writes) != 2 || writes[0].GetVerb() != "update" || writes[1].GetVerb() != "update" {
-		t.Errorf("writes = %v, want the winner's update and the loser's failed one", writes)
-	}
-	m, _ := first.live()
-	if want := bumped(t, edited.ResourceVersion, 1); m.ResourceVersion != want {
-		t.Errorf("resourceVersion %s after the edit's %s, want %s: exactly one update may succeed", m.ResourceVersion, edited.ResourceVersion, want)
-	}
-	first.assertDesired(testRegistrations(), testURLConfig, testCA)
-
-	first.markWrites()
-	for range 3 {
-		first.syncBoth()
-		second.syncBoth()
-	}
-	first.assertNoWrites()
 }
 
 // Two replicas running side by side: after they converge, a user's edit is reverted by
