@@ -63,7 +63,6 @@ type Cluster struct {
 	controlPlane *framework.ControlPlane
 	registries   []*registry
 	containerd   *containerd
-	kubelet      *kubelet
 	// components are every long-running process in start order, registries and control
 	// plane excluded (they are watched through their own handles).
 	components []*component

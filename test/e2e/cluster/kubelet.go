@@ -12,12 +12,6 @@ import (
 	"github.com/bosun-dev/bosun/test/integration/framework"
 )
 
-// kubelet is the node agent of Kubernetes, built by hack/build-test-servers.sh.
-type kubelet struct {
-	*framework.Process
-	healthzPort int
-}
-
 // kubeletConfig is the node's KubeletConfiguration. The host is cgroup v1 (hybrid) and may
 // have swap, so the kubelet is told to accept both, manages no QoS or allocatable cgroups,
 // and uses cgroupfs like containerd's runc. It authenticates the API server by its client
@@ -58,6 +52,8 @@ imageGCLowThresholdPercent: 99
 serializeImagePulls: false
 `
 
+// startKubelet runs the kubelet (built by hack/build-test-servers.sh) for the node and
+// returns once its /healthz answers.
 func (c *Cluster) startKubelet(ctx context.Context) error {
 	binary, err := framework.ToolPath("kubelet")
 	if err != nil {
@@ -98,7 +94,6 @@ func (c *Cluster) startKubelet(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.kubelet = &kubelet{Process: process, healthzPort: ports[1]}
 	c.components = append(c.components, &component{Process: process, port: ports[1]})
 	return framework.WaitFor(ctx, time.Minute, "the kubelet to answer /healthz", func(ctx context.Context) (bool, error) {
 		if process.Exited() {
