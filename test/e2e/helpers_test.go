@@ -17,11 +17,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/bosun-dev/bosun/test/e2e/cluster"
+	"github.com/bosun-dev/bosun/test/integration/framework"
 )
-
-// pollInterval is how often waits look again. Waits also look at the cluster each time, so
-// a kubelet or containerd that died fails the case within this interval.
-const pollInterval = 250 * time.Millisecond
 
 // requireCluster skips the case when the suite is skipped, and fails it at once when the
 // cluster has already broken (an earlier case may have left a dead kubelet behind).
@@ -53,26 +50,18 @@ func clientset(t *testing.T) kubernetes.Interface {
 }
 
 // waitFor polls condition until it is true, failing the test when timeout passes, when
-// condition errs, or as soon as a component of the cluster has died.
+// condition errs, or as soon as a component of the cluster has died: every poll looks at
+// the cluster first.
 func waitFor(t *testing.T, timeout time.Duration, what string, condition func(ctx context.Context) (bool, error)) {
 	t.Helper()
-	ctx := testContext(t)
-	deadline := time.Now().Add(timeout)
-	for {
+	err := framework.WaitFor(testContext(t), timeout, what, func(ctx context.Context) (bool, error) {
 		if err := suite.Err(); err != nil {
-			t.Fatalf("the local cluster broke while waiting for %s: %v", what, err)
+			return false, fmt.Errorf("the local cluster broke: %w", err)
 		}
-		done, err := condition(ctx)
-		if err != nil {
-			t.Fatalf("waiting for %s: %v", what, err)
-		}
-		if done {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(pollInterval)
+		return condition(ctx)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -175,27 +175,28 @@ func killProcessesOf(dir string) error {
 }
 
 func parentOf(pid int) int {
-	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return 0
-	}
-	// The command name in parentheses may hold spaces; the fields after it do not.
-	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	fields := statFields(pid)
 	if len(fields) < 2 {
 		return 0
 	}
 	ppid, _ := strconv.Atoi(fields[1])
 	return ppid
 }
-
 func processExists(pid int) bool {
 	// A zombie has exited; only its parent's wait is missing.
+	fields := statFields(pid)
+	return len(fields) > 0 && fields[0] != "Z"
+}
+
+// statFields returns the fields of /proc/<pid>/stat after the command name (state first,
+// then the parent's pid), or nil when the process is gone. The name, in parentheses, may
+// hold spaces; the fields after it do not.
+func statFields(pid int) []string {
 	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
 	if err != nil {
-		return false
+		return nil
 	}
-	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-	return len(fields) > 0 && fields[0] != "Z"
+	return strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
 }
 
 // deleteContainers force-deletes every container left in containerd's runc root: their

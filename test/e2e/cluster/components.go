@@ -46,7 +46,7 @@ func (c *Cluster) startScheduler(ctx context.Context) error {
 		return err
 	}
 	c.components = append(c.components, &component{Process: process, port: ports[0]})
-	return waitForHealthz(ctx, process, ports[0], "/healthz")
+	return framework.WaitForHealthEndpoint(ctx, 2*time.Minute, process, ports[0], "/healthz")
 }
 
 // startDaemon runs bosun-daemon for the node, as its own user (config/rbac/daemon.yaml),
@@ -77,18 +77,7 @@ func (c *Cluster) startDaemon(ctx context.Context, binary string) error {
 		return err
 	}
 	c.components = append(c.components, &component{Process: process, port: ports[0]})
-	return waitForHealthz(ctx, process, ports[0], "/readyz")
-}
-
-// waitForHealthz waits until the process answers "ok" on path of its secure port.
-func waitForHealthz(ctx context.Context, process *framework.Process, port int, path string) error {
-	return framework.WaitFor(ctx, 2*time.Minute, process.Name()+" to answer "+path, func(context.Context) (bool, error) {
-		if process.Exited() {
-			return false, fmt.Errorf("%s exited with status %d: %s", process.Name(), process.ExitCode(), process.LogTail(40))
-		}
-		code, body := framework.GetEndpoint(port, path, "")
-		return code == http.StatusOK && strings.TrimSpace(body) == "ok", nil
-	})
+	return framework.WaitForHealthEndpoint(ctx, 2*time.Minute, process, ports[0], "/readyz")
 }
 
 // answers reports whether a plain HTTP GET of url answers with one of codes; a server not

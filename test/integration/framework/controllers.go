@@ -119,12 +119,18 @@ func StartControllerManager(ctx context.Context, name, path string, args []strin
 }
 
 func (cm *ControllerManager) waitHealthy(ctx context.Context) error {
-	return WaitFor(ctx, ControllerManagerStartTimeout, cm.Name()+" to report /healthz ok", func(context.Context) (bool, error) {
-		if cm.Exited() {
-			return false, fmt.Errorf("%s exited with status %d:\n%s", cm.Name(), cm.ExitCode(), cm.LogTail(40))
+	// /healthz needs no credentials on either manager (always-allow-paths default).
+	return WaitForHealthEndpoint(ctx, ControllerManagerStartTimeout, cm.Process, cm.Port, "/healthz")
+}
+
+// WaitForHealthEndpoint waits until process answers "ok" on path (/healthz, /readyz) of its
+// secure loopback port, without credentials, and fails at once if the process exits.
+func WaitForHealthEndpoint(ctx context.Context, timeout time.Duration, process *Process, port int, path string) error {
+	return WaitFor(ctx, timeout, process.Name()+" to report "+path+" ok", func(context.Context) (bool, error) {
+		if process.Exited() {
+			return false, fmt.Errorf("%s exited with status %d:\n%s", process.Name(), process.ExitCode(), process.LogTail(40))
 		}
-		// /healthz needs no credentials on either manager (always-allow-paths default).
-		code, body := GetEndpoint(cm.Port, "/healthz", "")
+		code, body := GetEndpoint(port, path, "")
 		return code == http.StatusOK && strings.TrimSpace(body) == "ok", nil
 	})
 }
