@@ -27,6 +27,12 @@ const (
 	// LogarithmicScaleDown ranks pods of similar age in logarithmic buckets on scale-down.
 	// It is GA upstream and cannot be switched off.
 	LogarithmicScaleDown featuregate.Feature = "LogarithmicScaleDown"
+
+	// AdvancedDaemonSetStrictMaxUnavailable makes the Advanced DaemonSet controller count the
+	// replacement of old pods that are already unavailable against maxUnavailable. Without it
+	// (OpenKruise's behaviour) such pods are replaced outside the budget, so two template
+	// changes within minReadySeconds can take every pod of a DaemonSet down at once.
+	AdvancedDaemonSetStrictMaxUnavailable featuregate.Feature = "AdvancedDaemonSetStrictMaxUnavailable"
 )
 
 // defaultFeatureGates holds every gate bosun knows with its default and maturity.
@@ -35,6 +41,7 @@ var defaultFeatureGates = map[featuregate.Feature]featuregate.FeatureSpec{
 	DeploymentReplicaSetTerminatingReplicas: {Default: true, PreRelease: featuregate.Beta},
 	StaleControllerConsistencyReplicaSet:    {Default: true, PreRelease: featuregate.Beta},
 	LogarithmicScaleDown:                    {Default: true, PreRelease: featuregate.GA, LockToDefault: true},
+	AdvancedDaemonSetStrictMaxUnavailable:   {Default: false, PreRelease: featuregate.Alpha},
 }
 
 // DefaultMutableFeatureGate is the gate --feature-gates writes into. Only the binaries'

@@ -14,6 +14,10 @@ func TestDefaults(t *testing.T) {
 			t.Errorf("%s: want enabled by default", f)
 		}
 	}
+	// Behaviour beyond upstream and OpenKruise is opt-in.
+	if gate.Enabled(AdvancedDaemonSetStrictMaxUnavailable) {
+		t.Errorf("%s: want disabled by default", AdvancedDaemonSetStrictMaxUnavailable)
+	}
 }
 
 func TestSet(t *testing.T) {
@@ -21,6 +25,7 @@ func TestSet(t *testing.T) {
 		value        string
 		wantErr      bool
 		wantDisabled []featuregate.Feature
+		wantEnabled  []featuregate.Feature
 	}{
 		{value: "PodDeletionCost=false", wantDisabled: []featuregate.Feature{PodDeletionCost}},
 		{
@@ -30,6 +35,7 @@ func TestSet(t *testing.T) {
 		{value: "NoSuchGate=true", wantErr: true},
 		{value: "LogarithmicScaleDown=false", wantErr: true},
 		{value: "LogarithmicScaleDown=true"},
+		{value: "AdvancedDaemonSetStrictMaxUnavailable=true", wantEnabled: []featuregate.Feature{AdvancedDaemonSetStrictMaxUnavailable}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.value, func(t *testing.T) {
@@ -41,13 +47,19 @@ func TestSet(t *testing.T) {
 			if tc.wantErr {
 				return
 			}
-			disabled := map[featuregate.Feature]bool{}
+			want := map[featuregate.Feature]bool{}
+			for f, spec := range defaultFeatureGates {
+				want[f] = spec.Default
+			}
 			for _, f := range tc.wantDisabled {
-				disabled[f] = true
+				want[f] = false
+			}
+			for _, f := range tc.wantEnabled {
+				want[f] = true
 			}
 			for f := range defaultFeatureGates {
-				if got := gate.Enabled(f); got == disabled[f] {
-					t.Errorf("%s enabled = %v, want %v", f, got, !disabled[f])
+				if got := gate.Enabled(f); got != want[f] {
+					t.Errorf("%s enabled = %v, want %v", f, got, want[f])
 				}
 			}
 		})

@@ -94,12 +94,19 @@ func Run(ctx context.Context, o *options.Options, reg *registry.Registry) error 
 	}
 	defer stopServing()
 
-	// Step 4 would start the components that run on every replica (admission webhooks); bosun
-	// has none yet.
+	enabled := reg.Enabled(o.Controllers)
+	// Step 4: what runs on every replica, leader or not: the admission webhooks.
+	webhookFailed := func(err error) {
+		logger.Error(err, "Admission webhooks stopped working")
+		klog.FlushAndExit(klog.ExitFlushTimeout, 1)
+	}
+	if err := startWebhooks(ctx, o.Webhook, rootClient, webhookRegistrations(reg, enabled), health.Readyz, webhookFailed); err != nil {
+		return err
+	}
 
 	m := &controllerManager{
 		registry:      reg,
-		enabled:       reg.Enabled(o.Controllers),
+		enabled:       enabled,
 		rootBuilder:   rootBuilder,
 		clientBuilder: builder,
 		rootClient:    rootClient,

@@ -10,9 +10,10 @@ type Configuration struct {
 	// MinResyncPeriod is --min-resync-period; shared informers resync in [p, 2p).
 	MinResyncPeriod time.Duration
 
-	ReplicaSet       ReplicaSetConfiguration
-	Deployment       DeploymentConfiguration
-	GarbageCollector GarbageCollectorConfiguration
+	ReplicaSet        ReplicaSetConfiguration
+	Deployment        DeploymentConfiguration
+	GarbageCollector  GarbageCollectorConfiguration
+	AdvancedDaemonSet AdvancedDaemonSetConfiguration
 }
 
 // ReplicaSetConfiguration configures the ReplicaSet controller.
@@ -32,5 +33,11 @@ type GarbageCollectorConfiguration struct {
 	// Enabled is --enable-garbage-collector; it must match the API server's own setting.
 	Enabled bool
 	// ConcurrentSyncs is the number of workers (--concurrent-gc-syncs).
+	ConcurrentSyncs int32
+}
+
+// AdvancedDaemonSetConfiguration configures the Advanced DaemonSet controller.
+type AdvancedDaemonSetConfiguration struct {
+	// ConcurrentSyncs is the number of workers (--concurrent-advanced-daemonset-syncs).
 	ConcurrentSyncs int32
 }

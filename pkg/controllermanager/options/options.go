@@ -57,6 +57,8 @@ type Options struct {
 	ConcurrentDeploymentSyncs int32
 	ConcurrentGCSyncs         int32
 	EnableGarbageCollector    bool
+	// ConcurrentAdvancedDaemonSetSyncs is --concurrent-advanced-daemonset-syncs.
+	ConcurrentAdvancedDaemonSetSyncs int32
 
 	MinResyncPeriod              time.Duration
 	ControllerStartInterval      time.Duration
@@ -66,6 +68,7 @@ type Options struct {
 	Client         *clientconfig.Options
 	LeaderElection componentbaseconfig.LeaderElectionConfiguration
 	Serving        *serving.Options
+	Webhook        *WebhookOptions
 	Profiling      serving.ProfilingOptions
 	Logs           *logsapi.LoggingConfiguration
 	// FeatureGate receives --feature-gates.
@@ -80,10 +83,12 @@ func NewOptions(gate featuregate.MutableVersionedFeatureGate) *Options {
 		ConcurrentDeploymentSyncs: 5,
 		ConcurrentGCSyncs:         20,
 		EnableGarbageCollector:    true,
-		MinResyncPeriod:           informers.DefaultMinResyncPeriod,
-		ControllerStartInterval:   0,
-		ControllerShutdownTimeout: 10 * time.Second,
-		Client:                    clientconfig.NewOptions(),
+		// OpenKruise's default: three DaemonSets sync at once.
+		ConcurrentAdvancedDaemonSetSyncs: 3,
+		MinResyncPeriod:                  informers.DefaultMinResyncPeriod,
+		ControllerStartInterval:          0,
+		ControllerShutdownTimeout:        10 * time.Second,
+		Client:                           clientconfig.NewOptions(),
 		LeaderElection: componentbaseconfig.LeaderElectionConfiguration{
 			LeaderElect:       true,
 			LeaseDuration:     metav1.Duration{Duration: 15 * time.Second},
@@ -94,6 +99,7 @@ func NewOptions(gate featuregate.MutableVersionedFeatureGate) *Options {
 			ResourceNamespace: "kube-system",
 		},
 		Serving:     serving.NewOptions(DefaultSecurePort, ServingCertPairName),
+		Webhook:     NewWebhookOptions(),
 		Profiling:   serving.ProfilingOptions{EnableProfiling: true},
 		Logs:        logsapi.NewLoggingConfiguration(),
 		FeatureGate: gate,
@@ -124,6 +130,8 @@ func (o *Options) Flags(reg *registry.Registry) cliflag.NamedFlagSets {
 		"The number of Deployments that may sync concurrently.")
 	controllers.Int32Var(&o.ConcurrentGCSyncs, "concurrent-gc-syncs", o.ConcurrentGCSyncs,
 		"The number of garbage collector workers that may sync concurrently.")
+	controllers.Int32Var(&o.ConcurrentAdvancedDaemonSetSyncs, "concurrent-advanced-daemonset-syncs", o.ConcurrentAdvancedDaemonSetSyncs,
+		"The number of Advanced DaemonSets (apps.kruise.io) that may sync concurrently.")
 	controllers.BoolVar(&o.EnableGarbageCollector, "enable-garbage-collector", o.EnableGarbageCollector,
 		"Enables the generic garbage collector. Must match the corresponding flag of the kube-apiserver.")
 
@@ -134,6 +142,7 @@ func (o *Options) Flags(reg *registry.Registry) cliflag.NamedFlagSets {
 	componentbaseoptions.BindLeaderElectionFlags(&o.LeaderElection, fss.FlagSet(groupLeaderElection))
 
 	o.Serving.AddFlags(&fss)
+	o.Webhook.AddFlags(fss.FlagSet(groupWebhook))
 
 	o.FeatureGate.AddFlag(fss.FlagSet(groupFeatureGates))
 
@@ -158,6 +167,7 @@ func (o *Options) Validate(reg *registry.Registry) error {
 		{"--concurrent-replicaset-syncs", o.ConcurrentReplicaSetSyncs},
 		{"--concurrent-deployment-syncs", o.ConcurrentDeploymentSyncs},
 		{"--concurrent-gc-syncs", o.ConcurrentGCSyncs},
+		{"--concurrent-advanced-daemonset-syncs", o.ConcurrentAdvancedDaemonSetSyncs},
 	} {
 		if workers.value < 1 {
 			errs = append(errs, fmt.Errorf("%s must be at least 1, got %d", workers.flag, workers.value))
@@ -175,6 +185,7 @@ func (o *Options) Validate(reg *registry.Registry) error {
 	errs = append(errs, o.Client.Validate()...)
 	errs = append(errs, validateLeaderElection(&o.LeaderElection)...)
 	errs = append(errs, o.Serving.Validate()...)
+	errs = append(errs, o.Webhook.Validate()...)
 	for _, err := range logsapi.Validate(o.Logs, o.FeatureGate, nil) {
 		errs = append(errs, err)
 	}
@@ -223,10 +234,11 @@ func validateLeaderElection(le *componentbaseconfig.LeaderElectionConfiguration)
 // ControllerConfiguration is the part of the options that controllers read.
 func (o *Options) ControllerConfiguration() *config.Configuration {
 	return &config.Configuration{
-		MinResyncPeriod:  o.MinResyncPeriod,
-		ReplicaSet:       config.ReplicaSetConfiguration{ConcurrentSyncs: o.ConcurrentReplicaSetSyncs},
-		Deployment:       config.DeploymentConfiguration{ConcurrentSyncs: o.ConcurrentDeploymentSyncs},
-		GarbageCollector: config.GarbageCollectorConfiguration{Enabled: o.EnableGarbageCollector, ConcurrentSyncs: o.ConcurrentGCSyncs},
+		MinResyncPeriod:   o.MinResyncPeriod,
+		ReplicaSet:        config.ReplicaSetConfiguration{ConcurrentSyncs: o.ConcurrentReplicaSetSyncs},
+		Deployment:        config.DeploymentConfiguration{ConcurrentSyncs: o.ConcurrentDeploymentSyncs},
+		GarbageCollector:  config.GarbageCollectorConfiguration{Enabled: o.EnableGarbageCollector, ConcurrentSyncs: o.ConcurrentGCSyncs},
+		AdvancedDaemonSet: config.AdvancedDaemonSetConfiguration{ConcurrentSyncs: o.ConcurrentAdvancedDaemonSetSyncs},
 	}
 }
 

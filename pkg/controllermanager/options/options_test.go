@@ -2,6 +2,7 @@ package options
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -52,6 +53,13 @@ func TestDefaults(t *testing.T) {
 		{"deployment workers", o.ConcurrentDeploymentSyncs, int32(5)},
 		{"gc workers", o.ConcurrentGCSyncs, int32(20)},
 		{"gc enabled", o.EnableGarbageCollector, true},
+		{"advanced daemonset workers", o.ConcurrentAdvancedDaemonSetSyncs, int32(3)},
+		{"webhook port", o.Webhook.Port, 9876},
+		{"webhook bind address", o.Webhook.BindAddress, "0.0.0.0"},
+		{"webhook secret", o.Webhook.Secret, "kube-system/bosun-webhook-certs"},
+		{"webhook cert dir", o.Webhook.CertDir, ""},
+		{"webhook url", o.Webhook.ClientConfig().URL, "https://127.0.0.1:9876"},
+		{"webhook service port", o.Webhook.ServicePort, int32(443)},
 		{"qps", o.Client.QPS, float32(20)},
 		{"burst", o.Client.Burst, int32(30)},
 		{"content type", o.Client.ContentType, "application/vnd.kubernetes.protobuf"},
@@ -100,9 +108,11 @@ func TestValidate(t *testing.T) {
 			wantErrs: []string{`"nosuch" is not in the list of known controllers; valid names are: deployment-controller (alias deployment), replicaset-controller (alias replicaset)`},
 		},
 		{
-			name:     "zero workers",
-			args:     []string{"--concurrent-replicaset-syncs=0", "--concurrent-deployment-syncs=-1", "--concurrent-gc-syncs=0"},
-			wantErrs: []string{"--concurrent-replicaset-syncs", "--concurrent-deployment-syncs", "--concurrent-gc-syncs"},
+			name: "zero workers",
+			args: []string{"--concurrent-replicaset-syncs=0", "--concurrent-deployment-syncs=-1", "--concurrent-gc-syncs=0",
+				"--concurrent-advanced-daemonset-syncs=0"},
+			wantErrs: []string{"--concurrent-replicaset-syncs", "--concurrent-deployment-syncs", "--concurrent-gc-syncs",
+				"--concurrent-advanced-daemonset-syncs"},
 		},
 		{name: "resync", args: []string{"--min-resync-period=0s"}, wantErrs: []string{"--min-resync-period"}},
 		{name: "start interval", args: []string{"--controller-start-interval=-1s"}, wantErrs: []string{"--controller-start-interval"}},
@@ -135,6 +145,18 @@ func TestValidate(t *testing.T) {
 		{name: "secure port out of range", args: []string{"--secure-port=70000"}, wantErrs: []string{"--secure-port"}},
 		{name: "secure port 0 disables serving", args: []string{"--secure-port=0"}},
 		{name: "logging format", args: []string{"--logging-format=xml"}, wantErrs: []string{"xml"}},
+		{name: "webhook port out of range", args: []string{"--webhook-port=65536"}, wantErrs: []string{"--webhook-port must be between 0 and 65535"}},
+		{name: "webhook port 0 disables webhooks and their checks", args: []string{"--webhook-port=0", "--webhook-url=http://x", "--webhook-secret=bad"}},
+		{name: "webhook service", args: []string{"--webhook-service=bosun-system/bosun-webhook", "--webhook-service-port=9443"}},
+		{name: "webhook url", args: []string{"--webhook-url=https://bosun.example:9876/"}},
+		{name: "webhook url and service", args: []string{"--webhook-url=https://127.0.0.1:9876", "--webhook-service=a/b"},
+			wantErrs: []string{"--webhook-url and --webhook-service are mutually exclusive"}},
+		{name: "webhook url not https", args: []string{"--webhook-url=http://127.0.0.1:9876"}, wantErrs: []string{`scheme "http" is not https`}},
+		{name: "webhook service without namespace", args: []string{"--webhook-service=bosun-webhook"},
+			wantErrs: []string{`--webhook-service must be <namespace>/<name>, got "bosun-webhook"`}},
+		{name: "webhook secret", args: []string{"--webhook-secret=kube-system/Bad_Name"}, wantErrs: []string{`--webhook-secret: name "Bad_Name"`}},
+		{name: "webhook bind address", args: []string{"--webhook-bind-address=localhost"}, wantErrs: []string{"--webhook-bind-address must be an IP address"}},
+		{name: "webhook cert dir missing", args: []string{"--webhook-cert-dir=/nonexistent/bosun-certs"}, wantErrs: []string{"--webhook-cert-dir: stat /nonexistent/bosun-certs"}},
 		{
 			name:     "all problems are reported together",
 			args:     []string{"--controllers=nosuch", "--concurrent-gc-syncs=0", "--kube-api-qps=0", "--leader-elect-resource-lock=x", "--secure-port=-2"},
@@ -187,7 +209,7 @@ func TestFlagGroupsAndHelp(t *testing.T) {
 	o := NewOptions(features.NewFeatureGate())
 	fss := o.Flags(testRegistry())
 	wantOrder := []string{"generic", "controllers", "client", "leader election", "secure serving", "authentication",
-		"authorization", "feature gates", "logs", "misc"}
+		"authorization", "admission webhooks", "feature gates", "logs", "misc"}
 	if got := strings.Join(fss.Order, "|"); got != strings.Join(wantOrder, "|") {
 		t.Errorf("groups %q, want %q", got, strings.Join(wantOrder, "|"))
 	}
@@ -195,7 +217,7 @@ func TestFlagGroupsAndHelp(t *testing.T) {
 		"controllers": "concurrent-gc-syncs", "client": "kube-api-content-type", "leader election": "leader-elect-renew-deadline",
 		"secure serving": "tls-cert-file", "authentication": "requestheader-client-ca-file",
 		"authorization": "authorization-always-allow-paths", "feature gates": "feature-gates", "logs": "logging-format",
-		"misc": "version", "generic": "controller-shutdown-timeout",
+		"misc": "version", "generic": "controller-shutdown-timeout", "admission webhooks": "webhook-cert-dir",
 	} {
 		if fss.FlagSets[group].Lookup(flag) == nil {
 			t.Errorf("--%s is not in group %q", flag, group)
@@ -217,5 +239,40 @@ func TestControllerConfiguration(t *testing.T) {
 	if c.ReplicaSet.ConcurrentSyncs != 7 || c.Deployment.ConcurrentSyncs != 8 || c.GarbageCollector.ConcurrentSyncs != 9 ||
 		c.GarbageCollector.Enabled || c.MinResyncPeriod != time.Hour {
 		t.Errorf("configuration %+v", c)
+	}
+}
+
+func TestWebhookClientConfigAndCertificateHosts(t *testing.T) {
+	tests := []struct {
+		args      []string
+		wantURL   string
+		wantSvc   string
+		wantHosts string
+	}{
+		{args: nil, wantURL: "https://127.0.0.1:9876", wantHosts: "127.0.0.1"},
+		{args: []string{"--webhook-port=9443"}, wantURL: "https://127.0.0.1:9443", wantHosts: "127.0.0.1"},
+		{args: []string{"--webhook-url=https://cp.example:9876/"}, wantURL: "https://cp.example:9876", wantHosts: "cp.example"},
+		{args: []string{"--webhook-service=bosun-system/webhook", "--webhook-service-port=8443"}, wantSvc: "bosun-system/webhook:8443",
+			wantHosts: "webhook.bosun-system.svc,webhook.bosun-system.svc.cluster.local,webhook.bosun-system"},
+	}
+	for _, tc := range tests {
+		o, err := parse(t, tc.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Validate(testRegistry()); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		cc := o.Webhook.ClientConfig()
+		svc := ""
+		if cc.Service != nil {
+			svc = fmt.Sprintf("%s/%s:%d", cc.Service.Namespace, cc.Service.Name, cc.Service.Port)
+		}
+		if cc.URL != tc.wantURL || svc != tc.wantSvc {
+			t.Errorf("%v: client config URL %q service %q, want %q and %q", tc.args, cc.URL, svc, tc.wantURL, tc.wantSvc)
+		}
+		if got := strings.Join(o.Webhook.CertificateHosts(), ","); got != tc.wantHosts {
+			t.Errorf("%v: certificate hosts %q, want %q", tc.args, got, tc.wantHosts)
+		}
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+
+	"github.com/bosun-dev/bosun/pkg/webhook"
 )
 
 // Controller is a built controller.
@@ -55,6 +57,9 @@ type Descriptor struct {
 	Constructor Constructor
 	// DisabledByDefault keeps the controller out of "*"; it runs only when named explicitly.
 	DisabledByDefault bool
+	// Webhooks returns the admission webhooks of the controller's resources, served by every
+	// replica (leader or not) whenever the controller is enabled. Nil means none.
+	Webhooks func() []webhook.Registration
 }
 
 // notBuilt is the error a constructor returns to skip its controller.

@@ -2,6 +2,7 @@ package configuration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 
@@ -14,9 +15,24 @@ import (
 	"github.com/bosun-dev/bosun/pkg/controller/queue"
 )
 
-// sync makes the configuration named key what Desired says: deleted when bosun has no
-// webhooks of its type, otherwise created or updated, once the CA bundle is known.
+// sync makes the configuration named key what Desired says and records the outcome for
+// the readiness check.
 func (w *Writer) sync(ctx context.Context, key string) error {
+	err := w.syncConfiguration(ctx, key)
+	w.outcomes.record(key, err)
+	if errors.Is(err, errNoCABundle) {
+		// Not a failure to back off from: the provider's Resync usually comes first, and
+		// this covers a missed one.
+		w.queue.AddAfter(key, caBundleWait)
+		return nil
+	}
+	return err
+}
+
+// syncConfiguration makes the configuration named key what Desired says: deleted when
+// bosun has no webhooks of its type, otherwise created or updated, once the CA bundle is
+// known.
+func (w *Writer) syncConfiguration(ctx context.Context, key string) error {
 	logger := klog.FromContext(ctx).WithValues("webhookConfiguration", key)
 	ctx = klog.NewContext(ctx, logger)
 
@@ -34,8 +50,7 @@ func (w *Writer) sync(ctx context.Context, key string) error {
 		// Without a CA bundle the API server would not trust the server; the webhooks
 		// would fail (or, failing open, be skipped) until the next write.
 		logger.V(2).Info("No CA bundle yet; looking again later", "after", caBundleWait)
-		w.queue.AddAfter(key, caBundleWait)
-		return nil
+		return errNoCABundle
 	}
 	return t.ensure(ctx, caBundle)
 }

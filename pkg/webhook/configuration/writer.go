@@ -41,6 +41,7 @@ type Writer struct {
 	targets      map[string]target
 	cachesSynced []cache.InformerSynced
 	queue        workqueue.TypedRateLimitingInterface[string]
+	outcomes     syncOutcomes
 }
 
 // NewWriter returns a writer of the configurations for regs, reached through clientConfig

@@ -267,7 +267,12 @@ func (c *Cluster) startControllers(ctx context.Context, opts Options) error {
 		return err
 	}
 	bosun, err := framework.StartControllerManager(ctx, "bosun-controller-manager", opts.ManagerBinary,
-		framework.BosunControllerManagerArgs(cp, framework.ControllerManagerOptions{Controllers: opts.Controllers, Kubeconfig: kubeconfig}),
+		framework.BosunControllerManagerArgs(cp, framework.ControllerManagerOptions{
+			Controllers: opts.Controllers, Kubeconfig: kubeconfig,
+			// On --webhook-port's default, as on a control-plane node: the API server calls
+			// https://127.0.0.1:9876.
+			Webhooks: true,
+		}),
 		c.logPath("bosun-controller-manager"))
 	if err != nil {
 		return err

@@ -30,6 +30,13 @@ type ControllerManagerOptions struct {
 	Verbosity int
 	// Kubeconfig is the --kubeconfig of bosun-controller-manager; the admin's when empty.
 	Kubeconfig string
+	// Webhooks makes bosun-controller-manager serve its admission webhooks on WebhookPort
+	// (StartBosunControllerManager picks a free loopback port when it is zero) and write
+	// its webhook configurations, which send the API server to https://127.0.0.1:<port>;
+	// the start then also waits for /readyz, which passes once the configurations are
+	// written. Without it, bosun-controller-manager runs with --webhook-port=0.
+	Webhooks    bool
+	WebhookPort int
 	// ExtraArgs are appended after the flags above.
 	ExtraArgs []string
 }
@@ -43,8 +50,18 @@ func BosunControllerManagerArgs(cp *ControlPlane, opts ControllerManagerOptions)
 	if kubeconfig == "" {
 		kubeconfig = cp.KubeconfigPath()
 	}
-	return opts.args([]string{"--kubeconfig=" + kubeconfig})
+	webhookPort := 0
+	if opts.Webhooks {
+		webhookPort = opts.WebhookPort
+		if webhookPort == 0 {
+			webhookPort = defaultWebhookPort
+		}
+	}
+	return opts.args([]string{"--kubeconfig=" + kubeconfig, "--webhook-port=" + strconv.Itoa(webhookPort)})
 }
+
+// defaultWebhookPort is bosun-controller-manager's --webhook-port default.
+const defaultWebhookPort = 9876
 
 // UpstreamControllerManagerArgs returns the flags that run upstream kube-controller-manager
 // (built by hack/build-test-servers.sh) against cp the same way: admin user (no
@@ -89,6 +106,9 @@ type ControllerManager struct {
 	*Process
 	// Port is the secure port it serves /healthz, /metrics and /debug/pprof on.
 	Port int
+	// WebhookPort is the port bosun-controller-manager serves admission webhooks on; 0 when
+	// it serves none (and for upstream's manager).
+	WebhookPort int
 	// Args are the arguments it was started with, without --bind-address and
 	// --secure-port; Restart reuses them.
 	Args []string
@@ -99,7 +119,8 @@ type ControllerManager struct {
 
 // StartControllerManager runs the controller manager at path with args plus a free
 // loopback --secure-port, writing its output to logPath, and returns once /healthz answers
-// "ok", that is once its controllers' caches have synced. The caller stops it.
+// "ok", that is once its controllers' caches have synced, and, for a manager serving
+// webhooks (a non-zero --webhook-port), once /readyz does too. The caller stops it.
 func StartControllerManager(ctx context.Context, name, path string, args []string, logPath string) (*ControllerManager, error) {
 	ports, err := FreeLoopbackPorts(1)
 	if err != nil {
@@ -110,7 +131,7 @@ func StartControllerManager(ctx context.Context, name, path string, args []strin
 	if err != nil {
 		return nil, err
 	}
-	cm := &ControllerManager{Process: process, Port: ports[0], Args: args, path: path}
+	cm := &ControllerManager{Process: process, Port: ports[0], WebhookPort: webhookPortOf(args), Args: args, path: path}
 	if err := cm.waitHealthy(ctx); err != nil {
 		process.Stop(DefaultStopGracePeriod)
 		return nil, err
@@ -119,8 +140,28 @@ func StartControllerManager(ctx context.Context, name, path string, args []strin
 }
 
 func (cm *ControllerManager) waitHealthy(ctx context.Context) error {
-	// /healthz needs no credentials on either manager (always-allow-paths default).
-	return WaitForHealthEndpoint(ctx, ControllerManagerStartTimeout, cm.Process, cm.Port, "/healthz")
+	// /healthz and /readyz need no credentials on either manager (always-allow-paths
+	// default).
+	if err := WaitForHealthEndpoint(ctx, ControllerManagerStartTimeout, cm.Process, cm.Port, "/healthz"); err != nil {
+		return err
+	}
+	if cm.WebhookPort == 0 {
+		return nil
+	}
+	return WaitForHealthEndpoint(ctx, ControllerManagerStartTimeout, cm.Process, cm.Port, "/readyz")
+}
+
+// webhookPortOf returns the last --webhook-port in args (the one that takes effect), or 0.
+func webhookPortOf(args []string) int {
+	port := 0
+	for _, arg := range args {
+		if flagName(arg) == "webhook-port" {
+			if _, value, ok := strings.Cut(arg, "="); ok {
+				port, _ = strconv.Atoi(value)
+			}
+		}
+	}
+	return port
 }
 
 // WaitForHealthEndpoint waits until process answers "ok" on path (/healthz, /readyz) of its
@@ -139,6 +180,13 @@ func WaitForHealthEndpoint(ctx context.Context, timeout time.Duration, process *
 // against cp for the duration of the test; see BosunControllerManagerArgs.
 func StartBosunControllerManager(t testing.TB, cp *ControlPlane, opts ControllerManagerOptions) *ControllerManager {
 	t.Helper()
+	if opts.Webhooks && opts.WebhookPort == 0 {
+		ports, err := FreeLoopbackPorts(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.WebhookPort = ports[0]
+	}
 	return startForTest(t, BuildBosunBinary(t, "bosun-controller-manager"), BosunControllerManagerArgs(cp, opts))
 }
 
@@ -188,5 +236,5 @@ func (cm *ControllerManager) Restart() {
 	t.Helper()
 	cm.Kill()
 	restarted := startForTest(t, cm.path, cm.Args)
-	cm.Process, cm.Port = restarted.Process, restarted.Port
+	cm.Process, cm.Port, cm.WebhookPort = restarted.Process, restarted.Port, restarted.WebhookPort
 }
