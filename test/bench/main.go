@@ -17,6 +17,13 @@
 // ConfigMaps and Secrets plus 5,000 pods to measure how long its monitors take to sync, its
 // peak RSS and its Go heap per graph node.
 //
+// A fourth part ("daemonset") measures the DaemonSet controllers alone: bosun's Advanced
+// DaemonSet (apps.kruise.io/v1alpha1, --controllers=advanced-daemonset-controller) and
+// upstream's (apps/v1, --controllers=daemonset), each creating a DaemonSet over 1,000
+// simulated nodes and rolling its image once with maxUnavailable 10%. A fifth ("webhook")
+// measures the admission latency of bosun's two DaemonSet webhooks under 50 parallel
+// clients that POST AdmissionReviews straight to the manager's webhook port.
+//
 // `make bench` runs it; it is not part of `make test`, and its figures are recorded in
 // docs/benchmarks.md. It prints a Markdown report and writes it to _output/bench/results.md.
 package main
@@ -51,6 +58,8 @@ const (
 	managerUpstream = "upstream"
 	partUnlimited   = "unlimited"
 	partGC          = "gc"
+	partDaemonSet   = "daemonset"
+	partWebhook     = "webhook"
 )
 
 // defaultControllers is the --controllers list of both measured managers in the side-by-side
@@ -80,6 +89,11 @@ type options struct {
 	gcObjects           int
 	gcManagers          []string
 	gcCreateClients     int
+	daemonSetNodes      int
+	daemonSetManagers   []string
+	daemonSetWebhooks   bool
+	webhookRequests     int
+	webhookClients      int
 }
 
 func parseFlags() (*options, error) {
@@ -94,9 +108,10 @@ func parseFlags() (*options, error) {
 	flag.IntVar(&o.deployReplicas, "deployment-replicas", 1000, "replicas of the Deployment")
 	clients := flag.String("baseline-clients", "8,32,128", "comma-separated numbers of parallel clients for the raw baselines "+
 		"(pod creation for the unlimited part, pod deletion for the gc part)")
-	runs := flag.String("runs", "upstream,bosun,unlimited,gc", "comma-separated parts to run: upstream, bosun (the side-by-side workloads), "+
+	runs := flag.String("runs", "upstream,bosun,unlimited,gc,daemonset,webhook", "comma-separated parts to run: upstream, bosun (the side-by-side workloads), "+
 		"unlimited (bosun without client limits against the raw baseline), gc (the garbage collectors alone: cascade delete, "+
-		"with and without client limits, and a large cluster's sync and memory)")
+		"with and without client limits, and a large cluster's sync and memory), daemonset (the DaemonSet controllers alone: "+
+		"create and roll a DaemonSet over --daemonset-nodes simulated nodes), webhook (admission latency of bosun's DaemonSet webhooks)")
 	flag.StringVar(&o.bosunControllers, "bosun-controllers", defaultControllers, "--controllers of bosun-controller-manager in the side-by-side "+
 		"workloads and the unlimited part; its garbage collector removes the pods of the deleted objects")
 	flag.StringVar(&o.upstreamControllers, "upstream-controllers", defaultControllers, "--controllers of the measured upstream "+
@@ -107,6 +122,13 @@ func parseFlags() (*options, error) {
 	gcManagers := flag.String("gc-managers", "upstream,bosun", "gc part: comma-separated collectors to run: upstream "+
 		"(kube-controller-manager --controllers=garbagecollector), bosun (bosun-controller-manager --controllers=garbagecollector)")
 	flag.IntVar(&o.gcCreateClients, "gc-create-clients", 64, "gc part: parallel clients that create the objects before a collector starts")
+	flag.IntVar(&o.daemonSetNodes, "daemonset-nodes", 1000, "daemonset part: simulated nodes (Ready, untainted, no kubelet) the DaemonSet runs on")
+	dsManagers := flag.String("daemonset-managers", "upstream,bosun", "daemonset part: comma-separated managers to run: upstream "+
+		"(kube-controller-manager --controllers=daemonset, apps/v1), bosun (bosun-controller-manager --controllers=advanced-daemonset-controller, apps.kruise.io/v1alpha1)")
+	flag.BoolVar(&o.daemonSetWebhooks, "daemonset-webhooks", true, "daemonset part: bosun serves its admission webhooks, as it does by default "+
+		"(the DaemonSet is written fully defaulted either way); false runs it with --webhook-port=0")
+	flag.IntVar(&o.webhookRequests, "webhook-requests", 20000, "webhook part: measured requests per webhook (mutating and validating)")
+	flag.IntVar(&o.webhookClients, "webhook-clients", 50, "webhook part: parallel clients, each with its own TLS connection")
 	flag.IntVar(&o.readierWorkers, "readier-workers", 32, "parallel writers of the helper that marks pods Ready (the same in every run)")
 	flag.IntVar(&o.repeat, "repeat", 3, "how often every part runs; the report shows the median of each figure")
 	flag.IntVar(&o.verbosity, "manager-v", 2, "--v of every controller manager")
@@ -127,7 +149,7 @@ func parseFlags() (*options, error) {
 	}
 	for _, run := range strings.Split(*runs, ",") {
 		switch run = strings.TrimSpace(run); run {
-		case managerUpstream, managerBosun, partUnlimited, partGC:
+		case managerUpstream, managerBosun, partUnlimited, partGC, partDaemonSet, partWebhook:
 			o.runs = append(o.runs, run)
 		default:
 			return nil, fmt.Errorf("--runs: unknown part %q", run)
@@ -140,6 +162,17 @@ func parseFlags() (*options, error) {
 		default:
 			return nil, fmt.Errorf("--gc-managers: unknown collector %q", name)
 		}
+	}
+	for _, name := range strings.Split(*dsManagers, ",") {
+		switch name = strings.TrimSpace(name); name {
+		case managerUpstream, managerBosun:
+			o.daemonSetManagers = append(o.daemonSetManagers, name)
+		default:
+			return nil, fmt.Errorf("--daemonset-managers: unknown manager %q", name)
+		}
+	}
+	if o.daemonSetNodes < 1 || o.webhookRequests < 1 || o.webhookClients < 1 {
+		return nil, fmt.Errorf("--daemonset-nodes, --webhook-requests and --webhook-clients must be at least 1")
 	}
 	if o.repeat < 1 {
 		return nil, fmt.Errorf("--repeat must be at least 1")
@@ -166,7 +199,9 @@ func (o *options) wants(run string) bool {
 
 // needsBosun reports whether any chosen part runs bosun-controller-manager.
 func (o *options) needsBosun() bool {
-	return o.wants(managerBosun) || o.wants(partUnlimited) || (o.wants(partGC) && slices.Contains(o.gcManagers, managerBosun))
+	return o.wants(managerBosun) || o.wants(partUnlimited) || o.wants(partWebhook) ||
+		(o.wants(partGC) && slices.Contains(o.gcManagers, managerBosun)) ||
+		(o.wants(partDaemonSet) && slices.Contains(o.daemonSetManagers, managerBosun))
 }
 
 func main() {
@@ -233,6 +268,16 @@ func run(ctx context.Context, o *options) error {
 		}
 		if o.wants(partGC) {
 			if err := runGCPart(ctx, o, res.gc, upstreamBinary, logRoot, rep); err != nil {
+				return err
+			}
+		}
+		if o.wants(partDaemonSet) {
+			if err := runDaemonSetPart(ctx, o, res, upstreamBinary, logRoot, rep); err != nil {
+				return err
+			}
+		}
+		if o.wants(partWebhook) {
+			if err := runWebhookPart(ctx, o, res, logRoot, rep); err != nil {
 				return err
 			}
 		}
@@ -354,13 +399,20 @@ func runBaseline(ctx context.Context, o *options, clients int) (time.Duration, e
 
 // withControlPlane starts a fresh etcd + kube-apiserver with the benchmark namespace, runs
 // body, and tears everything down, printing the server logs' ends if body failed.
-func withControlPlane(ctx context.Context, logDir string, body func(context.Context, *framework.ControlPlane, kubernetes.Interface) (runResult, error)) (_ runResult, err error) {
+func withControlPlane(ctx context.Context, logDir string, body func(context.Context, *framework.ControlPlane, kubernetes.Interface) (runResult, error)) (runResult, error) {
+	return withControlPlaneOptions(ctx, logDir, framework.Options{}, body)
+}
+
+// withControlPlaneOptions is withControlPlane with a control plane started with opts (for
+// example with bosun's CRDs installed).
+func withControlPlaneOptions(ctx context.Context, logDir string, opts framework.Options,
+	body func(context.Context, *framework.ControlPlane, kubernetes.Interface) (runResult, error)) (_ runResult, err error) {
 	if logDir != "" {
 		if err := os.MkdirAll(logDir, 0o755); err != nil {
 			return runResult{}, fmt.Errorf("creating %s: %w", logDir, err)
 		}
 	}
-	cp, err := framework.StartControlPlane(ctx, framework.Options{})
+	cp, err := framework.StartControlPlane(ctx, opts)
 	if err != nil {
 		return runResult{}, err
 	}

@@ -16,6 +16,10 @@ type managerSpec struct {
 	Path string
 	// Args are its flags, without --bind-address and --secure-port, which start adds.
 	Args []string
+	// ReadyPath, when set, is a health endpoint (bosun's /readyz) that must answer "ok"
+	// besides /healthz before the manager counts as started: /readyz holds the admission
+	// webhooks, which /healthz does not.
+	ReadyPath string
 }
 
 // clientLimits are the client-side rate limits given to a manager.
@@ -49,11 +53,17 @@ type manager struct {
 }
 
 // startManager runs spec on a free loopback port, logging to logDir/<label>.log, and
-// returns once /healthz answers "ok".
+// returns once /healthz (and spec.ReadyPath, when set) answers "ok".
 func startManager(ctx context.Context, spec managerSpec, logDir string) (*manager, error) {
 	cm, err := framework.StartControllerManager(ctx, spec.Label, spec.Path, spec.Args, filepath.Join(logDir, spec.Label+".log"))
 	if err != nil {
 		return nil, err
+	}
+	if spec.ReadyPath != "" {
+		if err := framework.WaitForHealthEndpoint(ctx, framework.ControllerManagerStartTimeout, cm.Process, cm.Port, spec.ReadyPath); err != nil {
+			cm.Stop(framework.DefaultStopGracePeriod)
+			return nil, err
+		}
 	}
 	return &manager{ControllerManager: cm}, nil
 }

@@ -37,10 +37,15 @@ type results struct {
 	baselines map[int][]time.Duration
 	unlimited []runResult
 	gc        *gcResults
+	// daemonSets are the daemonset part's runs by manager, webhooks the webhook part's by
+	// webhook (mutating, validating).
+	daemonSets map[string][]runResult
+	webhooks   map[string][]webhookResult
 }
 
 func newResults(o *options, started time.Time) *results {
-	return &results{options: o, started: started, managers: map[string][]runResult{}, baselines: map[int][]time.Duration{}, gc: newGCResults()}
+	return &results{options: o, started: started, managers: map[string][]runResult{}, baselines: map[int][]time.Duration{}, gc: newGCResults(),
+		daemonSets: map[string][]runResult{}, webhooks: map[string][]webhookResult{}}
 }
 
 // figures is one manager's median figures for one workload.
@@ -155,6 +160,12 @@ func (r *results) markdown() string {
 	}
 	if !r.gc.empty() {
 		r.writeGC(&b)
+	}
+	if len(r.daemonSets) > 0 {
+		r.writeDaemonSets(&b)
+	}
+	if len(r.webhooks) > 0 {
+		r.writeWebhooks(&b)
 	}
 	return b.String()
 }

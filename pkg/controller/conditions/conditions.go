@@ -4,8 +4,8 @@
 // has changes nothing, so that a repeating state never rewrites status or restarts a clock.
 //
 // Go generics cannot reach struct fields, so each condition type is described once, by an
-// Accessors value in this package (ReplicaSet, Deployment); a controller for a new type adds
-// its own value here rather than a private copy of the helpers.
+// Accessors value in this package (ReplicaSet, Deployment, DaemonSet); a controller for a
+// new type adds its own value here rather than a private copy of the helpers.
 package conditions
 
 import (
@@ -80,4 +80,13 @@ var Deployment = Accessors[appsv1.DeploymentCondition, appsv1.DeploymentConditio
 	Status:         func(c *appsv1.DeploymentCondition) corev1.ConditionStatus { return c.Status },
 	Reason:         func(c *appsv1.DeploymentCondition) string { return c.Reason },
 	TransitionTime: func(c *appsv1.DeploymentCondition) *metav1.Time { return &c.LastTransitionTime },
+}
+
+// DaemonSet describes apps/v1 DaemonSet conditions, which the Advanced DaemonSet
+// (apps.kruise.io) status reuses.
+var DaemonSet = Accessors[appsv1.DaemonSetCondition, appsv1.DaemonSetConditionType]{
+	Type:           func(c *appsv1.DaemonSetCondition) appsv1.DaemonSetConditionType { return c.Type },
+	Status:         func(c *appsv1.DaemonSetCondition) corev1.ConditionStatus { return c.Status },
+	Reason:         func(c *appsv1.DaemonSetCondition) string { return c.Reason },
+	TransitionTime: func(c *appsv1.DaemonSetCondition) *metav1.Time { return &c.LastTransitionTime },
 }

@@ -128,3 +128,25 @@ func TestGetAndRemove(t *testing.T) {
 		t.Errorf("removing a missing type changed the list: %+v", conds)
 	}
 }
+
+func TestSetDaemonSetCondition(t *testing.T) {
+	earlier := at(-3600)
+	conds := []appsv1.DaemonSetCondition{{
+		Type: "Progressing", Status: corev1.ConditionTrue, Reason: "RollingUpdate", Message: "1 of 3", LastTransitionTime: earlier,
+	}}
+	conds = DaemonSet.Set(conds, appsv1.DaemonSetCondition{
+		Type: "Progressing", Status: corev1.ConditionTrue, Reason: "RolloutComplete", Message: "done", LastTransitionTime: at(0),
+	})
+	if len(conds) != 1 || conds[0].Reason != "RolloutComplete" || !conds[0].LastTransitionTime.Equal(&earlier) {
+		t.Errorf("same status with a new reason must keep the transition time: %+v", conds)
+	}
+	conds = DaemonSet.Set(conds, appsv1.DaemonSetCondition{
+		Type: "Progressing", Status: corev1.ConditionFalse, Reason: "RolloutPaused", LastTransitionTime: at(0),
+	})
+	if now := at(0); len(conds) != 1 || !conds[0].LastTransitionTime.Equal(&now) {
+		t.Errorf("a status change must take the new transition time: %+v", conds)
+	}
+	if got := DaemonSet.Get(conds, "Progressing"); got == nil || got.Reason != "RolloutPaused" {
+		t.Errorf("Get = %+v", got)
+	}
+}

@@ -3,10 +3,12 @@ package app
 import (
 	"context"
 
+	"github.com/bosun-dev/bosun/pkg/controller/advanceddaemonset"
 	"github.com/bosun-dev/bosun/pkg/controller/deployment"
 	"github.com/bosun-dev/bosun/pkg/controller/garbagecollector"
 	"github.com/bosun-dev/bosun/pkg/controller/replicaset"
 	"github.com/bosun-dev/bosun/pkg/controllermanager/registry"
+	daemonsetwebhook "github.com/bosun-dev/bosun/pkg/webhook/daemonset"
 )
 
 // NewControllerRegistry returns a registry holding every built-in controller.
@@ -20,12 +22,15 @@ func NewControllerRegistry() *registry.Registry {
 
 // builtinControllers lists the controllers bosun-controller-manager runs. Adding a controller
 // is one entry: its package's ControllerName, the short alias users pass to --controllers,
-// and the constructor in this package's <alias>.go.
+// the constructor in this package's <alias>.go, and the admission webhooks of its resources
+// if it has any.
 func builtinControllers() []registry.Descriptor {
 	return []registry.Descriptor{
 		{Name: replicaset.ControllerName, Aliases: []string{"replicaset"}, ClientName: replicaset.ControllerName, Constructor: newReplicaSetController},
 		{Name: deployment.ControllerName, Aliases: []string{"deployment"}, ClientName: deployment.ControllerName, Constructor: newDeploymentController},
 		{Name: garbagecollector.ControllerName, Aliases: []string{"garbagecollector"}, ClientName: "generic-garbage-collector", Constructor: newGarbageCollector},
+		{Name: advanceddaemonset.ControllerName, Aliases: []string{"advanceddaemonset"}, ClientName: advanceddaemonset.ControllerName,
+			Constructor: newAdvancedDaemonSetController, Webhooks: daemonsetwebhook.Registrations},
 	}
 }
 

@@ -218,8 +218,10 @@ type DaemonSetStatus struct {
 	// +optional
 	CollisionCount *int32 `json:"collisionCount,omitempty"`
 
-	// Conditions are the latest observations of the DaemonSet's state. The compatible
-	// controller never writes them.
+	// Conditions are the latest observations of the DaemonSet's state. OpenKruise never
+	// writes them; bosun writes one, Progressing, which says whether a rollout is under way
+	// (reason RollingUpdate), done (RolloutComplete), paused (RolloutPaused) or waiting for
+	// pods to be deleted (OnDelete).
 	// +optional
 	// +patchMergeKey=type
 	// +patchStrategy=merge

@@ -52,8 +52,10 @@ type DaemonSetStatusApplyConfiguration struct {
 	// CollisionCount counts ControllerRevision name collisions; it salts the revision
 	// hash so that the next revision gets a fresh name.
 	CollisionCount *int32 `json:"collisionCount,omitempty"`
-	// Conditions are the latest observations of the DaemonSet's state. The compatible
-	// controller never writes them.
+	// Conditions are the latest observations of the DaemonSet's state. OpenKruise never
+	// writes them; bosun writes one, Progressing, which says whether a rollout is under way
+	// (reason RollingUpdate), done (RolloutComplete), paused (RolloutPaused) or waiting for
+	// pods to be deleted (OnDelete).
 	Conditions []v1.DaemonSetConditionApplyConfiguration `json:"conditions,omitempty"`
 	// DaemonSetHash is the controller-revision-hash of the current revision (OpenKruise
 	// v1beta1 calls it updateRevision).

@@ -1,0 +1,51 @@
+// Package advanceddaemonset implements bosun's Advanced DaemonSet controller: for every
+// apps.kruise.io/v1alpha1 DaemonSet it keeps one pod of the current revision on every node
+// that wants one, rolls pods to new revisions within the DaemonSet's budget, and reports
+// what it sees in the DaemonSet's status. Objects, pods and revisions are read and written
+// exactly as OpenKruise does, so either controller can take over from the other.
+//
+// A node wants a pod when the template's nodeName (if any), nodeSelector and required node
+// affinity allow it and no NoSchedule or NoExecute taint goes untolerated; daemon pods
+// tolerate not-ready, unreachable, pressure and unschedulable nodes by default, so that
+// cordoned and NotReady nodes still get theirs. An untolerated NoExecute taint removes a
+// running pod; an untolerated NoSchedule taint only stops new ones.
+//
+// Informer handlers only enqueue DaemonSet keys and record expectations; all work happens
+// in syncDaemonSet, one key at a time per worker:
+//
+//  1. the DaemonSet's pods are claimed, and its ControllerRevisions claimed and brought in
+//     line with its template (the current revision found by byte-equal data, created,
+//     de-duplicated or renumbered after a rollback);
+//  2. unless earlier creates, deletes or pod updates have yet to show in the cache,
+//     "manage" creates missing pods (slow-start batches, bound to their node by node
+//     affinity, at most burstReplicas per sync) and deletes failed pods (with a per-node
+//     backoff), surplus pods, pods on nodes that no longer tolerate them and pending pods
+//     of vanished nodes; a preDelete hook holds pods in PreparingDelete instead;
+//  3. the InPlaceUpdateReady and KruisePodReady conditions of owned pods are turned True
+//     when nothing holds them any more;
+//  4. for RollingUpdate (unless paused) old pods are replaced on the nodes the partition
+//     and the rolling selector leave to the rollout, within maxUnavailable (deleting, or
+//     updating in place when only images and template metadata changed) or maxSurge;
+//     OnDelete replaces nothing: deleted pods come back at the current revision;
+//  5. old revisions beyond revisionHistoryLimit are deleted, except those pods still run;
+//  6. status is written when it changed.
+//
+// Beyond OpenKruise: with feature AdvancedDaemonSetStrictMaxUnavailable the replacement of
+// old pods that are already unavailable counts against maxUnavailable (OpenKruise issue
+// #1323); and status.conditions carries a Progressing condition (RollingUpdate,
+// RolloutComplete, RolloutPaused, OnDelete), with the DaemonSet looked at again every few
+// seconds while a node runs pods of two revisions, so that a rollout cannot stall
+// silently (#1012). The condition type has no lastUpdateTime; its message follows every
+// change and its lastTransitionTime only status changes.
+//
+// markPodNotReady only reaches pods created with the KruisePodReady readiness gate: this
+// controller adds the gate to the pods it creates while the hook asks for it, and sets the
+// condition True once such a pod exists. Pods created earlier, without the gate, are not
+// marked (the kubelet would ignore the condition).
+//
+// Left out on purpose: image pre-download through ImagePullJobs (an optional OpenKruise
+// alpha feature), pruning ineligible nodes from the rollout budget, and binding pods by
+// spec.nodeName (the scheduler binds). Kept from OpenKruise: removing a node from the
+// rolling selector does not roll its pod back (#1871), and burstReplicas given as a
+// percentage is taken of the desired number of nodes, rounded down (but never below 1).
+package advanceddaemonset

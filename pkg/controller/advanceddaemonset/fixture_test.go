@@ -1,0 +1,361 @@
+package advanceddaemonset
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/component-base/featuregate"
+	"k8s.io/klog/v2/ktesting"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+
+	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	bosunfake "github.com/bosun-dev/client-go/clientset/versioned/fake"
+	bosuninformers "github.com/bosun-dev/client-go/informers/externalversions"
+
+	"github.com/bosun-dev/bosun/pkg/controller/advanceddaemonset/daemonsetutil"
+	"github.com/bosun-dev/bosun/pkg/controller/options"
+	"github.com/bosun-dev/bosun/pkg/features"
+)
+
+const testNamespace = "ns"
+
+// t0 is the fake clock's start time.
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// fixture is a controller on hand-filled informer caches and fake clientsets.
+type fixture struct {
+	t           *testing.T
+	ctx         context.Context
+	kubeClient  *fake.Clientset
+	bosunClient *bosunfake.Clientset
+	dsIndexer   cache.Indexer
+	revIndexer  cache.Indexer
+	podIndexer  cache.Indexer
+	nodeIndexer cache.Indexer
+	clock       *clocktesting.FakeClock
+	recorder    *record.FakeRecorder
+	queue       *recordingQueue
+	c           *Controller
+	created     *podCreateReactor
+}
+
+type fixtureOption struct {
+	gates map[featuregate.Feature]bool
+	burst int
+}
+
+// newFixture builds a controller; every object goes into the caches and the clientsets.
+func newFixture(t *testing.T, opt fixtureOption, objects ...runtime.Object) *fixture {
+	t.Helper()
+	_, ctx := ktesting.NewTestContext(t)
+	var kubeObjects, bosunObjects []runtime.Object
+	for _, obj := range objects {
+		if _, ok := obj.(*appsv1alpha1.DaemonSet); ok {
+			bosunObjects = append(bosunObjects, obj)
+		} else {
+			kubeObjects = append(kubeObjects, obj)
+		}
+	}
+	kubeClient := fake.NewClientset(kubeObjects...)
+	bosunClient := bosunfake.NewClientset(bosunObjects...)
+	factory := informers.NewSharedInformerFactory(kubeClient, 0)
+	bosunFactory := bosuninformers.NewSharedInformerFactory(bosunClient, 0)
+	dsInformer := bosunFactory.Apps().V1alpha1().DaemonSets()
+	revInformer := factory.Apps().V1().ControllerRevisions()
+	podInformer := factory.Core().V1().Pods()
+	nodeInformer := factory.Core().V1().Nodes()
+
+	gates := features.NewFeatureGate()
+	for name, on := range opt.gates {
+		if err := gates.SetFromMap(map[string]bool{string(name): on}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk := clocktesting.NewFakeClock(t0)
+	recorder := record.NewFakeRecorder(1000)
+	opts := []options.Option{options.WithFeatureGate(gates), options.WithClock(clk)}
+	if opt.burst > 0 {
+		opts = append(opts, options.WithBurstReplicas(opt.burst))
+	}
+	c, err := NewController(ctx, dsInformer, revInformer, podInformer, nodeInformer, kubeClient, bosunClient, recorder, opts...)
+	if err != nil {
+		t.Fatalf("NewController: %v", err)
+	}
+	q := &recordingQueue{TypedRateLimitingInterface: c.queue}
+	c.queue = q
+	t.Cleanup(q.ShutDown)
+
+	f := &fixture{
+		t: t, ctx: ctx, kubeClient: kubeClient, bosunClient: bosunClient,
+		dsIndexer: dsInformer.Informer().GetIndexer(), revIndexer: revInformer.Informer().GetIndexer(),
+		podIndexer: podInformer.Informer().GetIndexer(), nodeIndexer: nodeInformer.Informer().GetIndexer(),
+		clock: clk, recorder: recorder, queue: q, c: c, created: &podCreateReactor{},
+	}
+	f.created.install(kubeClient)
+	for _, obj := range objects {
+		f.cacheAdd(obj)
+	}
+	return f
+}
+
+func (f *fixture) cacheAdd(obj runtime.Object) {
+	f.t.Helper()
+	var indexer cache.Indexer
+	switch obj.(type) {
+	case *appsv1alpha1.DaemonSet:
+		indexer = f.dsIndexer
+	case *appsv1.ControllerRevision:
+		indexer = f.revIndexer
+	case *corev1.Pod:
+		indexer = f.podIndexer
+	case *corev1.Node:
+		indexer = f.nodeIndexer
+	default:
+		f.t.Fatalf("no cache for %T", obj)
+	}
+	if err := indexer.Add(obj); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// sync runs one sync of ds and fails the test on error.
+func (f *fixture) sync(ds *appsv1alpha1.DaemonSet) {
+	f.t.Helper()
+	if err := f.c.syncDaemonSet(f.ctx, key(ds)); err != nil {
+		f.t.Fatalf("sync: %v", err)
+	}
+}
+
+// actions returns the clientset actions with the given verb and resource.
+func (f *fixture) actions(verb, resource string) []clienttesting.Action {
+	var matched []clienttesting.Action
+	for _, a := range append(f.kubeClient.Actions(), f.bosunClient.Actions()...) {
+		if a.GetVerb() == verb && a.GetResource().Resource == resource {
+			matched = append(matched, a)
+		}
+	}
+	return matched
+}
+
+// createdPods returns the pods sent to the API server.
+func (f *fixture) createdPods() []*corev1.Pod {
+	return f.created.all()
+}
+
+// createdNodes returns the nodes the created pods are bound to, sorted.
+func (f *fixture) createdNodes() []string {
+	var nodes []string
+	for _, pod := range f.createdPods() {
+		node, _ := daemonsetutil.TargetNodeName(pod)
+		nodes = append(nodes, node)
+	}
+	slices.Sort(nodes)
+	return nodes
+}
+
+// deletedPods returns the names of deleted pods, sorted.
+func (f *fixture) deletedPods() []string {
+	var names []string
+	for _, a := range f.actions("delete", "pods") {
+		names = append(names, a.(clienttesting.DeleteAction).GetName())
+	}
+	slices.Sort(names)
+	return names
+}
+
+// lastStatus returns the last status written, or nil.
+func (f *fixture) lastStatus() *appsv1alpha1.DaemonSetStatus {
+	var last *appsv1alpha1.DaemonSetStatus
+	for _, a := range f.actions("update", "daemonsets") {
+		if a.GetSubresource() == "status" {
+			last = &a.(clienttesting.UpdateAction).GetObject().(*appsv1alpha1.DaemonSet).Status
+		}
+	}
+	return last
+}
+
+// events drains the recorded events.
+func (f *fixture) events() []string {
+	var events []string
+	for {
+		select {
+		case e := <-f.recorder.Events:
+			events = append(events, e)
+		default:
+			return events
+		}
+	}
+}
+
+// hasEvent reports whether an event starting with prefix was recorded.
+func hasEvent(events []string, prefix string) bool {
+	return slices.ContainsFunc(events, func(e string) bool { return strings.HasPrefix(e, prefix) })
+}
+
+// recordingQueue records keys instead of queueing them.
+type recordingQueue struct {
+	workqueue.TypedRateLimitingInterface[string]
+
+	mu    sync.Mutex
+	added []string
+	after []delayedKey
+}
+
+type delayedKey struct {
+	key   string
+	delay time.Duration
+}
+
+func (q *recordingQueue) Add(key string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.added = append(q.added, key)
+}
+
+func (q *recordingQueue) AddAfter(key string, delay time.Duration) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.after = append(q.after, delayedKey{key, delay})
+}
+
+func (q *recordingQueue) addedKeys() []string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	keys := slices.Clone(q.added)
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
+
+func (q *recordingQueue) delayed() []delayedKey {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return slices.Clone(q.after)
+}
+
+func (q *recordingQueue) reset() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.added, q.after = nil, nil
+}
+
+// podCreateReactor names created pods like the API server (the fake clientset does not
+// implement generateName) and remembers them.
+type podCreateReactor struct {
+	mu   sync.Mutex
+	pods []*corev1.Pod
+}
+
+func (r *podCreateReactor) install(client *fake.Clientset) {
+	client.PrependReactor("create", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		pod := action.(clienttesting.CreateAction).GetObject().(*corev1.Pod).DeepCopy()
+		pod.Name = fmt.Sprintf("%s%d", pod.GenerateName, len(r.pods)+1)
+		pod.Namespace = action.GetNamespace()
+		r.pods = append(r.pods, pod)
+		return true, pod, nil
+	})
+}
+
+func (r *podCreateReactor) all() []*corev1.Pod {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.pods)
+}
+
+func key(obj metav1.Object) string {
+	return obj.GetNamespace() + "/" + obj.GetName()
+}
+
+// newDS returns a rolling DaemonSet "ds" selecting app=ds, with OpenKruise's defaults.
+func newDS() *appsv1alpha1.DaemonSet {
+	labels := map[string]string{"app": "ds"}
+	return &appsv1alpha1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "ds", Namespace: testNamespace, UID: "uid-ds", Generation: 1, ResourceVersion: "1"},
+		Spec: appsv1alpha1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "img:v1"}}},
+			},
+			UpdateStrategy: appsv1alpha1.DaemonSetUpdateStrategy{
+				Type: appsv1alpha1.RollingUpdateDaemonSetStrategyType,
+				RollingUpdate: &appsv1alpha1.RollingUpdateDaemonSet{
+					Type:           appsv1alpha1.StandardRollingUpdateType,
+					MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+					MaxSurge:       ptr.To(intstr.FromInt32(0)),
+				},
+			},
+			BurstReplicas:        ptr.To(intstr.FromInt32(250)),
+			RevisionHistoryLimit: ptr.To[int32](10),
+		},
+	}
+}
+
+func newNode(name string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}}}
+}
+
+// revisionOf returns the ControllerRevision recording ds's current template, numbered n.
+func revisionOf(t *testing.T, ds *appsv1alpha1.DaemonSet, n int64) *appsv1.ControllerRevision {
+	t.Helper()
+	data, err := daemonsetutil.RevisionData(&ds.Spec.Template)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := hashOf(ds)
+	return &appsv1.ControllerRevision{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: ds.Name + "-" + h, Namespace: ds.Namespace, ResourceVersion: "1",
+			Labels:          map[string]string{"app": "ds", appsv1alpha1.ControllerRevisionHashLabelKey: h},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ds, controllerKind)},
+		},
+		Data:     runtime.RawExtension{Raw: data},
+		Revision: n,
+	}
+}
+
+// hashOf returns a stand-in hash for ds's template: its image, which the tests vary.
+func hashOf(ds *appsv1alpha1.DaemonSet) string {
+	return "h-" + strings.NewReplacer(":", "-", ".", "-").Replace(ds.Spec.Template.Spec.Containers[0].Image)
+}
+
+// newPod returns a running, ready (since an hour) pod of ds at revision hash on node.
+func newPod(name string, ds *appsv1alpha1.DaemonSet, hash, node string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: testNamespace, UID: types.UID("uid-" + name), ResourceVersion: "10",
+			Labels:            map[string]string{"app": "ds", appsv1alpha1.ControllerRevisionHashLabelKey: hash},
+			CreationTimestamp: metav1.NewTime(t0.Add(-2 * time.Hour)),
+			OwnerReferences:   []metav1.OwnerReference{*metav1.NewControllerRef(ds, controllerKind)},
+		},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "img:v1"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
+			{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(t0.Add(-time.Hour))},
+			{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(t0.Add(-time.Hour))},
+		}},
+	}
+}
+
+func notReady(pod *corev1.Pod) *corev1.Pod {
+	pod.Status.Conditions[0].Status = corev1.ConditionFalse
+	return pod
+}

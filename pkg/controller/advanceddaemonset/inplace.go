@@ -1,0 +1,207 @@
+package advanceddaemonset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
+
+	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+
+	"github.com/bosun-dev/bosun/pkg/controller/advanceddaemonset/daemonsetutil"
+	"github.com/bosun-dev/bosun/pkg/controller/queue"
+)
+
+// inPlaceUpdate is one pod to update in place and what to change on it.
+type inPlaceUpdate struct {
+	pod    *corev1.Pod
+	update *daemonsetutil.InPlaceUpdate
+}
+
+// updateInPlace updates in place those of pods whose revision differs from the current one
+// only in images and template metadata, at most burstReplicas of them per sync, and
+// returns the pods that need to be recreated instead. Pods that qualify but exceed the
+// burst wait for the next sync.
+func (c *Controller) updateInPlace(ctx context.Context, v *view, h history, pods []*corev1.Pod) ([]*corev1.Pod, error) {
+	key, err := queue.KeyFor(v.ds)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		recreate []*corev1.Pod
+		updates  []inPlaceUpdate
+	)
+	burst := daemonsetutil.BurstReplicas(v.ds, v.desired, c.burstReplicas)
+	for _, pod := range pods {
+		update := c.planInPlace(ctx, h, pod)
+		switch {
+		case update == nil:
+			recreate = append(recreate, pod)
+		case len(updates) < burst:
+			updates = append(updates, inPlaceUpdate{pod: pod, update: update})
+		}
+	}
+
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for _, u := range updates {
+		wg.Go(func() {
+			if err := c.updatePodInPlace(ctx, v, key, u); err != nil {
+				mu.Lock()
+				defer mu.Unlock()
+				errs = append(errs, err)
+			}
+		})
+	}
+	wg.Wait()
+	return recreate, errors.Join(errs...)
+}
+
+// planInPlace returns the in-place update that brings pod to the current revision, or nil
+// when the pod must be recreated: it lacks the InPlaceUpdateReady gate (nothing would keep
+// it out of service while its containers restart), its revision is unknown, or the
+// revisions differ in more than images and metadata.
+func (c *Controller) planInPlace(ctx context.Context, h history, pod *corev1.Pod) *daemonsetutil.InPlaceUpdate {
+	if !daemonsetutil.HasReadinessGate(pod, appsv1alpha1.InPlaceUpdateReady) {
+		return nil
+	}
+	revision := h.byHash(pod.Labels[appsv1alpha1.ControllerRevisionHashLabelKey])
+	if revision == nil || revision == h.current {
+		return nil
+	}
+	update, err := daemonsetutil.PlanInPlaceUpdate(revision.Data.Raw, h.current.Data.Raw)
+	if err != nil {
+		klog.FromContext(ctx).V(2).Info("Cannot compare revisions; recreating the pod", "pod", klog.KObj(pod), "err", err)
+		return nil
+	}
+	return update
+}
+
+// updatePodInPlace takes the pod out of service through its InPlaceUpdateReady condition,
+// then writes the new images, metadata, hash and in-place update state. Both writes retry
+// on conflict against the live pod.
+func (c *Controller) updatePodInPlace(ctx context.Context, v *view, key string, u inPlaceUpdate) error {
+	logger := klog.FromContext(ctx)
+	failed := func(err error) error {
+		c.recorder.Eventf(eventObject(v.ds), corev1.EventTypeWarning, FailedUpdatePodInPlaceReason,
+			"failed to update pod %s in-place(revision %v): %v", u.pod.Name, v.hash, err)
+		return fmt.Errorf("updating pod %s in place: %w", klog.KObj(u.pod), err)
+	}
+	pod := u.pod.DeepCopy()
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		daemonsetutil.SetPodCondition(pod, corev1.PodCondition{
+			Type: appsv1alpha1.InPlaceUpdateReady, Status: corev1.ConditionFalse,
+			Reason: appsv1alpha1.InPlaceUpdateStartedReason, LastTransitionTime: v.now,
+		})
+		daemonsetutil.RecomputeReady(pod, v.now)
+		written, err := c.kubeClient.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+		if err == nil {
+			pod = written
+			return nil
+		}
+		return c.refetchOnConflict(ctx, err, &pod)
+	})
+	if err != nil {
+		return failed(err)
+	}
+
+	err = retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		if pod.Labels[appsv1alpha1.ControllerRevisionHashLabelKey] == v.hash {
+			// Someone, or an earlier attempt, got there first.
+			return nil
+		}
+		if !daemonsetutil.ApplyInPlaceUpdate(pod, u.update, v.hash, v.now) {
+			return fmt.Errorf("pod lacks a container the new revision updates")
+		}
+		written, err := c.kubeClient.CoreV1().Pods(pod.Namespace).Update(ctx, pod, metav1.UpdateOptions{})
+		if err == nil {
+			pod = written
+			return nil
+		}
+		return c.refetchOnConflict(ctx, err, &pod)
+	})
+	if err != nil {
+		return failed(err)
+	}
+	c.podUpdates.expect(key, pod)
+	logger.V(2).Info("Updated pod in place", "pod", klog.KObj(pod), "revision", v.hash)
+	c.recorder.Eventf(eventObject(v.ds), corev1.EventTypeNormal, SuccessfulUpdatePodInPlaceReason,
+		"successfully update pod %s in-place(revision %v)", pod.Name, v.hash)
+	return nil
+}
+
+// refetchOnConflict replaces *pod with the live pod when err is a conflict, and returns
+// err so that the retry loop goes round again.
+func (c *Controller) refetchOnConflict(ctx context.Context, err error, pod **corev1.Pod) error {
+	if !apierrors.IsConflict(err) {
+		return err
+	}
+	live, getErr := c.kubeClient.CoreV1().Pods((*pod).Namespace).Get(ctx, (*pod).Name, metav1.GetOptions{})
+	if getErr != nil {
+		return getErr
+	}
+	*pod = live
+	return err
+}
+
+// refreshPodConditions turns True the readiness-gate conditions this controller owns once
+// nothing holds them: InPlaceUpdateReady when the pod's in-place update has taken effect
+// (or never happened), and KruisePodReady on pods that do not have it yet. These writes
+// are not retried on conflict; the next sync tries again.
+func (c *Controller) refreshPodConditions(ctx context.Context, v *view) error {
+	var errs []error
+	for _, pod := range v.pods {
+		if pod.DeletionTimestamp != nil {
+			continue
+		}
+		refreshed := pod.DeepCopy()
+		changed := false
+		if inPlaceUpdateDone(refreshed) {
+			daemonsetutil.SetPodCondition(refreshed, corev1.PodCondition{
+				Type: appsv1alpha1.InPlaceUpdateReady, Status: corev1.ConditionTrue, LastTransitionTime: v.now,
+			})
+			changed = true
+		}
+		if daemonsetutil.HasReadinessGate(refreshed, appsv1alpha1.KruisePodReadyConditionType) &&
+			daemonsetutil.PodCondition(refreshed, appsv1alpha1.KruisePodReadyConditionType) == nil {
+			daemonsetutil.SetPodCondition(refreshed, corev1.PodCondition{
+				Type: appsv1alpha1.KruisePodReadyConditionType, Status: corev1.ConditionTrue, LastTransitionTime: v.now,
+			})
+			changed = true
+		}
+		if !changed {
+			continue
+		}
+		if _, err := c.kubeClient.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, refreshed, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("updating conditions of pod %s: %w", klog.KObj(pod), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// inPlaceUpdateDone reports whether pod's InPlaceUpdateReady condition should turn True:
+// the pod has the gate, the condition is not True yet, and its last in-place update (if
+// any) has taken effect.
+func inPlaceUpdateDone(pod *corev1.Pod) bool {
+	if !daemonsetutil.HasReadinessGate(pod, appsv1alpha1.InPlaceUpdateReady) {
+		return false
+	}
+	if cond := daemonsetutil.PodCondition(pod, appsv1alpha1.InPlaceUpdateReady); cond != nil && cond.Status == corev1.ConditionTrue {
+		return false
+	}
+	state, err := daemonsetutil.ReadInPlaceUpdateState(pod)
+	if err != nil {
+		// An unreadable state cannot be completed; OpenKruise leaves such pods alone too.
+		return false
+	}
+	return state == nil || daemonsetutil.InPlaceUpdateCompleted(pod, state)
+}
