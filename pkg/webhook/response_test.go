@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -156,4 +157,22 @@ func TestPatchResponse(t *testing.T) {
 			t.Error("no error for a malformed original")
 		}
 	})
+}
+
+func TestAdditionsResponse(t *testing.T) {
+	resp, err := AdditionsResponse(nil)
+	if err != nil || !resp.Allowed || resp.Patch != nil || resp.PatchType != nil {
+		t.Errorf("no additions: %+v, %v; want a plain allowance", resp, err)
+	}
+	resp, err = AdditionsResponse([]Addition{{Path: "/spec/a", Value: 1}, {Path: "/spec/b", Value: nil}, {Path: "/spec/c", Value: map[string]string{"x": "y"}}})
+	if err != nil || !resp.Allowed || resp.PatchType == nil || *resp.PatchType != admissionv1.PatchTypeJSONPatch {
+		t.Fatalf("additions: %+v, %v", resp, err)
+	}
+	want := `[{"op":"add","path":"/spec/a","value":1},{"op":"add","path":"/spec/b","value":null},{"op":"add","path":"/spec/c","value":{"x":"y"}}]`
+	if string(resp.Patch) != want {
+		t.Errorf("patch %s, want %s", resp.Patch, want)
+	}
+	if _, err := AdditionsResponse([]Addition{{Path: "/spec/f", Value: func() {}}}); err == nil || !strings.Contains(err.Error(), "/spec/f") {
+		t.Errorf("unencodable value: %v, want an error naming the path", err)
+	}
 }

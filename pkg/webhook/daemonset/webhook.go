@@ -2,9 +2,9 @@ package daemonset
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 
 	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
@@ -12,9 +12,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	sigsjson "sigs.k8s.io/json"
 )
@@ -89,69 +87,51 @@ func mutate(_ context.Context, req *admissionv1.AdmissionRequest) *admissionv1.A
 	}
 	before := ds.Spec.DeepCopy()
 	SetDefaults(ds)
-	mutated, err := withDefaultedSpecFields(req.Object.Raw, before, &ds.Spec)
+	resp, err := webhook.AdditionsResponse(defaultedSpecFields(before, &ds.Spec))
 	if err != nil {
-		return defaultingFailed(req, err)
-	}
-	resp, err := webhook.PatchResponse(req.Object.Raw, mutated)
-	if err != nil {
-		return defaultingFailed(req, err)
+		return webhook.Errored(http.StatusInternalServerError, fmt.Errorf("defaulting DaemonSet %s/%s: %w", req.Namespace, req.Name, err))
 	}
 	return resp
 }
 
-func defaultingFailed(req *admissionv1.AdmissionRequest, err error) *admissionv1.AdmissionResponse {
-	return webhook.Errored(http.StatusInternalServerError, fmt.Errorf("defaulting DaemonSet %s/%s: %w", req.Namespace, req.Name, err))
-}
-
-// withDefaultedSpecFields returns the object as received, raw, with each spec field that
-// defaulting changed (from before to after) replaced by its defaulted value.
+// defaultedSpecFields returns one addition per spec field that defaulting changed (from
+// before to after), with its defaulted value.
 //
-// Patching from the whole typed object instead would also rewrite what the Go types merely
-// spell differently, such as the empty "resources" and null "creationTimestamp" they add
-// to the pod template: the stored template would differ from what the user wrote although
-// no default applies to it.
-func withDefaultedSpecFields(raw []byte, before, after *appsv1alpha1.DaemonSetSpec) (*unstructured.Unstructured, error) {
-	var object map[string]any
-	if err := utiljson.Unmarshal(raw, &object); err != nil {
-		return nil, fmt.Errorf("decoding the object: %w", err)
-	}
-	beforeFields, err := jsonFields(before)
-	if err != nil {
-		return nil, err
-	}
-	afterFields, err := jsonFields(after)
-	if err != nil {
-		return nil, err
-	}
-	spec, _ := object["spec"].(map[string]any)
-	if spec == nil {
-		spec = map[string]any{}
-	}
-	changed := false
-	for key, value := range afterFields {
-		if !apiequality.Semantic.DeepEqual(beforeFields[key], value) {
-			spec[key] = value
-			changed = true
+// Only those fields are patched. Patching the difference between the object as received
+// and the whole typed object would also rewrite what the Go types merely spell
+// differently, such as the empty "resources" and null "creationTimestamp" they add to the
+// pod template: the stored template would differ from what the user wrote although no
+// default applies to it.
+//
+// An empty (or absent) spec is set whole: "add" of a member needs its parent to exist, and
+// the strict decoding of the object has made sure that an empty spec holds nothing the
+// patch could drop.
+func defaultedSpecFields(before, after *appsv1alpha1.DaemonSetSpec) []webhook.Addition {
+	changed := map[string]any{}
+	var names []string
+	beforeValue, afterValue := reflect.ValueOf(before).Elem(), reflect.ValueOf(after).Elem()
+	for i := range afterValue.NumField() {
+		name, _, _ := strings.Cut(afterValue.Type().Field(i).Tag.Get("json"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		value := afterValue.Field(i).Interface()
+		if !apiequality.Semantic.DeepEqual(beforeValue.Field(i).Interface(), value) {
+			changed[name] = value
+			names = append(names, name)
 		}
 	}
-	if changed {
-		object["spec"] = spec
+	if len(names) == 0 {
+		return nil
 	}
-	return &unstructured.Unstructured{Object: object}, nil
-}
-
-// jsonFields is v's JSON object as a map, numbers decoded as the API server decodes them.
-func jsonFields(v any) (map[string]any, error) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("encoding the spec: %w", err)
+	if beforeValue.IsZero() {
+		return []webhook.Addition{{Path: "/spec", Value: changed}}
 	}
-	var fields map[string]any
-	if err := utiljson.Unmarshal(data, &fields); err != nil {
-		return nil, fmt.Errorf("decoding the spec: %w", err)
+	additions := make([]webhook.Addition, 0, len(names))
+	for _, name := range names {
+		additions = append(additions, webhook.Addition{Path: "/spec/" + name, Value: changed[name]})
 	}
-	return fields, nil
+	return additions
 }
 
 // validate denies an invalid object with a 422 naming every offending field, on creation

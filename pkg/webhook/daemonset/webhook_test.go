@@ -303,30 +303,75 @@ func TestMutatePartialUpdateStrategy(t *testing.T) {
 	if !resp.Allowed {
 		t.Fatalf("denied: %+v", resp.Result)
 	}
+	patched := applyAdditions(t, object, resp.Patch)
+	spec := patched["spec"].(map[string]any)
+	got, err := json.Marshal(map[string]any{
+		"updateStrategy": spec["updateStrategy"], "burstReplicas": spec["burstReplicas"], "revisionHistoryLimit": spec["revisionHistoryLimit"],
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The user's partition stays; Surging becomes Standard with one surge.
+	want := `{"burstReplicas":250,"revisionHistoryLimit":10,"updateStrategy":{"rollingUpdate":{"maxSurge":1,"maxUnavailable":0,"partition":1,"rollingUpdateType":"Standard"},"type":"RollingUpdate"}}`
+	if string(got) != want {
+		t.Errorf("defaulted fields\n%s\nwant\n%s\npatch: %s", got, want, resp.Patch)
+	}
+}
+
+func TestMutateEmptySpecIsSetWhole(t *testing.T) {
+	resp := review(t, MutatingPath, admissionv1.Create, `{"apiVersion": "apps.kruise.io/v1alpha1", "kind": "DaemonSet", "metadata": {"name": "empty"}, "spec": {}}`, "")
+	if !resp.Allowed {
+		t.Fatalf("denied: %+v", resp.Result)
+	}
 	var ops []patchOp
 	if err := json.Unmarshal(resp.Patch, &ops); err != nil {
+		t.Fatal(err)
+	}
+	if len(ops) != 1 || ops[0].Op != "add" || ops[0].Path != "/spec" {
+		t.Fatalf("patch %s, want one add of /spec", resp.Patch)
+	}
+	spec := applyAdditions(t, `{"metadata": {"name": "empty"}}`, resp.Patch)["spec"].(map[string]any)
+	if spec["burstReplicas"] != float64(250) || spec["revisionHistoryLimit"] != float64(10) || spec["updateStrategy"] == nil {
+		t.Errorf("spec after the patch %v, want the defaults", spec)
+	}
+}
+
+// applyAdditions applies a patch of "add" operations on members of objects, as the API
+// server would, and returns the patched object.
+func applyAdditions(t *testing.T, object string, patch []byte) map[string]any {
+	t.Helper()
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(object), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var ops []struct {
+		Op    string          `json:"op"`
+		Path  string          `json:"path"`
+		Value json.RawMessage `json:"value"`
+	}
+	if err := json.Unmarshal(patch, &ops); err != nil {
 		t.Fatalf("decoding the patch: %v", err)
 	}
-	got := map[string]string{}
 	for _, op := range ops {
-		got[op.Op+" "+op.Path] = string(op.Value)
-	}
-	want := map[string]string{
-		"add /spec/burstReplicas":                                      "250",
-		"add /spec/revisionHistoryLimit":                               "10",
-		"add /spec/updateStrategy/type":                                `"RollingUpdate"`,
-		"add /spec/updateStrategy/rollingUpdate/maxSurge":              "1",
-		"add /spec/updateStrategy/rollingUpdate/maxUnavailable":        "0",
-		"replace /spec/updateStrategy/rollingUpdate/rollingUpdateType": `"Standard"`,
-	}
-	for k, v := range want {
-		if got[k] != v {
-			t.Errorf("%s: value %q, want %q; patch: %s", k, got[k], v, resp.Patch)
+		if op.Op != "add" {
+			t.Fatalf("operation %s %s: the defaulting patch only adds", op.Op, op.Path)
 		}
+		segments := strings.Split(strings.TrimPrefix(op.Path, "/"), "/")
+		parent := doc
+		for _, segment := range segments[:len(segments)-1] {
+			next, ok := parent[segment].(map[string]any)
+			if !ok {
+				t.Fatalf("add %s: %s does not exist", op.Path, segment)
+			}
+			parent = next
+		}
+		var value any
+		if err := json.Unmarshal(op.Value, &value); err != nil {
+			t.Fatal(err)
+		}
+		parent[segments[len(segments)-1]] = value
 	}
-	if len(got) != len(want) {
-		t.Errorf("patch has %d operations, want %d: %s", len(got), len(want), resp.Patch)
-	}
+	return doc
 }
 
 func TestDecodeRefusesDuplicateFields(t *testing.T) {
