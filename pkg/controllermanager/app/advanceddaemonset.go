@@ -4,6 +4,10 @@ import (
 	"context"
 	"fmt"
 
+	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/discovery"
+
 	"github.com/bosun-dev/bosun/pkg/controller/advanceddaemonset"
 	"github.com/bosun-dev/bosun/pkg/controller/options"
 	"github.com/bosun-dev/bosun/pkg/controllermanager/registry"
@@ -15,6 +19,15 @@ func newAdvancedDaemonSetController(ctx context.Context, cc *registry.Controller
 	client, err := cc.Client()
 	if err != nil {
 		return nil, fmt.Errorf("building the %s client: %w", advanceddaemonset.ControllerName, err)
+	}
+	// Without the CRD the DaemonSet informer would never sync, and /readyz would fail for
+	// good: a cluster without bosun's CRDs simply has no Advanced DaemonSets to run.
+	served, err := servesResource(client.Discovery(), appsv1alpha1.SchemeGroupVersion.String(), "daemonsets")
+	if err != nil {
+		return nil, fmt.Errorf("looking up apps.kruise.io DaemonSets in discovery: %w", err)
+	}
+	if !served {
+		return nil, registry.NotBuilt("the API server does not serve apps.kruise.io/v1alpha1 daemonsets; install bosun's CRDs (config/crd/bases) and restart")
 	}
 	bosunClient, err := cc.BosunClient()
 	if err != nil {
@@ -34,4 +47,21 @@ func newAdvancedDaemonSetController(ctx context.Context, cc *registry.Controller
 		return nil, fmt.Errorf("building the %s: %w", advanceddaemonset.ControllerName, err)
 	}
 	return withWorkers{run: c.Run, workers: int(cc.Config.AdvancedDaemonSet.ConcurrentSyncs)}, nil
+}
+
+// servesResource reports whether the API server serves resource in groupVersion.
+func servesResource(client discovery.DiscoveryInterface, groupVersion, resource string) (bool, error) {
+	resources, err := client.ServerResourcesForGroupVersion(groupVersion)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	for _, r := range resources.APIResources {
+		if r.Name == resource {
+			return true, nil
+		}
+	}
+	return false, nil
 }

@@ -52,6 +52,8 @@ func startManager(t *testing.T, cp *framework.ControlPlane, leaseName string, ex
 		"--leader-elect-lease-duration=" + leaseDuration.String(),
 		"--leader-elect-renew-deadline=" + renewDeadline.String(),
 		"--leader-elect-retry-period=" + retryPeriod.String(),
+		// Several managers run on this machine at once; webhook serving has tests of its own.
+		"--webhook-port=0",
 		"--v=2",
 	}, extraArgs...)
 	m := &manager{proc: framework.RunBinary(t, binary, args...), port: ports[0]}

@@ -230,6 +230,7 @@ func runInProcess(t *testing.T, cp *framework.ControlPlane, reg *registry.Regist
 		"--kubeconfig=" + cp.KubeconfigPath(),
 		"--controllers=*",
 		"--leader-elect=false",
+		"--webhook-port=0",
 		"--bind-address=127.0.0.1",
 		fmt.Sprintf("--secure-port=%d", ports[0]),
 	}, extraArgs...)
