@@ -94,7 +94,7 @@ type Controller struct {
 	counters     *expectations.Store
 	// podUpdates records the resource versions of pods this controller updated (in place,
 	// or held by a preDelete hook) until the informer shows them.
-	podUpdates *podUpdateExpectations
+	podUpdates *expectations.VersionStore
 
 	// failedPodsBackoff spaces out the deletion of failed pods per DaemonSet and node.
 	failedPodsBackoff *flowcontrol.Backoff
@@ -145,7 +145,7 @@ func NewController(ctx context.Context,
 		burstReplicas: burst,
 		expectations:  expectations.NewTracked(counters),
 		counters:      counters,
-		podUpdates:    newPodUpdateExpectations(settings.Clock),
+		podUpdates:    expectations.NewVersionStore(settings.Clock),
 		// The "fake" constructor is the one that takes a clock; it is the real backoff.
 		failedPodsBackoff: flowcontrol.NewFakeBackOff(failedPodBackoffInitial, failedPodBackoffMax, settings.Clock),
 		simulated:         newSimulatedPods(),
@@ -247,7 +247,7 @@ func (c *Controller) deleteDaemonSet(ctx context.Context, obj any) {
 // forget drops the expectations of the DaemonSet with key.
 func (c *Controller) forget(ctx context.Context, key string) {
 	c.expectations.Delete(ctx, key)
-	c.podUpdates.forget(key)
+	c.podUpdates.Forget(key)
 }
 
 // addPod handles a pod the informer sees for the first time: one this controller created,
@@ -306,7 +306,7 @@ func (c *Controller) updatePod(ctx context.Context, old, cur any) {
 	if change.Current != nil {
 		if ds := c.resolveControllerRef(curPod.Namespace, change.Current); ds != nil {
 			if key, err := queue.KeyFor(ds); err == nil {
-				c.podUpdates.observe(key, curPod)
+				c.podUpdates.Observed(key, curPod)
 				klog.FromContext(ctx).V(4).Info("Pod changed", "pod", klog.KObj(curPod), "daemonSet", klog.KObj(ds))
 				c.queue.Add(key)
 				c.recheckAvailability(ctx, key, ds, oldPod, curPod)
@@ -352,7 +352,7 @@ func (c *Controller) podGone(ctx context.Context, pod *corev1.Pod) {
 	}
 	klog.FromContext(ctx).V(4).Info("Pod deleted", "pod", klog.KObj(pod), "daemonSet", klog.KObj(ds))
 	c.expectations.DeletionObserved(ctx, key, queue.PodKey(pod))
-	c.podUpdates.observeGone(key, pod)
+	c.podUpdates.Gone(key, pod)
 	c.queue.Add(key)
 }
 

@@ -108,7 +108,7 @@ func TestPodHandlers(t *testing.T) {
 	// An in-place update is observed when the informer shows its version.
 	updated := pod.DeepCopy()
 	updated.ResourceVersion = "20"
-	f.c.podUpdates.expect(k, updated)
+	f.c.podUpdates.Expect(k, updated)
 	f.c.updatePod(f.ctx, pod, updated)
 	if ok, _ := f.c.expectationsSatisfied(f.ctx, k); !ok {
 		t.Error("pod update not observed")

@@ -132,7 +132,7 @@ func (c *Controller) updatePodInPlace(ctx context.Context, v *view, key string, 
 	if err != nil {
 		return failed(err)
 	}
-	c.podUpdates.expect(key, pod)
+	c.podUpdates.Expect(key, pod)
 	logger.V(2).Info("Updated pod in place", "pod", klog.KObj(pod), "revision", v.hash)
 	c.recorder.Eventf(eventObject(v.ds), corev1.EventTypeNormal, SuccessfulUpdatePodInPlaceReason,
 		"successfully update pod %s in-place(revision %v)", pod.Name, v.hash)

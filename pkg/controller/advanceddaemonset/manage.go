@@ -336,7 +336,7 @@ func (c *Controller) markPreparingDelete(ctx context.Context, v *view, key strin
 		return fmt.Errorf("marking pod %s PreparingDelete: %w", klog.KObj(pod), err)
 	}
 	klog.FromContext(ctx).V(2).Info("Pod is held by the preDelete hook", "pod", klog.KObj(pod))
-	c.podUpdates.expect(key, patched)
+	c.podUpdates.Expect(key, patched)
 	if !markNotReady || !daemonsetutil.HasReadinessGate(patched, appsv1alpha1.KruisePodReadyConditionType) {
 		// Without the gate the kubelet would ignore the condition.
 		return nil
@@ -346,7 +346,7 @@ func (c *Controller) markPreparingDelete(ctx context.Context, v *view, key strin
 		return fmt.Errorf("marking pod %s not ready: %w", klog.KObj(pod), err)
 	}
 	if marked != nil {
-		c.podUpdates.expect(key, marked)
+		c.podUpdates.Expect(key, marked)
 	}
 	return nil
 }

@@ -226,7 +226,7 @@ func (c *Controller) expectationsSatisfied(ctx context.Context, key string) (boo
 		// the informer events that meet it queue the DaemonSet earlier.
 		return false, expectations.ExpectationsTimeout
 	}
-	if wait, pending := c.podUpdates.pending(key); pending {
+	if wait, pending := c.podUpdates.Pending(key); pending {
 		return false, wait
 	}
 	return true, 0

@@ -239,7 +239,7 @@ func TestRollingUpdateWithPreDeleteHook(t *testing.T) {
 	released.ResourceVersion = "100"
 	delete(released.Labels, "hold")
 	released.Labels[appsv1alpha1.LifecycleStateKey] = string(appsv1alpha1.LifecycleStatePreparingDelete)
-	f.c.podUpdates.forget(key(ds))
+	f.c.podUpdates.Forget(key(ds))
 	if err := f.podIndexer.Update(released); err != nil {
 		t.Fatal(err)
 	}

@@ -31,4 +31,8 @@
 //
 // Counters may go negative when an observation races ahead of the expectation being set;
 // a negative counter counts as met.
+//
+// VersionStore is the same idea for updates: it remembers the resource version each child
+// had after the controller wrote it, so that a sync does not act on the cached child the
+// write replaced.
 package expectations

@@ -1,0 +1,106 @@
+package expectations
+
+import (
+	"strconv"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+)
+
+// VersionStore remembers, per controller key, the resource version each child had after
+// the controller updated it. Until the informer shows those versions the cache still holds
+// the children as they were, and acting on them would update or delete them a second time.
+// The create/delete counters of Store count objects and cannot say this.
+//
+// Expectations expire after ExpectationsTimeout, as Store's do.
+type VersionStore struct {
+	clock clock.PassiveClock
+
+	mu    sync.Mutex
+	byKey map[string]map[types.UID]expectedVersion
+}
+
+type expectedVersion struct {
+	resourceVersion string
+	since           time.Time
+}
+
+// NewVersionStore returns an empty store reading the time from clk.
+func NewVersionStore(clk clock.PassiveClock) *VersionStore {
+	return &VersionStore{clock: clk, byKey: map[string]map[types.UID]expectedVersion{}}
+}
+
+// Expect records that obj, as the API server returned it after a write, is yet to be
+// observed by the informer.
+func (s *VersionStore) Expect(key string, obj metav1.Object) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.byKey[key] == nil {
+		s.byKey[key] = map[types.UID]expectedVersion{}
+	}
+	s.byKey[key][obj.GetUID()] = expectedVersion{resourceVersion: obj.GetResourceVersion(), since: s.clock.Now()}
+}
+
+// Observed records that the informer shows obj; its expectation is met when obj's version
+// is at least the expected one.
+func (s *VersionStore) Observed(key string, obj metav1.Object) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	expected, ok := s.byKey[key][obj.GetUID()]
+	if ok && !olderVersion(obj.GetResourceVersion(), expected.resourceVersion) {
+		delete(s.byKey[key], obj.GetUID())
+	}
+}
+
+// Gone drops the expectation of a child that is being deleted.
+func (s *VersionStore) Gone(key string, obj metav1.Object) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.byKey[key], obj.GetUID())
+}
+
+// Pending returns how long the oldest unmet expectation of key may still hold a sync back,
+// and false when none does. Expectations older than the timeout are dropped: the informer
+// lost the update, or another writer replaced it, and waiting longer would stall the owner.
+func (s *VersionStore) Pending(key string) (time.Duration, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var (
+		wait  time.Duration
+		found bool
+	)
+	now := s.clock.Now()
+	for uid, expected := range s.byKey[key] {
+		left := ExpectationsTimeout - now.Sub(expected.since)
+		if left <= 0 {
+			delete(s.byKey[key], uid)
+			continue
+		}
+		if !found || left < wait {
+			wait, found = left, true
+		}
+	}
+	return wait, found
+}
+
+// Forget drops every expectation of key.
+func (s *VersionStore) Forget(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.byKey, key)
+}
+
+// olderVersion reports whether resource version a is older than b. Resource versions are
+// opaque, but every Kubernetes API server issues increasing integers; anything else is
+// only compared for equality.
+func olderVersion(a, b string) bool {
+	an, errA := strconv.ParseUint(a, 10, 64)
+	bn, errB := strconv.ParseUint(b, 10, 64)
+	if errA != nil || errB != nil {
+		return a != b
+	}
+	return an < bn
+}
