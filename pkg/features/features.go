@@ -33,6 +33,27 @@ const (
 	// (OpenKruise's behaviour) such pods are replaced outside the budget, so two template
 	// changes within minReadySeconds can take every pod of a DaemonSet down at once.
 	AdvancedDaemonSetStrictMaxUnavailable featuregate.Feature = "AdvancedDaemonSetStrictMaxUnavailable"
+
+	// PodUnavailableBudgetDeleteGate makes PodUnavailableBudgets protect pods against deletion
+	// and eviction. OpenKruise's gate of the same name, on by default there too.
+	PodUnavailableBudgetDeleteGate featuregate.Feature = "PodUnavailableBudgetDeleteGate"
+
+	// PodUnavailableBudgetUpdateGate makes PodUnavailableBudgets protect pods against updates
+	// that restart containers (image changes, in-place resizes). OpenKruise's gate of the same
+	// name, off by default there too, since with it every pod update goes through the webhook.
+	PodUnavailableBudgetUpdateGate featuregate.Feature = "PodUnavailableBudgetUpdateGate"
+
+	// PodUnavailableBudgetDaemonSetReplicas counts an Advanced DaemonSet as expecting
+	// status.desiredNumberScheduled pods. Without it (OpenKruise's behaviour) an Advanced
+	// DaemonSet has no replica count, so a budget over its pods protects nothing unless
+	// pub.kruise.io/protect-total-replicas is set.
+	PodUnavailableBudgetDaemonSetReplicas featuregate.Feature = "PodUnavailableBudgetDaemonSetReplicas"
+
+	// PodUnavailableBudgetOwnerChain resolves the workload of a pod through its whole chain of
+	// controllers, so that a budget can target a workload that manages pods through
+	// ReplicaSets of its own (a rollout controller, say). Without it (OpenKruise's behaviour)
+	// only a Deployment above a ReplicaSet is followed, and such a budget covers no pod.
+	PodUnavailableBudgetOwnerChain featuregate.Feature = "PodUnavailableBudgetOwnerChain"
 )
 
 // defaultFeatureGates holds every gate bosun knows with its default and maturity.
@@ -42,6 +63,10 @@ var defaultFeatureGates = map[featuregate.Feature]featuregate.FeatureSpec{
 	StaleControllerConsistencyReplicaSet:    {Default: true, PreRelease: featuregate.Beta},
 	LogarithmicScaleDown:                    {Default: true, PreRelease: featuregate.GA, LockToDefault: true},
 	AdvancedDaemonSetStrictMaxUnavailable:   {Default: false, PreRelease: featuregate.Alpha},
+	PodUnavailableBudgetDeleteGate:          {Default: true, PreRelease: featuregate.Beta},
+	PodUnavailableBudgetUpdateGate:          {Default: false, PreRelease: featuregate.Alpha},
+	PodUnavailableBudgetDaemonSetReplicas:   {Default: false, PreRelease: featuregate.Alpha},
+	PodUnavailableBudgetOwnerChain:          {Default: false, PreRelease: featuregate.Alpha},
 }
 
 // DefaultMutableFeatureGate is the gate --feature-gates writes into. Only the binaries'

@@ -9,14 +9,17 @@ import (
 func TestDefaults(t *testing.T) {
 	gate := NewFeatureGate()
 	for _, f := range []featuregate.Feature{PodDeletionCost, DeploymentReplicaSetTerminatingReplicas,
-		StaleControllerConsistencyReplicaSet, LogarithmicScaleDown} {
+		StaleControllerConsistencyReplicaSet, LogarithmicScaleDown, PodUnavailableBudgetDeleteGate} {
 		if !gate.Enabled(f) {
 			t.Errorf("%s: want enabled by default", f)
 		}
 	}
 	// Behaviour beyond upstream and OpenKruise is opt-in.
-	if gate.Enabled(AdvancedDaemonSetStrictMaxUnavailable) {
-		t.Errorf("%s: want disabled by default", AdvancedDaemonSetStrictMaxUnavailable)
+	for _, f := range []featuregate.Feature{AdvancedDaemonSetStrictMaxUnavailable, PodUnavailableBudgetUpdateGate,
+		PodUnavailableBudgetDaemonSetReplicas, PodUnavailableBudgetOwnerChain} {
+		if gate.Enabled(f) {
+			t.Errorf("%s: want disabled by default", f)
+		}
 	}
 }
 

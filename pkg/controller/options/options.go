@@ -5,6 +5,8 @@
 package options
 
 import (
+	"time"
+
 	"k8s.io/component-base/featuregate"
 	"k8s.io/utils/clock"
 
@@ -20,6 +22,10 @@ type Settings struct {
 	// BurstReplicas caps the pods a controller that creates pods creates or deletes for one
 	// object in one sync; 0 leaves the controller's own default.
 	BurstReplicas int
+	// ResyncPeriod is how often a controller that re-examines its objects on a timer, and
+	// not only on events, does so; 0 turns that off. Controllers that do not resync ignore
+	// it.
+	ResyncPeriod time.Duration
 }
 
 // Option changes one setting.
@@ -38,6 +44,12 @@ func WithFeatureGate(gates featuregate.FeatureGate) Option {
 // WithBurstReplicas caps the pods created or deleted for one object per sync at n.
 func WithBurstReplicas(n int) Option {
 	return func(s *Settings) { s.BurstReplicas = n }
+}
+
+// WithResyncPeriod makes the controller re-examine every object it manages every d, even
+// when no event names it; 0 turns that off.
+func WithResyncPeriod(d time.Duration) Option {
+	return func(s *Settings) { s.ResyncPeriod = d }
 }
 
 // Apply returns the settings opts make, starting from the real clock and

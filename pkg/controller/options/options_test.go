@@ -21,11 +21,14 @@ func TestApply(t *testing.T) {
 	if defaults.BurstReplicas != 0 {
 		t.Errorf("default BurstReplicas = %d, want 0 (the controller's own default)", defaults.BurstReplicas)
 	}
+	if defaults.ResyncPeriod != 0 {
+		t.Errorf("default ResyncPeriod = %v, want 0 (no periodic resync)", defaults.ResyncPeriod)
+	}
 
 	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
 	gates := features.NewFeatureGate()
-	got := Apply([]Option{WithClock(clk), WithFeatureGate(gates), WithBurstReplicas(7)})
-	if got.Clock != clk || got.FeatureGate != gates || got.BurstReplicas != 7 {
-		t.Errorf("Apply = %+v, want the fake clock, the given gate and burst 7", got)
+	got := Apply([]Option{WithClock(clk), WithFeatureGate(gates), WithBurstReplicas(7), WithResyncPeriod(time.Minute)})
+	if got.Clock != clk || got.FeatureGate != gates || got.BurstReplicas != 7 || got.ResyncPeriod != time.Minute {
+		t.Errorf("Apply = %+v, want the fake clock, the given gate, burst 7 and resync 1m", got)
 	}
 }

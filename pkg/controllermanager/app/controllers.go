@@ -30,7 +30,8 @@ func builtinControllers() []registry.Descriptor {
 		{Name: deployment.ControllerName, Aliases: []string{"deployment"}, ClientName: deployment.ControllerName, Constructor: newDeploymentController},
 		{Name: garbagecollector.ControllerName, Aliases: []string{"garbagecollector"}, ClientName: "generic-garbage-collector", Constructor: newGarbageCollector},
 		{Name: advanceddaemonset.ControllerName, Aliases: []string{"advanceddaemonset"}, ClientName: advanceddaemonset.ControllerName,
-			Constructor: newAdvancedDaemonSetController, Webhooks: daemonsetwebhook.Registrations},
+			Constructor: newAdvancedDaemonSetController, Webhooks: registry.Static(daemonsetwebhook.Registrations)},
+		podUnavailableBudgetDescriptor(),
 	}
 }
 

@@ -100,7 +100,7 @@ func Run(ctx context.Context, o *options.Options, reg *registry.Registry) error 
 		logger.Error(err, "Admission webhooks stopped working")
 		klog.FlushAndExit(klog.ExitFlushTimeout, 1)
 	}
-	if err := startWebhooks(ctx, o.Webhook, rootClient, webhookRegistrations(reg, enabled), health.Readyz, webhookFailed); err != nil {
+	if err := serveWebhooks(ctx, o, rootClient, rootBuilder, reg, enabled, events.recorderFor, health.Readyz, webhookFailed); err != nil {
 		return err
 	}
 

@@ -4,10 +4,17 @@ import (
 	"context"
 	"fmt"
 
+	bosuninformers "github.com/bosun-dev/client-go/informers/externalversions"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2"
 
+	"github.com/bosun-dev/bosun/pkg/clientbuilder"
+	toolkitinformers "github.com/bosun-dev/bosun/pkg/controller/informers"
 	"github.com/bosun-dev/bosun/pkg/controllermanager/options"
 	"github.com/bosun-dev/bosun/pkg/controllermanager/registry"
 	"github.com/bosun-dev/bosun/pkg/serving"
@@ -16,19 +23,57 @@ import (
 	"github.com/bosun-dev/bosun/pkg/webhook/configuration"
 )
 
-// webhookConfigurationWorkers is enough for the writer's two keys.
-const webhookConfigurationWorkers = 2
+const (
+	// webhookConfigurationWorkers is enough for the writer's two keys.
+	webhookConfigurationWorkers = 2
+	// webhookClientName names the clients of the admission webhooks.
+	webhookClientName = "webhooks"
+)
 
 // webhookRegistrations returns the webhooks of the enabled controllers, in the order the
 // controllers are listed.
-func webhookRegistrations(reg *registry.Registry, enabled []string) []webhook.Registration {
+func webhookRegistrations(reg *registry.Registry, enabled []string, wc *registry.WebhookContext) ([]webhook.Registration, error) {
 	var regs []webhook.Registration
 	for _, name := range enabled {
-		if d, ok := reg.Get(name); ok && d.Webhooks != nil {
-			regs = append(regs, d.Webhooks()...)
+		d, ok := reg.Get(name)
+		if !ok || d.Webhooks == nil {
+			continue
 		}
+		more, err := d.Webhooks(wc)
+		if err != nil {
+			return nil, fmt.Errorf("building the admission webhooks of %s: %w", name, err)
+		}
+		regs = append(regs, more...)
 	}
-	return regs
+	return regs, nil
+}
+
+// newWebhookContext returns the context the enabled controllers' webhooks are built from,
+// with informer factories of its own that live as long as the process.
+func newWebhookContext(ctx context.Context, builder clientbuilder.Builder, recorders registry.EventRecorderFactory,
+	gates featuregate.FeatureGate) (*registry.WebhookContext, error) {
+	client, err := builder.Client(webhookClientName)
+	if err != nil {
+		return nil, err
+	}
+	bosunClient, err := clientbuilder.BosunClient(builder, webhookClientName)
+	if err != nil {
+		return nil, err
+	}
+	restMapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(client.Discovery()))
+	go wait.Until(restMapper.Reset, restMapperResetPeriod, ctx.Done())
+	return &registry.WebhookContext{
+		ClientName:      webhookClientName,
+		ClientBuilder:   builder,
+		Client:          client,
+		BosunClient:     bosunClient,
+		InformerFactory: toolkitinformers.NewSharedInformerFactory(client, 0),
+		BosunInformerFactory: bosuninformers.NewSharedInformerFactoryWithOptions(bosunClient, 0,
+			bosuninformers.WithTransform(toolkitinformers.StripManagedFields)),
+		RESTMapper:    restMapper,
+		EventRecorder: recorders,
+		FeatureGate:   gates,
+	}, nil
 }
 
 // startWebhooks starts what every replica runs, leader or not (startup step 4): the
@@ -40,8 +85,8 @@ func webhookRegistrations(reg *registry.Registry, enabled []string) []webhook.Re
 // The writer runs even when no enabled controller has webhooks, so that configurations
 // left by an earlier run that had some are removed instead of sending the API server to a
 // server that no longer answers.
-func startWebhooks(ctx context.Context, o *options.WebhookOptions, client kubernetes.Interface, regs []webhook.Registration,
-	readyz *serving.CheckSet, fail func(error)) error {
+func startWebhooks(ctx context.Context, o *options.WebhookOptions, client kubernetes.Interface, wc *registry.WebhookContext,
+	regs []webhook.Registration, readyz *serving.CheckSet, fail func(error)) error {
 	logger := klog.FromContext(ctx)
 	if !o.Enabled() {
 		logger.Info("Admission webhooks disabled (--webhook-port=0); no webhook configuration is written")
@@ -85,6 +130,9 @@ func startWebhooks(ctx context.Context, o *options.WebhookOptions, client kubern
 		}
 	}()
 	go func() {
+		if !waitForWebhookInformers(ctx, wc) {
+			return
+		}
 		if err := server.Run(ctx); err != nil {
 			fail(err)
 		}
@@ -92,6 +140,27 @@ func startWebhooks(ctx context.Context, o *options.WebhookOptions, client kubern
 	go resyncOnCertificateChange(ctx, provider, writer)
 	startWriter(ctx, writer, factories)
 	return nil
+}
+
+// waitForWebhookInformers starts the webhooks' informers and waits until they have synced,
+// or ctx ends (false).
+func waitForWebhookInformers(ctx context.Context, wc *registry.WebhookContext) bool {
+	wc.InformerFactory.Start(ctx.Done())
+	wc.BosunInformerFactory.Start(ctx.Done())
+	logger := klog.FromContext(ctx)
+	for informerType, synced := range wc.InformerFactory.WaitForCacheSync(ctx.Done()) {
+		if !synced {
+			logger.Info("Admission webhooks stopped before their informers synced", "type", informerType)
+			return false
+		}
+	}
+	for informerType, synced := range wc.BosunInformerFactory.WaitForCacheSync(ctx.Done()) {
+		if !synced {
+			logger.Info("Admission webhooks stopped before their informers synced", "type", informerType)
+			return false
+		}
+	}
+	return true
 }
 
 // startWriter starts the writer's informers and the writer.
@@ -140,4 +209,38 @@ func resyncOnCertificateChange(ctx context.Context, provider certs.Provider, wri
 			writer.Resync()
 		}
 	}
+}
+
+// serveWebhooks builds the webhooks of the enabled controllers and starts serving them with
+// startWebhooks. Webhooks that read the cluster may look at discovery while they are built,
+// so it first waits for the API server when any enabled controller has webhooks.
+func serveWebhooks(ctx context.Context, o *options.Options, rootClient kubernetes.Interface, builder clientbuilder.Builder,
+	reg *registry.Registry, enabled []string, recorders registry.EventRecorderFactory, readyz *serving.CheckSet, fail func(error)) error {
+	if !o.Webhook.Enabled() {
+		return startWebhooks(ctx, o.Webhook, rootClient, nil, nil, readyz, fail)
+	}
+	wc, err := newWebhookContext(ctx, builder, recorders, o.FeatureGate)
+	if err != nil {
+		return fmt.Errorf("building the admission webhooks' clients: %w", err)
+	}
+	if hasWebhooks(reg, enabled) {
+		if err := waitForAPIServer(ctx, rootClient, apiServerHealthTimeout); err != nil {
+			return fmt.Errorf("building the admission webhooks: %w", err)
+		}
+	}
+	regs, err := webhookRegistrations(reg, enabled, wc)
+	if err != nil {
+		return err
+	}
+	return startWebhooks(ctx, o.Webhook, rootClient, wc, regs, readyz, fail)
+}
+
+// hasWebhooks reports whether any enabled controller has admission webhooks.
+func hasWebhooks(reg *registry.Registry, enabled []string) bool {
+	for _, name := range enabled {
+		if d, ok := reg.Get(name); ok && d.Webhooks != nil {
+			return true
+		}
+	}
+	return false
 }

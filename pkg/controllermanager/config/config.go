@@ -10,10 +10,11 @@ type Configuration struct {
 	// MinResyncPeriod is --min-resync-period; shared informers resync in [p, 2p).
 	MinResyncPeriod time.Duration
 
-	ReplicaSet        ReplicaSetConfiguration
-	Deployment        DeploymentConfiguration
-	GarbageCollector  GarbageCollectorConfiguration
-	AdvancedDaemonSet AdvancedDaemonSetConfiguration
+	ReplicaSet           ReplicaSetConfiguration
+	Deployment           DeploymentConfiguration
+	GarbageCollector     GarbageCollectorConfiguration
+	AdvancedDaemonSet    AdvancedDaemonSetConfiguration
+	PodUnavailableBudget PodUnavailableBudgetConfiguration
 }
 
 // ReplicaSetConfiguration configures the ReplicaSet controller.
@@ -40,4 +41,13 @@ type GarbageCollectorConfiguration struct {
 type AdvancedDaemonSetConfiguration struct {
 	// ConcurrentSyncs is the number of workers (--concurrent-advanced-daemonset-syncs).
 	ConcurrentSyncs int32
+}
+
+// PodUnavailableBudgetConfiguration configures the PodUnavailableBudget controller.
+type PodUnavailableBudgetConfiguration struct {
+	// ConcurrentSyncs is the number of workers (--concurrent-pod-unavailable-budget-syncs).
+	ConcurrentSyncs int32
+	// ResyncPeriod is how often every budget is synced without an event
+	// (--pod-unavailable-budget-resync-period); 0 never.
+	ResyncPeriod time.Duration
 }

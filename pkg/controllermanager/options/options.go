@@ -59,6 +59,10 @@ type Options struct {
 	EnableGarbageCollector    bool
 	// ConcurrentAdvancedDaemonSetSyncs is --concurrent-advanced-daemonset-syncs.
 	ConcurrentAdvancedDaemonSetSyncs int32
+	// ConcurrentPodUnavailableBudgetSyncs is --concurrent-pod-unavailable-budget-syncs.
+	ConcurrentPodUnavailableBudgetSyncs int32
+	// PodUnavailableBudgetResyncPeriod is --pod-unavailable-budget-resync-period.
+	PodUnavailableBudgetResyncPeriod time.Duration
 
 	MinResyncPeriod              time.Duration
 	ControllerStartInterval      time.Duration
@@ -85,10 +89,13 @@ func NewOptions(gate featuregate.MutableVersionedFeatureGate) *Options {
 		EnableGarbageCollector:    true,
 		// OpenKruise's default: three DaemonSets sync at once.
 		ConcurrentAdvancedDaemonSetSyncs: 3,
-		MinResyncPeriod:                  informers.DefaultMinResyncPeriod,
-		ControllerStartInterval:          0,
-		ControllerShutdownTimeout:        10 * time.Second,
-		Client:                           clientconfig.NewOptions(),
+		// OpenKruise's default: three budgets sync at once.
+		ConcurrentPodUnavailableBudgetSyncs: 3,
+		PodUnavailableBudgetResyncPeriod:    time.Minute,
+		MinResyncPeriod:                     informers.DefaultMinResyncPeriod,
+		ControllerStartInterval:             0,
+		ControllerShutdownTimeout:           10 * time.Second,
+		Client:                              clientconfig.NewOptions(),
 		LeaderElection: componentbaseconfig.LeaderElectionConfiguration{
 			LeaderElect:       true,
 			LeaseDuration:     metav1.Duration{Duration: 15 * time.Second},
@@ -132,6 +139,11 @@ func (o *Options) Flags(reg *registry.Registry) cliflag.NamedFlagSets {
 		"The number of garbage collector workers that may sync concurrently.")
 	controllers.Int32Var(&o.ConcurrentAdvancedDaemonSetSyncs, "concurrent-advanced-daemonset-syncs", o.ConcurrentAdvancedDaemonSetSyncs,
 		"The number of Advanced DaemonSets (apps.kruise.io) that may sync concurrently.")
+	controllers.Int32Var(&o.ConcurrentPodUnavailableBudgetSyncs, "concurrent-pod-unavailable-budget-syncs", o.ConcurrentPodUnavailableBudgetSyncs,
+		"The number of PodUnavailableBudgets (policy.kruise.io) that may sync concurrently.")
+	controllers.DurationVar(&o.PodUnavailableBudgetResyncPeriod, "pod-unavailable-budget-resync-period", o.PodUnavailableBudgetResyncPeriod,
+		"How often every PodUnavailableBudget's status is recomputed even without a pod or workload event, so that a budget "+
+			"never stays stale (0 disables).")
 	controllers.BoolVar(&o.EnableGarbageCollector, "enable-garbage-collector", o.EnableGarbageCollector,
 		"Enables the generic garbage collector. Must match the corresponding flag of the kube-apiserver.")
 
@@ -168,10 +180,14 @@ func (o *Options) Validate(reg *registry.Registry) error {
 		{"--concurrent-deployment-syncs", o.ConcurrentDeploymentSyncs},
 		{"--concurrent-gc-syncs", o.ConcurrentGCSyncs},
 		{"--concurrent-advanced-daemonset-syncs", o.ConcurrentAdvancedDaemonSetSyncs},
+		{"--concurrent-pod-unavailable-budget-syncs", o.ConcurrentPodUnavailableBudgetSyncs},
 	} {
 		if workers.value < 1 {
 			errs = append(errs, fmt.Errorf("%s must be at least 1, got %d", workers.flag, workers.value))
 		}
+	}
+	if o.PodUnavailableBudgetResyncPeriod < 0 {
+		errs = append(errs, fmt.Errorf("--pod-unavailable-budget-resync-period must not be negative, got %v", o.PodUnavailableBudgetResyncPeriod))
 	}
 	if o.MinResyncPeriod <= 0 {
 		errs = append(errs, fmt.Errorf("--min-resync-period must be greater than 0, got %v", o.MinResyncPeriod))
@@ -239,6 +255,10 @@ func (o *Options) ControllerConfiguration() *config.Configuration {
 		Deployment:        config.DeploymentConfiguration{ConcurrentSyncs: o.ConcurrentDeploymentSyncs},
 		GarbageCollector:  config.GarbageCollectorConfiguration{Enabled: o.EnableGarbageCollector, ConcurrentSyncs: o.ConcurrentGCSyncs},
 		AdvancedDaemonSet: config.AdvancedDaemonSetConfiguration{ConcurrentSyncs: o.ConcurrentAdvancedDaemonSetSyncs},
+		PodUnavailableBudget: config.PodUnavailableBudgetConfiguration{
+			ConcurrentSyncs: o.ConcurrentPodUnavailableBudgetSyncs,
+			ResyncPeriod:    o.PodUnavailableBudgetResyncPeriod,
+		},
 	}
 }
 

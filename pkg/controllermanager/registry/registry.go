@@ -15,8 +15,6 @@ import (
 	"strings"
 
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
-
-	"github.com/bosun-dev/bosun/pkg/webhook"
 )
 
 // Controller is a built controller.
@@ -59,7 +57,7 @@ type Descriptor struct {
 	DisabledByDefault bool
 	// Webhooks returns the admission webhooks of the controller's resources, served by every
 	// replica (leader or not) whenever the controller is enabled. Nil means none.
-	Webhooks func() []webhook.Registration
+	Webhooks WebhooksFunc
 }
 
 // notBuilt is the error a constructor returns to skip its controller.

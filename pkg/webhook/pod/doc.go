@@ -1,5 +1,22 @@
-// Package pod will hold the admission webhooks for pods, on behalf of
-// PodUnavailableBudget: the related-budget annotation on CREATE, and the budget check on
-// DELETE, eviction and (optionally) UPDATE. It registers them with package webhook's
-// server and holds no serving code of its own.
+// Package pod holds the admission webhooks for pods on behalf of PodUnavailableBudget
+// (PUB):
+//
+//   - a mutating webhook on pod CREATE (mpod.kb.io) tags a new pod with the budget that
+//     covers it (both related-pub annotations), so the validating webhook can find the budget
+//     without listing; a pod created while it is skipped is tagged later by the controller;
+//   - a validating webhook on pod DELETE and, with PodUnavailableBudgetUpdateGate, UPDATE
+//     (vpod.kb.io), and one on pods/eviction CREATE (vpodeviction.kb.io), both answered by
+//     one decision: an operation that would make an available, tagged pod unavailable is
+//     admitted only if its budget can pay for it, and paying is an atomic status write
+//     (budget.Cache) recording the pod in disruptedPods or unavailablePods.
+//
+// Unavailable pods never cost budget, so they pass; with the budget annotation
+// pub.bosun.dev/protect-not-ready they pass only while the budget is met. A refusal is a
+// 403 whose message OpenKruise clients recognise, or a 429 for evictions under a budget
+// annotated pub.bosun.dev/retry-denied-evictions, so that kubectl drain retries instead of
+// giving up. Every refusal by a budget is counted (pod_unavailable_budget), recorded as a
+// PubPreventPodDeletion event on the pod and logged.
+//
+// Registrations gives the webhooks to package webhook's server; this package holds no
+// serving code.
 package pod

@@ -1,0 +1,193 @@
+package app
+
+import (
+	"context"
+	"fmt"
+
+	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	policyv1alpha1 "github.com/bosun-dev/api/policy/v1alpha1"
+	bosuninformers "github.com/bosun-dev/client-go/informers/externalversions"
+	kruiseappsinformers "github.com/bosun-dev/client-go/informers/externalversions/apps/v1alpha1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/scale"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/component-base/featuregate"
+
+	"github.com/bosun-dev/bosun/pkg/controller/options"
+	"github.com/bosun-dev/bosun/pkg/controller/podunavailablebudget"
+	"github.com/bosun-dev/bosun/pkg/controller/podunavailablebudget/budget"
+	"github.com/bosun-dev/bosun/pkg/controller/workload"
+	"github.com/bosun-dev/bosun/pkg/controllermanager/registry"
+	"github.com/bosun-dev/bosun/pkg/features"
+	"github.com/bosun-dev/bosun/pkg/webhook"
+	podwebhook "github.com/bosun-dev/bosun/pkg/webhook/pod"
+	pubwebhook "github.com/bosun-dev/bosun/pkg/webhook/podunavailablebudget"
+)
+
+// podUnavailableBudgetDescriptor returns the registry entry of the PodUnavailableBudget
+// controller and its webhooks. Both share one budget.Cache: the webhook spends a budget and
+// the controller recomputes it, and the process-wide lock and write-through copy in the
+// cache keep the two from overwriting each other's writes with stale copies.
+func podUnavailableBudgetDescriptor() registry.Descriptor {
+	budgets := budget.NewCache()
+	return registry.Descriptor{
+		Name:       podunavailablebudget.ControllerName,
+		Aliases:    []string{"podunavailablebudget"},
+		ClientName: podunavailablebudget.ControllerName,
+		Constructor: func(ctx context.Context, cc *registry.ControllerContext) (registry.Controller, error) {
+			return newPodUnavailableBudgetController(ctx, cc, budgets)
+		},
+		Webhooks: func(wc *registry.WebhookContext) ([]webhook.Registration, error) {
+			return podUnavailableBudgetWebhooks(wc, budgets)
+		},
+	}
+}
+
+// newPodUnavailableBudgetController builds the controller on the shared informers.
+func newPodUnavailableBudgetController(ctx context.Context, cc *registry.ControllerContext, budgets *budget.Cache) (registry.Controller, error) {
+	client, err := cc.Client()
+	if err != nil {
+		return nil, fmt.Errorf("building the %s client: %w", podunavailablebudget.ControllerName, err)
+	}
+	served, err := servesResource(client.Discovery(), policyv1alpha1.SchemeGroupVersion.String(), "podunavailablebudgets")
+	if err != nil {
+		return nil, fmt.Errorf("looking up policy.kruise.io PodUnavailableBudgets in discovery: %w", err)
+	}
+	if !served {
+		return nil, registry.NotBuilt("the API server does not serve policy.kruise.io/v1alpha1 podunavailablebudgets; install bosun's CRDs (config/crd/bases) and restart")
+	}
+	bosunClient, err := cc.BosunClient()
+	if err != nil {
+		return nil, fmt.Errorf("building the %s client for policy.kruise.io: %w", podunavailablebudget.ControllerName, err)
+	}
+	config, err := cc.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("building the %s client configuration: %w", podunavailablebudget.ControllerName, err)
+	}
+	daemonSets, err := advancedDaemonSetsIfServed(client.Discovery(), cc.BosunInformerFactory)
+	if err != nil {
+		return nil, err
+	}
+	finder, finderSynced, err := newWorkloadFinder(config, client.Discovery(), cc.RESTMapper, cc.InformerFactory, daemonSets, cc.FeatureGate)
+	if err != nil {
+		return nil, fmt.Errorf("building the %s: %w", podunavailablebudget.ControllerName, err)
+	}
+	c, err := podunavailablebudget.NewController(ctx,
+		cc.BosunInformerFactory.Policy().V1alpha1().PodUnavailableBudgets(),
+		cc.InformerFactory.Core().V1().Pods(),
+		cc.InformerFactory.Apps().V1().Deployments(),
+		cc.InformerFactory.Apps().V1().StatefulSets(),
+		daemonSets,
+		finder,
+		client,
+		bosunClient,
+		budgets,
+		cc.EventRecorder(podunavailablebudget.ControllerName),
+		options.WithFeatureGate(cc.FeatureGate),
+		options.WithResyncPeriod(cc.Config.PodUnavailableBudget.ResyncPeriod),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("building the %s: %w", podunavailablebudget.ControllerName, err)
+	}
+	// The controller waits for the informers it watches; the finder reads further ones, and
+	// a budget computed before they synced would miss owners and expect too few pods.
+	run := func(ctx context.Context, workers int) {
+		if !cache.WaitForNamedCacheSync(podunavailablebudget.ControllerName, ctx.Done(), finderSynced...) {
+			return
+		}
+		c.Run(ctx, workers)
+	}
+	return withWorkers{run: run, workers: int(cc.Config.PodUnavailableBudget.ConcurrentSyncs)}, nil
+}
+
+// podUnavailableBudgetWebhooks returns the budget's validating webhook and the two pod
+// webhooks. With no budget type served there is nothing to protect: serving the pod
+// webhooks then would only make every pod deletion wait for informers that never sync.
+func podUnavailableBudgetWebhooks(wc *registry.WebhookContext, budgets *budget.Cache) ([]webhook.Registration, error) {
+	served, err := servesResource(wc.Client.Discovery(), policyv1alpha1.SchemeGroupVersion.String(), "podunavailablebudgets")
+	if err != nil {
+		return nil, fmt.Errorf("looking up policy.kruise.io PodUnavailableBudgets in discovery: %w", err)
+	}
+	if !served {
+		return nil, nil
+	}
+	config, err := wc.ClientBuilder.Config(wc.ClientName)
+	if err != nil {
+		return nil, err
+	}
+	daemonSets, err := advancedDaemonSetsIfServed(wc.Client.Discovery(), wc.BosunInformerFactory)
+	if err != nil {
+		return nil, err
+	}
+	// The server waits for every informer of the webhook context before it answers.
+	finder, _, err := newWorkloadFinder(config, wc.Client.Discovery(), wc.RESTMapper, wc.InformerFactory, daemonSets, wc.FeatureGate)
+	if err != nil {
+		return nil, err
+	}
+	budgetInformer := wc.BosunInformerFactory.Policy().V1alpha1().PodUnavailableBudgets()
+	regs := pubwebhook.Registrations(budgetInformer.Lister(), wc.FeatureGate)
+	regs = append(regs, podwebhook.Registrations(podwebhook.Dependencies{
+		Pods:        wc.InformerFactory.Core().V1().Pods().Lister(),
+		LivePods:    wc.Client.CoreV1(),
+		Budgets:     budgetInformer.Lister(),
+		Finder:      finder,
+		Client:      wc.BosunClient,
+		Cache:       budgets,
+		Recorder:    wc.EventRecorder(podunavailablebudget.ControllerName),
+		FeatureGate: wc.FeatureGate,
+	})...)
+	return regs, nil
+}
+
+// advancedDaemonSetsIfServed returns the Advanced DaemonSet informer, or nil when the API
+// server does not serve them (an informer for them would never sync).
+func advancedDaemonSetsIfServed(client discovery.DiscoveryInterface, factory bosuninformers.SharedInformerFactory) (kruiseappsinformers.DaemonSetInformer, error) {
+	served, err := servesResource(client, appsv1alpha1.SchemeGroupVersion.String(), "daemonsets")
+	if err != nil {
+		return nil, fmt.Errorf("looking up apps.kruise.io DaemonSets in discovery: %w", err)
+	}
+	if !served {
+		return nil, nil
+	}
+	return factory.Apps().V1alpha1().DaemonSets(), nil
+}
+
+// newWorkloadFinder builds the owner lookup on factory's informers, with the scale and
+// metadata clients it needs for kinds it has no informer for. It also returns whether
+// those informers have synced.
+func newWorkloadFinder(config *rest.Config, disco discovery.DiscoveryInterface, mapper meta.RESTMapper,
+	factory informers.SharedInformerFactory, daemonSets kruiseappsinformers.DaemonSetInformer,
+	gates featuregate.FeatureGate) (*workload.Finder, []cache.InformerSynced, error) {
+	metadataClient, err := metadata.NewForConfig(config)
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating the metadata client: %w", err)
+	}
+	scales, err := scale.NewForConfig(config, mapper, dynamic.LegacyAPIPathResolverFunc, scale.NewDiscoveryScaleKindResolver(disco))
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating the scale client: %w", err)
+	}
+	replicaSets, deployments := factory.Apps().V1().ReplicaSets(), factory.Apps().V1().Deployments()
+	statefulSets, controllers := factory.Apps().V1().StatefulSets(), factory.Core().V1().ReplicationControllers()
+	listers := workload.Listers{
+		ReplicaSets:            replicaSets.Lister(),
+		Deployments:            deployments.Lister(),
+		StatefulSets:           statefulSets.Lister(),
+		ReplicationControllers: controllers.Lister(),
+	}
+	synced := []cache.InformerSynced{replicaSets.Informer().HasSynced, deployments.Informer().HasSynced,
+		statefulSets.Informer().HasSynced, controllers.Informer().HasSynced}
+	if daemonSets != nil {
+		listers.DaemonSets = daemonSets.Lister()
+		synced = append(synced, daemonSets.Informer().HasSynced)
+	}
+	finder := workload.NewFinder(listers, scales, metadataClient, mapper,
+		workload.WithOwnerChain(gates.Enabled(features.PodUnavailableBudgetOwnerChain)),
+		workload.WithDaemonSetReplicas(gates.Enabled(features.PodUnavailableBudgetDaemonSetReplicas)),
+	)
+	return finder, synced, nil
+}

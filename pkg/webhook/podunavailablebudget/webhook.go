@@ -1,0 +1,167 @@
+package podunavailablebudget
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+
+	policyv1alpha1 "github.com/bosun-dev/api/policy/v1alpha1"
+	"github.com/bosun-dev/bosun/pkg/features"
+	"github.com/bosun-dev/bosun/pkg/webhook"
+	policylisters "github.com/bosun-dev/client-go/listers/policy/v1alpha1"
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/component-base/featuregate"
+	sigsjson "sigs.k8s.io/json"
+)
+
+// The name and path OpenKruise gives the same webhook, so that configurations and
+// dashboards written for one work for the other.
+const (
+	ValidatingName = "vpodunavailablebudget.kb.io"
+	ValidatingPath = "/validate-policy-kruise-io-v1alpha1-podunavailablebudget"
+)
+
+var (
+	budgetKind      = policyv1alpha1.SchemeGroupVersion.WithKind("PodUnavailableBudget")
+	budgetGroupKind = budgetKind.GroupKind()
+)
+
+// Registrations is the budget's validating webhook, called on CREATE and UPDATE. budgets
+// lists the other budgets of a namespace for the conflict check; gates is read on every
+// request, features.DefaultFeatureGate when nil.
+func Registrations(budgets policylisters.PodUnavailableBudgetLister, gates featuregate.FeatureGate) []webhook.Registration {
+	if gates == nil {
+		gates = features.DefaultFeatureGate
+	}
+	v := &validator{budgets: budgets, gates: gates}
+	return []webhook.Registration{{
+		Name: ValidatingName,
+		Path: ValidatingPath,
+		Type: webhook.Validating,
+		Rules: []admissionregistrationv1.RuleWithOperations{{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+			Rule: admissionregistrationv1.Rule{
+				APIGroups:   []string{policyv1alpha1.GroupName},
+				APIVersions: []string{policyv1alpha1.SchemeGroupVersion.Version},
+				Resources:   []string{"podunavailablebudgets"},
+			},
+		}},
+		Handler: webhook.HandlerFunc(v.validate),
+	}}
+}
+
+type validator struct {
+	budgets policylisters.PodUnavailableBudgetLister
+	gates   featuregate.FeatureGate
+}
+
+// validate admits a budget that is valid, has kept its selector and targetRef (on UPDATE)
+// and conflicts with no other budget of its namespace; it denies anything else with a 400.
+func (v *validator) validate(_ context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+		return webhook.Allowed()
+	}
+	if err := checkKind(req); err != nil {
+		return webhook.Errored(http.StatusBadRequest, err)
+	}
+	pub, err := decode(req.Object.Raw, "object")
+	if err != nil {
+		return webhook.Errored(http.StatusBadRequest, err)
+	}
+	var old *policyv1alpha1.PodUnavailableBudget
+	if req.Operation == admissionv1.Update {
+		if old, err = decode(req.OldObject.Raw, "oldObject"); err != nil {
+			return webhook.Errored(http.StatusBadRequest, err)
+		}
+		// A budget being deleted is about to stop protecting anything whatever it says;
+		// refusing its updates, such as the removal of a finalizer, could only keep it from
+		// going (for example once both gates are off, when every budget is refused).
+		if pub.DeletionTimestamp != nil {
+			return webhook.Allowed()
+		}
+	}
+	if !v.gates.Enabled(features.PodUnavailableBudgetDeleteGate) && !v.gates.Enabled(features.PodUnavailableBudgetUpdateGate) {
+		// Nothing would enforce the budget: admitting it would promise a protection the
+		// cluster does not give.
+		return webhook.Denied(http.StatusBadRequest, "PodUnavailableBudget protection is disabled: enable feature gate %s or %s",
+			features.PodUnavailableBudgetDeleteGate, features.PodUnavailableBudgetUpdateGate)
+	}
+	// The API server fills the namespace in from the request; the conflict check needs it.
+	if pub.Namespace == "" {
+		pub.Namespace = req.Namespace
+	}
+	name := pub.Name
+	if name == "" {
+		name = req.Name
+	}
+
+	var errs field.ErrorList
+	if old != nil {
+		errs = ValidateUpdate(pub, old)
+	} else {
+		errs = Validate(pub)
+	}
+	others, err := v.budgets.PodUnavailableBudgets(pub.Namespace).List(labels.Everything())
+	if err != nil {
+		return webhook.Errored(http.StatusInternalServerError, fmt.Errorf("listing the PodUnavailableBudgets of namespace %s: %w", pub.Namespace, err))
+	}
+	errs = append(errs, Conflicts(pub, others)...)
+	if len(errs) > 0 {
+		return invalid(name, errs)
+	}
+	return webhook.Allowed()
+}
+
+// invalid refuses the request with the status the API server gives an invalid object, one
+// cause per field error, but with code 400 (Bad Request) instead of 422: OpenKruise answers
+// 400, and clients written against it may test for that code.
+func invalid(name string, errs field.ErrorList) *admissionv1.AdmissionResponse {
+	status := apierrors.NewInvalid(budgetGroupKind, name, errs).ErrStatus
+	status.Code = http.StatusBadRequest
+	status.Reason = metav1.StatusReasonBadRequest
+	return &admissionv1.AdmissionResponse{Allowed: false, Result: &status}
+}
+
+// checkKind refuses requests about anything but a v1alpha1 PodUnavailableBudget: the rules
+// only ask for those, so anything else is a misconfigured webhook, and decoding it as a
+// budget would judge the wrong object.
+func checkKind(req *admissionv1.AdmissionRequest) error {
+	got := schema.GroupVersionKind{Group: req.Kind.Group, Version: req.Kind.Version, Kind: req.Kind.Kind}
+	if got != budgetKind {
+		return fmt.Errorf("this webhook admits %s only, not %s", budgetKind, got)
+	}
+	return nil
+}
+
+// decode decodes what the request holds under name into a budget, strictly: field names
+// match case-sensitively, and duplicate or unknown fields are refused, since a field the
+// webhook did not see is a field it did not validate.
+func decode(raw []byte, name string) (*policyv1alpha1.PodUnavailableBudget, error) {
+	// The review's decoding leaves a null object empty.
+	if len(raw) == 0 {
+		return nil, fmt.Errorf("request.%s is empty", name)
+	}
+	pub := &policyv1alpha1.PodUnavailableBudget{}
+	strictErrs, err := sigsjson.UnmarshalStrict(raw, pub)
+	if err != nil {
+		return nil, fmt.Errorf("decoding request.%s as a PodUnavailableBudget: %w", name, err)
+	}
+	if len(strictErrs) > 0 {
+		problems := make([]string, len(strictErrs))
+		for i, e := range strictErrs {
+			problems[i] = e.Error()
+		}
+		return nil, fmt.Errorf("decoding request.%s as a PodUnavailableBudget: %s", name, strings.Join(problems, "; "))
+	}
+	if (pub.APIVersion != "" || pub.Kind != "") && pub.GroupVersionKind() != budgetKind {
+		return nil, fmt.Errorf("request.%s is %s %s, not a %s", name, pub.APIVersion, pub.Kind, budgetKind)
+	}
+	return pub, nil
+}
