@@ -1,8 +1,6 @@
 package daemonset
 
 import (
-	"fmt"
-	"strconv"
 	"strings"
 
 	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
@@ -16,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/bosun-dev/bosun/pkg/webhook/intorpercent"
 )
 
 // Validate returns everything wrong with a DaemonSet about to be created, each error naming
@@ -207,8 +207,8 @@ func validateRollingUpdate(ru *appsv1alpha1.RollingUpdateDaemonSet, fldPath *fie
 
 	unavailablePath := fldPath.Child("maxUnavailable")
 	surgePath := fldPath.Child("maxSurge")
-	unavailableErrs := validateIntOrPercent(ru.MaxUnavailable, unavailablePath)
-	surgeErrs := validateIntOrPercent(ru.MaxSurge, surgePath)
+	unavailableErrs := intorpercent.Validate(ru.MaxUnavailable, unavailablePath)
+	surgeErrs := intorpercent.Validate(ru.MaxSurge, surgePath)
 	allErrs = append(allErrs, unavailableErrs...)
 	allErrs = append(allErrs, surgeErrs...)
 	// How the two limits combine says nothing useful while one of them is malformed.
@@ -233,47 +233,8 @@ func validateRollingUpdate(ru *appsv1alpha1.RollingUpdateDaemonSet, fldPath *fie
 	if ru.Selector != nil {
 		allErrs = append(allErrs, metav1validation.ValidateLabelSelector(ru.Selector, metav1validation.LabelSelectorValidationOptions{}, fldPath.Child("selector"))...)
 	}
-	allErrs = append(allErrs, validateIntOrPercent(ru.Partition, fldPath.Child("partition"))...)
+	allErrs = append(allErrs, intorpercent.Validate(ru.Partition, fldPath.Child("partition"))...)
 	return allErrs
-}
-
-// validateIntOrPercent checks that an optional value is a non-negative integer or a
-// percentage from 0% to 100%.
-func validateIntOrPercent(v *intstr.IntOrString, fldPath *field.Path) field.ErrorList {
-	if v == nil {
-		return nil
-	}
-	switch v.Type {
-	case intstr.Int:
-		if v.IntVal < 0 {
-			return field.ErrorList{field.Invalid(fldPath, v.IntVal, "must be greater than or equal to 0")}
-		}
-	case intstr.String:
-		percent, ok := parsePercent(v.StrVal)
-		if !ok {
-			return field.ErrorList{field.Invalid(fldPath, v.StrVal, "must be an integer or percentage (e.g '5%')")}
-		}
-		if percent > 100 {
-			return field.ErrorList{field.Invalid(fldPath, v.StrVal, "must not be greater than 100%")}
-		}
-	default:
-		return field.ErrorList{field.Invalid(fldPath, v.String(), fmt.Sprintf("unknown int-or-string type %d", v.Type))}
-	}
-	return nil
-}
-
-// parsePercent returns N of a string "N%", N being decimal digits only: a sign, spaces or a
-// fraction are refused, as the controller's own parsing would refuse them.
-func parsePercent(s string) (int, bool) {
-	digits, found := strings.CutSuffix(s, "%")
-	if !found || digits == "" || strings.TrimLeft(digits, "0123456789") != "" {
-		return 0, false
-	}
-	n, err := strconv.Atoi(digits)
-	if err != nil {
-		return 0, false // too many digits
-	}
-	return n, true
 }
 
 // isNonZero reports whether a well-formed optional int-or-percent is set to something other
@@ -285,6 +246,6 @@ func isNonZero(v *intstr.IntOrString) bool {
 	if v.Type == intstr.Int {
 		return v.IntVal != 0
 	}
-	percent, ok := parsePercent(v.StrVal)
+	percent, ok := intorpercent.ParsePercent(v.StrVal)
 	return !ok || percent != 0
 }

@@ -226,16 +226,3 @@ func TestValidateUpdate(t *testing.T) {
 		})
 	}
 }
-
-func TestParsePercent(t *testing.T) {
-	for s, want := range map[string]int{"0%": 0, "7%": 7, "100%": 100, "250%": 250} {
-		if got, ok := parsePercent(s); !ok || got != want {
-			t.Errorf("parsePercent(%q) = %d, %t; want %d, true", s, got, ok, want)
-		}
-	}
-	for _, s := range []string{"", "%", "5", "-5%", "+5%", " 5%", "5.5%", "5 %", "99999999999999999999%"} {
-		if got, ok := parsePercent(s); ok {
-			t.Errorf("parsePercent(%q) = %d, true; want false", s, got)
-		}
-	}
-}

@@ -9,10 +9,11 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/bosun-dev/bosun/pkg/controller/podunavailablebudget/pubutil"
+
+	"github.com/bosun-dev/bosun/pkg/webhook/intorpercent"
 )
 
 // operations are the words the protected-operations annotation may list.
@@ -140,8 +141,8 @@ func validateSpec(spec *policyv1alpha1.PodUnavailableBudgetSpec, fldPath *field.
 	case spec.MaxUnavailable != nil && spec.MinAvailable != nil:
 		allErrs = append(allErrs, field.Forbidden(minPath, "maxUnavailable and minAvailable are mutually exclusive"))
 	}
-	allErrs = append(allErrs, validateIntOrPercent(spec.MaxUnavailable, maxPath)...)
-	allErrs = append(allErrs, validateIntOrPercent(spec.MinAvailable, minPath)...)
+	allErrs = append(allErrs, intorpercent.Validate(spec.MaxUnavailable, maxPath)...)
+	allErrs = append(allErrs, intorpercent.Validate(spec.MinAvailable, minPath)...)
 	return allErrs
 }
 
@@ -160,43 +161,4 @@ func validateTargetReference(ref *policyv1alpha1.TargetReference, fldPath *field
 		allErrs = append(allErrs, field.Required(fldPath.Child("name"), "the workload's name"))
 	}
 	return allErrs
-}
-
-// validateIntOrPercent checks that an optional value is a non-negative integer or a
-// percentage from 0% to 100%.
-func validateIntOrPercent(v *intstr.IntOrString, fldPath *field.Path) field.ErrorList {
-	if v == nil {
-		return nil
-	}
-	switch v.Type {
-	case intstr.Int:
-		if v.IntVal < 0 {
-			return field.ErrorList{field.Invalid(fldPath, v.IntVal, "must be greater than or equal to 0")}
-		}
-	case intstr.String:
-		percent, ok := parsePercent(v.StrVal)
-		if !ok {
-			return field.ErrorList{field.Invalid(fldPath, v.StrVal, "must be an integer or a percentage (e.g. '25%')")}
-		}
-		if percent > 100 {
-			return field.ErrorList{field.Invalid(fldPath, v.StrVal, "must not be greater than 100%")}
-		}
-	default:
-		return field.ErrorList{field.Invalid(fldPath, v.String(), fmt.Sprintf("unknown int-or-string type %d", v.Type))}
-	}
-	return nil
-}
-
-// parsePercent returns N of a string "N%", N being decimal digits only: a sign, spaces or a
-// fraction are refused, as OpenKruise refuses them.
-func parsePercent(s string) (int, bool) {
-	digits, found := strings.CutSuffix(s, "%")
-	if !found || digits == "" || strings.TrimLeft(digits, "0123456789") != "" {
-		return 0, false
-	}
-	n, err := strconv.Atoi(digits)
-	if err != nil {
-		return 0, false // too many digits
-	}
-	return n, true
 }
