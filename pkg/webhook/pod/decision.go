@@ -89,12 +89,14 @@ func (h *handler) decide(ctx context.Context, d *disruption) *admissionv1.Admiss
 		return h.refuse(ctx, d, pub, newBudgetDenial(pub.Name, causeNoBudget))
 	}
 
+	// Spend shares one status write among the requests that arrive while another is in
+	// flight: a node drain evicts many pods of one budget at once.
 	alreadyRecorded := false
-	_, err = h.Cache.UpdateStatus(ctx, h.Client, pub, func(pub *policyv1alpha1.PodUnavailableBudget) (bool, error) {
+	err = h.Cache.Spend(ctx, h.Client, pub, func(pub *policyv1alpha1.PodUnavailableBudget) (bool, error) {
 		// The informer's copy may lag behind this process's own writes: check again on the
 		// fresh one, so a retried request is never charged twice.
-		if recorded(pub, pod.Name) {
-			alreadyRecorded = true
+		alreadyRecorded = recorded(pub, pod.Name)
+		if alreadyRecorded {
 			return false, nil
 		}
 		if pub.Status.UnavailableAllowed <= 0 {

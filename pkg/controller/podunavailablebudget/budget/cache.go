@@ -33,6 +33,8 @@ type Cache struct {
 	// written holds, by namespace/name, the budget as this process last wrote or read it
 	// live. Only a copy with the same UID as the informer's is ever used.
 	written map[types.NamespacedName]*policyv1alpha1.PodUnavailableBudget
+	// queues holds, by budget, the Spend requests waiting for the next shared write.
+	queues map[lockKey]*spendQueue
 }
 
 type lockKey struct {
@@ -52,6 +54,7 @@ func NewCache() *Cache {
 	return &Cache{
 		backoff: ConflictBackoff,
 		locks:   map[lockKey]*budgetLock{},
+		queues:  map[lockKey]*spendQueue{},
 		written: map[types.NamespacedName]*policyv1alpha1.PodUnavailableBudget{},
 	}
 }
@@ -194,10 +197,7 @@ func newer(a, b *policyv1alpha1.PodUnavailableBudget) bool {
 
 // lock takes the mutex of pub's UID and returns its release.
 func (c *Cache) lock(pub *policyv1alpha1.PodUnavailableBudget) (unlock func()) {
-	key := lockKey{uid: pub.UID}
-	if pub.UID == "" {
-		key.name = types.NamespacedName{Namespace: pub.Namespace, Name: pub.Name}
-	}
+	key := keyOf(pub)
 	c.mu.Lock()
 	l := c.locks[key]
 	if l == nil {
@@ -217,4 +217,13 @@ func (c *Cache) lock(pub *policyv1alpha1.PodUnavailableBudget) (unlock func()) {
 		}
 		c.mu.Unlock()
 	}
+}
+
+// keyOf is the key of a budget's lock and Spend queue: its UID, or, for a budget without
+// one (only in tests), its namespace/name.
+func keyOf(pub *policyv1alpha1.PodUnavailableBudget) lockKey {
+	if pub.UID == "" {
+		return lockKey{name: types.NamespacedName{Namespace: pub.Namespace, Name: pub.Name}}
+	}
+	return lockKey{uid: pub.UID}
 }
