@@ -24,6 +24,13 @@
 // measures the admission latency of bosun's two DaemonSet webhooks under 50 parallel
 // clients that POST AdmissionReviews straight to the manager's webhook port.
 //
+// A sixth ("pub") measures eviction budgets: bosun's PodUnavailableBudget
+// (--controllers=podunavailablebudget-controller with its pod webhooks) against the API
+// server's own PodDisruptionBudget check (upstream --controllers=disruption), each with
+// --pub-evictions (200) concurrent evictions of Ready pods under a budget that allows them
+// all, one that allows a few, and none (the API server's floor): client-side latency,
+// admitted evictions per second, and bosun's eviction webhook histogram.
+//
 // `make bench` runs it; it is not part of `make test`, and its figures are recorded in
 // docs/benchmarks.md. It prints a Markdown report and writes it to _output/bench/results.md.
 package main
@@ -60,6 +67,7 @@ const (
 	partGC          = "gc"
 	partDaemonSet   = "daemonset"
 	partWebhook     = "webhook"
+	partPUB         = "pub"
 )
 
 // defaultControllers is the --controllers list of both measured managers in the side-by-side
@@ -94,6 +102,10 @@ type options struct {
 	daemonSetWebhooks   bool
 	webhookRequests     int
 	webhookClients      int
+	pubEvictions        int
+	pubTightAllowed     int
+	pubManagers         []string
+	pubScenarios        []string
 }
 
 func parseFlags() (*options, error) {
@@ -108,10 +120,11 @@ func parseFlags() (*options, error) {
 	flag.IntVar(&o.deployReplicas, "deployment-replicas", 1000, "replicas of the Deployment")
 	clients := flag.String("baseline-clients", "8,32,128", "comma-separated numbers of parallel clients for the raw baselines "+
 		"(pod creation for the unlimited part, pod deletion for the gc part)")
-	runs := flag.String("runs", "upstream,bosun,unlimited,gc,daemonset,webhook", "comma-separated parts to run: upstream, bosun (the side-by-side workloads), "+
+	runs := flag.String("runs", "upstream,bosun,unlimited,gc,daemonset,webhook,pub", "comma-separated parts to run: upstream, bosun (the side-by-side workloads), "+
 		"unlimited (bosun without client limits against the raw baseline), gc (the garbage collectors alone: cascade delete, "+
 		"with and without client limits, and a large cluster's sync and memory), daemonset (the DaemonSet controllers alone: "+
-		"create and roll a DaemonSet over --daemonset-nodes simulated nodes), webhook (admission latency of bosun's DaemonSet webhooks)")
+		"create and roll a DaemonSet over --daemonset-nodes simulated nodes), webhook (admission latency of bosun's DaemonSet webhooks), "+
+		"pub (concurrent evictions under bosun's PodUnavailableBudget against upstream's PodDisruptionBudget)")
 	flag.StringVar(&o.bosunControllers, "bosun-controllers", defaultControllers, "--controllers of bosun-controller-manager in the side-by-side "+
 		"workloads and the unlimited part; its garbage collector removes the pods of the deleted objects")
 	flag.StringVar(&o.upstreamControllers, "upstream-controllers", defaultControllers, "--controllers of the measured upstream "+
@@ -129,6 +142,13 @@ func parseFlags() (*options, error) {
 		"(the DaemonSet is written fully defaulted either way); false runs it with --webhook-port=0")
 	flag.IntVar(&o.webhookRequests, "webhook-requests", 20000, "webhook part: measured requests per webhook (mutating and validating)")
 	flag.IntVar(&o.webhookClients, "webhook-clients", 50, "webhook part: parallel clients, each with its own TLS connection")
+	flag.IntVar(&o.pubEvictions, "pub-evictions", 200, "pub part: concurrent evictions, one client each, of as many Ready pods (plus one pod the budget keeps)")
+	flag.IntVar(&o.pubTightAllowed, "pub-tight-allowed", 5, "pub part: evictions the tight scenario's budget allows")
+	pubManagers := flag.String("pub-managers", "upstream,bosun", "pub part: comma-separated sides to run: upstream "+
+		"(kube-controller-manager --controllers=disruption, a PodDisruptionBudget), bosun (bosun-controller-manager "+
+		"--controllers=podunavailablebudget-controller with its webhooks, a PodUnavailableBudget)")
+	pubScenarios := flag.String("pub-scenarios", "none,roomy,tight", "pub part: comma-separated scenarios: none (no budget: the API "+
+		"server's floor, and bosun's webhook alone), roomy (the budget allows every eviction), tight (it allows --pub-tight-allowed)")
 	flag.IntVar(&o.readierWorkers, "readier-workers", 32, "parallel writers of the helper that marks pods Ready (the same in every run)")
 	flag.IntVar(&o.repeat, "repeat", 3, "how often every part runs; the report shows the median of each figure")
 	flag.IntVar(&o.verbosity, "manager-v", 2, "--v of every controller manager")
@@ -149,7 +169,7 @@ func parseFlags() (*options, error) {
 	}
 	for _, run := range strings.Split(*runs, ",") {
 		switch run = strings.TrimSpace(run); run {
-		case managerUpstream, managerBosun, partUnlimited, partGC, partDaemonSet, partWebhook:
+		case managerUpstream, managerBosun, partUnlimited, partGC, partDaemonSet, partWebhook, partPUB:
 			o.runs = append(o.runs, run)
 		default:
 			return nil, fmt.Errorf("--runs: unknown part %q", run)
@@ -170,6 +190,25 @@ func parseFlags() (*options, error) {
 		default:
 			return nil, fmt.Errorf("--daemonset-managers: unknown manager %q", name)
 		}
+	}
+	for _, name := range strings.Split(*pubManagers, ",") {
+		switch name = strings.TrimSpace(name); name {
+		case managerUpstream, managerBosun:
+			o.pubManagers = append(o.pubManagers, name)
+		default:
+			return nil, fmt.Errorf("--pub-managers: unknown side %q", name)
+		}
+	}
+	for _, name := range strings.Split(*pubScenarios, ",") {
+		switch name = strings.TrimSpace(name); name {
+		case pubRoomy, pubTight, pubNone:
+			o.pubScenarios = append(o.pubScenarios, name)
+		default:
+			return nil, fmt.Errorf("--pub-scenarios: unknown scenario %q", name)
+		}
+	}
+	if o.pubEvictions < 1 || o.pubTightAllowed < 0 {
+		return nil, fmt.Errorf("--pub-evictions must be at least 1, --pub-tight-allowed at least 0")
 	}
 	if o.daemonSetNodes < 1 || o.webhookRequests < 1 || o.webhookClients < 1 {
 		return nil, fmt.Errorf("--daemonset-nodes, --webhook-requests and --webhook-clients must be at least 1")
@@ -201,7 +240,8 @@ func (o *options) wants(run string) bool {
 func (o *options) needsBosun() bool {
 	return o.wants(managerBosun) || o.wants(partUnlimited) || o.wants(partWebhook) ||
 		(o.wants(partGC) && slices.Contains(o.gcManagers, managerBosun)) ||
-		(o.wants(partDaemonSet) && slices.Contains(o.daemonSetManagers, managerBosun))
+		(o.wants(partDaemonSet) && slices.Contains(o.daemonSetManagers, managerBosun)) ||
+		(o.wants(partPUB) && slices.Contains(o.pubManagers, managerBosun))
 }
 
 func main() {
@@ -238,6 +278,7 @@ func run(ctx context.Context, o *options) error {
 
 	began := time.Now()
 	res := newResults(o, began)
+	pubRes := newPUBResults()
 	for rep := 1; rep <= o.repeat; rep++ {
 		for _, name := range []string{managerUpstream, managerBosun} {
 			if !o.wants(name) {
@@ -281,10 +322,15 @@ func run(ctx context.Context, o *options) error {
 				return err
 			}
 		}
+		if o.wants(partPUB) {
+			if err := runPUBPart(ctx, o, pubRes, upstreamBinary, logRoot, rep); err != nil {
+				return err
+			}
+		}
 	}
 	res.duration = time.Since(began)
 
-	report := res.markdown()
+	report := res.markdown() + pubRes.markdown(o)
 	fmt.Print(report)
 	path := filepath.Join(o.outDir, "results.md")
 	if err := os.WriteFile(path, []byte(report), 0o644); err != nil {
