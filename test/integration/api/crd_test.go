@@ -177,26 +177,6 @@ spec:
   template: {metadata: {labels: {app: a}}, spec: {containers: [{name: c, image: i}]}}`,
 		wantInMessage: []string{"spec.selector", "Required value"},
 	}, {
-		name: "PodUnavailableBudget with both selector and targetRef",
-		yaml: `
-apiVersion: policy.kruise.io/v1alpha1
-kind: PodUnavailableBudget
-metadata: {name: both-targets}
-spec:
-  selector: {matchLabels: {app: a}}
-  targetRef: {apiVersion: apps/v1, kind: Deployment, name: a}
-  maxUnavailable: 1`,
-		wantInMessage: []string{"exactly one of selector and targetRef must be set"},
-	}, {
-		name: "PodUnavailableBudget with neither maxUnavailable nor minAvailable",
-		yaml: `
-apiVersion: policy.kruise.io/v1alpha1
-kind: PodUnavailableBudget
-metadata: {name: no-budget}
-spec:
-  selector: {matchLabels: {app: a}}`,
-		wantInMessage: []string{"exactly one of maxUnavailable and minAvailable must be set"},
-	}, {
 		name: "ContainerRecreateRequest with an unknown failure policy",
 		yaml: `
 apiVersion: apps.kruise.io/v1alpha1

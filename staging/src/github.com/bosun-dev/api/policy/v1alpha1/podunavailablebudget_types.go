@@ -41,9 +41,8 @@ type PodUnavailableBudget struct {
 
 // PodUnavailableBudgetSpec says which pods a budget covers and how many of them may be
 // unavailable. Exactly one of selector and targetRef, and exactly one of maxUnavailable
-// and minAvailable, must be set.
-// +kubebuilder:validation:XValidation:rule="has(self.selector) != has(self.targetRef)",message="exactly one of selector and targetRef must be set"
-// +kubebuilder:validation:XValidation:rule="has(self.maxUnavailable) != has(self.minAvailable)",message="exactly one of maxUnavailable and minAvailable must be set"
+// and minAvailable, must be set; the budget's validating webhook checks it and answers 400
+// naming the fields, as OpenKruise does.
 type PodUnavailableBudgetSpec struct {
 	// Selector covers the active pods of the budget's namespace that match it. It must be
 	// valid and non-empty, and is immutable. Exactly one of selector and targetRef.

@@ -28,7 +28,8 @@ import (
 //
 // PodUnavailableBudgetSpec says which pods a budget covers and how many of them may be
 // unavailable. Exactly one of selector and targetRef, and exactly one of maxUnavailable
-// and minAvailable, must be set.
+// and minAvailable, must be set; the budget's validating webhook checks it and answers 400
+// naming the fields, as OpenKruise does.
 type PodUnavailableBudgetSpecApplyConfiguration struct {
 	// Selector covers the active pods of the budget's namespace that match it. It must be
 	// valid and non-empty, and is immutable. Exactly one of selector and targetRef.

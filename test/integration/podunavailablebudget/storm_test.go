@@ -1,0 +1,746 @@
+package podunavailablebudget
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/bosun-dev/bosun/test/integration/framework"
+)
+
+const (
+	stormPods           = 200
+	stormMaxUnavailable = 5
+	stormClients        = 50
+	stormRequests       = 500
+	// replacementDelay is how long the test, as the pods' owner, takes to create a
+	// replacement for a pod that is gone, and readyDelay how long the replacement then takes
+	// to become Ready.
+	replacementDelay = 300 * time.Millisecond
+	readyDelay       = 200 * time.Millisecond
+)
+
+// An eviction storm: 200 Ready pods under one budget with maxUnavailable 5, and 500 evictions
+// and deletes of random pods from 50 clients at once, admitted by two manager replicas behind
+// a load balancer (only one of which runs the controller), while the test, as the pods'
+// owner, replaces every pod that goes with a new one that becomes Ready a moment later.
+//
+// Disrupted pods are Ready pods of the budget that got a deletionTimestamp or vanished,
+// minus the replacements that became Ready since: at every moment that is 200 minus the
+// number of active Ready pods of the budget. Replaying every pod and budget change in the
+// order the API server made them (by resourceVersion, which kube-apiserver takes from
+// etcd's revision, one sequence for all resources), the test checks that it never exceeds
+// 5, and that every pod was recorded in the budget's disruptedPods before it went.
+//
+// A request is admitted when the API server answered it 2xx: only then did it delete the
+// pod. The set of pods ever recorded in disruptedPods must be exactly the set of admitted
+// pods. The budget's controller drops a record as soon as it sees the pod gone, often
+// within milliseconds, so the records are read from the watch of the budget, which sees
+// every version, not from its status after the storm. A request answered 404 — another
+// admitted request deleted the pod first — is not an admission; its pod is accounted for
+// by the request that deleted it. At the end every original pod either still exists or
+// was admitted for disruption: none went without an admitted request.
+//
+// The API server calls webhooks at a loopback address over one HTTP/2 connection, which a
+// TCP balancer cannot spread over two replicas; at any other address it speaks HTTP/1.1 and
+// opens a connection per concurrent call. So the balancer listens on a non-loopback address
+// of this host, passing TLS through untouched to both replicas, which serve one certificate
+// from the same Secret.
+func TestEvictionStorm(t *testing.T) {
+	e := setup(t)
+	host := nonLoopbackIPv4(t)
+	listener, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		t.Fatalf("listening on %s: %v", host, err)
+	}
+	ports, err := framework.FreeLoopbackPorts(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	balancer := startBalancer(t, listener, []string{
+		net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])),
+		net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1])),
+	})
+	lease := "bosun-pub-storm-" + e.ns
+	t.Cleanup(func() {
+		err := e.client.CoordinationV1().Leases("kube-system").Delete(context.Background(), lease, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("cleanup: deleting Lease %s: %v", lease, err)
+		}
+	})
+	replica := func(port int) framework.ControllerManagerOptions {
+		opts := managerOptions("",
+			"--leader-elect=true", "--leader-elect-resource-name="+lease,
+			"--webhook-url=https://"+listener.Addr().String(),
+			"--webhook-secret=kube-system/bosun-webhook-certs")
+		opts.WebhookPort = port
+		return opts
+	}
+	leader := framework.StartBosunControllerManager(t, e.cp, replica(ports[0]))
+	err = framework.WaitFor(e.ctx, waitTimeout, "the first replica to lead", func(context.Context) (bool, error) {
+		_, body := framework.GetEndpoint(leader.Port, "/healthz?verbose", "")
+		return strings.Contains(body, "[+]"+pubController+" ok"), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	standby := framework.StartBosunControllerManager(t, e.cp, replica(ports[1]))
+	if _, body := framework.GetEndpoint(standby.Port, "/healthz?verbose", ""); strings.Contains(body, pubController) {
+		t.Fatalf("the second replica runs the controller, so it is not a standby:\n%s", body)
+	}
+	e.waitForAdmission(t, leader, standby)
+
+	// The pods, their owner and the budget.
+	labels := map[string]string{"app": "storm"}
+	owner := e.createReplicaSet(t, newReplicaSet("storm", stormPods, labels))
+	e.createBudget(t, newBudget("storm", withSelector(labels), withMaxUnavailable(intstr.FromInt32(stormMaxUnavailable))))
+	originals := make([]string, stormPods)
+	for i := range originals {
+		originals[i] = fmt.Sprintf("storm-%03d", i)
+	}
+	parallel(t, 10, originals, func(name string) error {
+		if _, err := e.client.CoreV1().Pods(e.ns).Create(e.ctx, newPod(name, labels, owner), metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating pod %s: %w", name, err)
+		}
+		_, err := framework.SetPodRunning(e.ctx, e.client, e.ns, name, true, time.Time{})
+		return err
+	})
+	e.waitForTagged(t, "storm", originals...)
+	e.waitForSettled(t, "storm", counts{total: stormPods, desired: stormPods - stormMaxUnavailable, current: stormPods, allowed: stormMaxUnavailable})
+
+	// Record every change from now on, and replace every original pod that goes.
+	history := e.recordHistory(t)
+	owners := e.startOwner(t, sets.New(originals...), labels, owner)
+
+	// The storm.
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("storm seed %d", seed)
+	outcomes := e.storm(t, seed, originals)
+	admitted, denied, gone := sets.New[string](), 0, 0
+	budgetDenials := 0
+	goneAnswers := map[string]int{}
+	first, last := time.Time{}, time.Time{}
+	for _, o := range outcomes {
+		if first.IsZero() || o.start.Before(first) {
+			first = o.start
+		}
+		if o.answer.After(last) {
+			last = o.answer
+		}
+		switch o.kind {
+		case outcomeAdmitted:
+			if admitted.Has(o.pod) {
+				t.Logf("pod %s admitted a second time, by a %s of client %d", o.pod, o.op, o.client)
+			}
+			admitted.Insert(o.pod)
+		case outcomeDenied:
+			denied++
+			if strings.Contains(o.message, budgetDeniedMessage) {
+				budgetDenials++
+			}
+		case outcomeGone:
+			gone++
+			goneAnswers[fmt.Sprintf("%s: HTTP %d", o.op, o.code)]++
+		default:
+			t.Errorf("%s of pod %s by client %d: HTTP %d %s", o.op, o.pod, o.client, o.code, o.message)
+		}
+	}
+	t.Logf("%d requests in %v: %d admitted (%d pods), %d denied (%d for the budget), %d for pods already gone %v",
+		len(outcomes), last.Sub(first).Round(time.Millisecond), countKind(outcomes, outcomeAdmitted), admitted.Len(), denied, budgetDenials, gone, goneAnswers)
+	if admitted.Len() < stormMaxUnavailable || budgetDenials == 0 {
+		t.Errorf("the storm did not use up the budget: %d pods admitted, %d budget denials", admitted.Len(), budgetDenials)
+	}
+
+	// Wait for the owner's replacements and for the budget to be whole again, then for the
+	// recorded history to have caught up with what the API server now holds.
+	owners.wait(t)
+	e.waitForSettled(t, "storm", counts{total: stormPods, desired: stormPods - stormMaxUnavailable, current: stormPods, allowed: stormMaxUnavailable})
+	history.waitCaughtUp(t, e)
+
+	// Replay.
+	replay := history.replay(labels)
+	if len(replay.violations) > 0 {
+		t.Errorf("more than %d pods of the budget were disrupted at once %d times; first: %s", stormMaxUnavailable, len(replay.violations), replay.violations[0])
+	}
+	t.Logf("at most %d pods of the budget were disrupted at once", replay.maxDisrupted)
+	for _, msg := range replay.unrecorded {
+		t.Errorf("pod went without being recorded in the budget first: %s", msg)
+	}
+	if !replay.recorded.Equal(admitted) {
+		t.Errorf("disruptedPods recorded %d pods, %d were admitted: recorded but not admitted %v, admitted but never recorded %v",
+			replay.recorded.Len(), admitted.Len(), sets.List(replay.recorded.Difference(admitted)), sets.List(admitted.Difference(replay.recorded)))
+	}
+	final, err := e.client.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	present := sets.New[string]()
+	for _, pod := range final.Items {
+		present.Insert(pod.Name)
+	}
+	for _, name := range originals {
+		if present.Has(name) == admitted.Has(name) {
+			t.Errorf("pod %s: present at the end %v, admitted %v", name, present.Has(name), admitted.Has(name))
+		}
+	}
+
+	// Both replicas answered admission requests.
+	token := e.cp.Config().BearerToken
+	for _, cm := range []*framework.ControllerManager{leader, standby} {
+		metrics, err := cm.Metrics(token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		served := webhookRequests(metrics, webhookPodValidation) + webhookRequests(metrics, webhookEvictionValidation)
+		t.Logf("replica on webhook port %d answered %v pod deletes and evictions", cm.WebhookPort, served)
+		if served == 0 {
+			t.Errorf("the replica on webhook port %d answered no pod delete or eviction", cm.WebhookPort)
+		}
+	}
+	if conns := balancer.connections(); conns[0] == 0 || conns[1] == 0 {
+		t.Errorf("the balancer sent connections %v to the two replicas, want some to each", conns)
+	}
+}
+
+// nonLoopbackIPv4 returns an IPv4 address of this host that is not a loopback address.
+func nonLoopbackIPv4(t *testing.T) string {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, addr := range addrs {
+		if ipNet, ok := addr.(*net.IPNet); ok && ipNet.IP.To4() != nil && !ipNet.IP.IsLoopback() && !ipNet.IP.IsLinkLocalUnicast() {
+			return ipNet.IP.String()
+		}
+	}
+	t.Fatalf("this host has no non-loopback IPv4 address (%v): the API server would call the webhooks over one HTTP/2 connection, which no TCP balancer can spread over two replicas", addrs)
+	return ""
+}
+
+// parallel runs do for every item with workers goroutines and fails the test on the first
+// error.
+func parallel(t *testing.T, workers int, items []string, do func(string) error) {
+	t.Helper()
+	work := make(chan string)
+	errs := make(chan error, len(items))
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for item := range work {
+				if err := do(item); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	for _, item := range items {
+		work <- item
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ---- The balancer ----
+
+// balancer passes TCP connections round-robin to its backends, bytes untouched.
+type balancer struct {
+	backends []string
+	next     atomic.Uint64
+	counts   []atomic.Int64
+
+	mu     sync.Mutex
+	open   map[net.Conn]struct{}
+	closed bool
+	wg     sync.WaitGroup
+}
+
+func startBalancer(t *testing.T, listener net.Listener, backends []string) *balancer {
+	t.Helper()
+	b := &balancer{backends: backends, counts: make([]atomic.Int64, len(backends)), open: map[net.Conn]struct{}{}}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		for {
+			conn, err := listener.Accept()
+			if err != nil {
+				return // closed
+			}
+			i := int(b.next.Add(1)-1) % len(backends)
+			b.counts[i].Add(1)
+			b.wg.Add(1)
+			go func() {
+				defer b.wg.Done()
+				b.proxy(conn, backends[i])
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		listener.Close()
+		b.mu.Lock()
+		b.closed = true
+		for conn := range b.open {
+			conn.Close()
+		}
+		b.mu.Unlock()
+		b.wg.Wait()
+	})
+	return b
+}
+
+// track remembers conn so that the cleanup closes it; false if the balancer is closing.
+func (b *balancer) track(conn net.Conn) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		conn.Close()
+		return false
+	}
+	b.open[conn] = struct{}{}
+	return true
+}
+
+func (b *balancer) untrack(conns ...net.Conn) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, conn := range conns {
+		conn.Close()
+		delete(b.open, conn)
+	}
+}
+
+func (b *balancer) proxy(client net.Conn, backend string) {
+	if !b.track(client) {
+		return
+	}
+	server, err := net.DialTimeout("tcp", backend, 5*time.Second)
+	if err != nil {
+		b.untrack(client)
+		return
+	}
+	if !b.track(server) {
+		b.untrack(client)
+		return
+	}
+	done := make(chan struct{}, 2)
+	go func() { _, _ = io.Copy(server, client); done <- struct{}{} }()
+	go func() { _, _ = io.Copy(client, server); done <- struct{}{} }()
+	<-done
+	b.untrack(client, server)
+	<-done
+}
+
+// connections returns how many connections went to each backend.
+func (b *balancer) connections() []int64 {
+	out := make([]int64, len(b.counts))
+	for i := range b.counts {
+		out[i] = b.counts[i].Load()
+	}
+	return out
+}
+
+// ---- The storm ----
+
+type outcomeKind int
+
+const (
+	outcomeAdmitted outcomeKind = iota
+	outcomeDenied
+	outcomeGone
+	outcomeUnexpected
+)
+
+// outcome is one request of the storm and its answer.
+type outcome struct {
+	client        int
+	op            string // "evict" or "delete"
+	pod           string
+	start, answer time.Time
+	kind          outcomeKind
+	code          int32
+	message       string
+}
+
+func countKind(outcomes []outcome, kind outcomeKind) int {
+	n := 0
+	for _, o := range outcomes {
+		if o.kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
+// storm sends stormRequests requests from stormClients clients at once, each client with a
+// connection of its own, half evictions and half deletes of random original pods, and
+// returns every outcome. Neither is retried by the client: client-go would repeat some
+// answers by itself.
+func (e *testEnv) storm(t *testing.T, seed uint64, pods []string) []outcome {
+	t.Helper()
+	clients := make([]kubernetes.Interface, stormClients)
+	for i := range clients {
+		cfg := e.cp.Config()
+		cfg.UserAgent = fmt.Sprintf("storm-client-%d", i)
+		// A dialer of its own gives the client a transport, and connection, of its own.
+		cfg.Dial = (&net.Dialer{Timeout: 30 * time.Second}).DialContext
+		client, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients[i] = client
+	}
+	perClient := stormRequests / stormClients
+	outcomes := make([]outcome, 0, stormRequests)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i, client := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(seed, uint64(i)))
+			<-start
+			for range perClient {
+				o := outcome{client: i, op: "delete", pod: pods[r.IntN(len(pods))], start: time.Now()}
+				var err error
+				rest := client.CoreV1().RESTClient()
+				if r.IntN(2) == 0 {
+					o.op = "evict"
+					err = rest.Post().Namespace(e.ns).Resource("pods").Name(o.pod).SubResource("eviction").MaxRetries(0).
+						Body(evictionOf(e.ns, o.pod)).Do(e.ctx).Error()
+				} else {
+					err = rest.Delete().Namespace(e.ns).Resource("pods").Name(o.pod).MaxRetries(0).
+						Body(&metav1.DeleteOptions{}).Do(e.ctx).Error()
+				}
+				o.answer = time.Now()
+				o.code, o.message = statusCode(err), ""
+				if err != nil {
+					o.message = err.Error()
+				}
+				switch {
+				case err == nil:
+					o.kind = outcomeAdmitted
+				case o.code == http.StatusForbidden:
+					o.kind = outcomeDenied
+				case apierrors.IsNotFound(err), strings.Contains(o.message, "not found"):
+					o.kind = outcomeGone
+				default:
+					o.kind = outcomeUnexpected
+				}
+				mu.Lock()
+				outcomes = append(outcomes, o)
+				mu.Unlock()
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return outcomes
+}
+
+// evictionOf is the Eviction of the named pod.
+func evictionOf(namespace, name string) *policyv1.Eviction {
+	return &policyv1.Eviction{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "policy/v1", Kind: "Eviction"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+	}
+}
+
+// ---- The pods' owner ----
+
+// podOwner replaces every original pod that goes, as its ReplicaSet would: replacementDelay
+// after the pod is gone it creates <pod>-r, which becomes Ready readyDelay later.
+type podOwner struct {
+	e         *testEnv
+	originals sets.Set[string]
+	wg        sync.WaitGroup
+	mu        sync.Mutex
+	replaced  sets.Set[string]
+	errs      []error
+}
+
+func (e *testEnv) startOwner(t *testing.T, originals sets.Set[string], labels map[string]string, rs *appsv1.ReplicaSet) *podOwner {
+	t.Helper()
+	o := &podOwner{e: e, originals: originals, replaced: sets.New[string]()}
+	list, err := e.client.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startRetryWatch(t, e.ctx, list.ResourceVersion, func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+		return e.client.CoreV1().Pods(e.ns).Watch(ctx, opts)
+	}, func(ev watch.Event) {
+		pod, ok := ev.Object.(*corev1.Pod)
+		if !ok || ev.Type != watch.Deleted || !originals.Has(pod.Name) {
+			return
+		}
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if o.replaced.Has(pod.Name) {
+			return
+		}
+		o.replaced.Insert(pod.Name)
+		o.wg.Add(1)
+		go func() {
+			defer o.wg.Done()
+			if err := o.replace(pod.Name, labels, rs); err != nil {
+				o.mu.Lock()
+				o.errs = append(o.errs, err)
+				o.mu.Unlock()
+			}
+		}()
+	})
+	t.Cleanup(o.wg.Wait)
+	return o
+}
+
+func (o *podOwner) replace(name string, labels map[string]string, rs *appsv1.ReplicaSet) error {
+	time.Sleep(replacementDelay)
+	replacement := newPod(name+"-r", labels, rs)
+	if _, err := o.e.client.CoreV1().Pods(o.e.ns).Create(o.e.ctx, replacement, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating the replacement of %s: %w", name, err)
+	}
+	time.Sleep(readyDelay)
+	_, err := framework.SetPodRunning(o.e.ctx, o.e.client, o.e.ns, replacement.Name, true, time.Time{})
+	return err
+}
+
+// wait waits until every original pod that is gone has a Ready replacement, and fails the
+// test if a replacement could not be made.
+func (o *podOwner) wait(t *testing.T) {
+	t.Helper()
+	o.e.waitForPods(t, "a Ready replacement for every pod that went", func(pods []corev1.Pod) bool {
+		byName := map[string]*corev1.Pod{}
+		for i := range pods {
+			byName[pods[i].Name] = &pods[i]
+		}
+		for name := range o.originals {
+			if byName[name] != nil {
+				continue
+			}
+			if r := byName[name+"-r"]; r == nil || !isActiveReady(r) {
+				return false
+			}
+		}
+		return true
+	})
+	o.wg.Wait()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, err := range o.errs {
+		t.Error(err)
+	}
+}
+
+// ---- The history of the storm ----
+
+// change is one change of a pod or of the budget, as a watch delivered it.
+type change struct {
+	rv      uint64
+	pod     *corev1.Pod // nil for a change of the budget
+	deleted bool
+	budget  *pub
+}
+
+// history is every change of the namespace's pods and of one budget from some moment on.
+type history struct {
+	mu            sync.Mutex
+	initialPods   map[string]*corev1.Pod
+	initialBudget *pub
+	changes       []change
+	budgetName    string
+}
+
+// recordHistory records the namespace's pods and the budget "storm" from now on, until the
+// test ends.
+func (e *testEnv) recordHistory(t *testing.T) *history {
+	t.Helper()
+	h := &history{initialPods: map[string]*corev1.Pod{}, budgetName: "storm"}
+	pods, err := e.client.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range pods.Items {
+		h.initialPods[pods.Items[i].Name] = &pods.Items[i]
+	}
+	field := "metadata.name=" + h.budgetName
+	budgets, err := e.bosun.PolicyV1alpha1().PodUnavailableBudgets(e.ns).List(e.ctx, metav1.ListOptions{FieldSelector: field})
+	if err != nil || len(budgets.Items) != 1 {
+		t.Fatalf("listing budget %s: %v (%d found)", h.budgetName, err, len(budgets.Items))
+	}
+	h.initialBudget = &budgets.Items[0]
+
+	startRetryWatch(t, e.ctx, pods.ResourceVersion, func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+		return e.client.CoreV1().Pods(e.ns).Watch(ctx, opts)
+	}, func(ev watch.Event) {
+		if pod, ok := ev.Object.(*corev1.Pod); ok {
+			h.add(t, change{pod: pod, deleted: ev.Type == watch.Deleted}, pod.ResourceVersion)
+		}
+	})
+	startRetryWatch(t, e.ctx, budgets.ResourceVersion, func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+		opts.FieldSelector = field
+		return e.bosun.PolicyV1alpha1().PodUnavailableBudgets(e.ns).Watch(ctx, opts)
+	}, func(ev watch.Event) {
+		if b, ok := ev.Object.(*pub); ok && ev.Type != watch.Deleted {
+			h.add(t, change{budget: b}, b.ResourceVersion)
+		}
+	})
+	return h
+}
+
+func (h *history) add(t *testing.T, c change, resourceVersion string) {
+	rv, err := strconv.ParseUint(resourceVersion, 10, 64)
+	if err != nil {
+		t.Errorf("resourceVersion %q is not an etcd revision: %v", resourceVersion, err)
+		return
+	}
+	c.rv = rv
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.changes = append(h.changes, c)
+}
+
+// waitCaughtUp waits until the recorded history ends where the API server now is: the
+// pods it replays to are the pods listed, version for version, and the last version of the
+// budget is the one stored.
+func (h *history) waitCaughtUp(t *testing.T, e *testEnv) {
+	t.Helper()
+	err := framework.WaitFor(e.ctx, waitTimeout, "the recorded history to catch up", func(ctx context.Context) (bool, error) {
+		pods, err := e.client.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		budget, err := e.bosun.PolicyV1alpha1().PodUnavailableBudgets(e.ns).Get(ctx, h.budgetName, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		live := map[string]string{}
+		for _, pod := range pods.Items {
+			live[pod.Name] = pod.ResourceVersion
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		replayed := map[string]string{}
+		for name, pod := range h.initialPods {
+			replayed[name] = pod.ResourceVersion
+		}
+		lastBudget := h.initialBudget.ResourceVersion
+		for _, c := range h.sortedLocked() {
+			switch {
+			case c.budget != nil:
+				lastBudget = c.budget.ResourceVersion
+			case c.deleted:
+				delete(replayed, c.pod.Name)
+			default:
+				replayed[c.pod.Name] = c.pod.ResourceVersion
+			}
+		}
+		return maps.Equal(live, replayed) && lastBudget == budget.ResourceVersion, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sortedLocked returns the changes ordered by resourceVersion.
+func (h *history) sortedLocked() []change {
+	changes := slices.Clone(h.changes)
+	slices.SortStableFunc(changes, func(a, b change) int { return cmp.Compare(a.rv, b.rv) })
+	return changes
+}
+
+// replayResult is what replaying a history found.
+type replayResult struct {
+	// maxDisrupted is the largest number of disrupted pods at any moment.
+	maxDisrupted int
+	// violations describe the moments more than stormMaxUnavailable pods were disrupted.
+	violations []string
+	// recorded are the pods ever recorded in the budget's disruptedPods.
+	recorded sets.Set[string]
+	// unrecorded describe pods that were deleted before any version of the budget recorded
+	// them.
+	unrecorded []string
+}
+
+// replay replays the history in resourceVersion order. The budget covers the pods with
+// labels; every one of them was Ready when the history began.
+func (h *history) replay(labels map[string]string) replayResult {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	covered := func(pod *corev1.Pod) bool {
+		for k, v := range labels {
+			if pod.Labels[k] != v {
+				return false
+			}
+		}
+		return true
+	}
+	pods := maps.Clone(h.initialPods)
+	available := func() int {
+		n := 0
+		for _, pod := range pods {
+			if covered(pod) && isActiveReady(pod) {
+				n++
+			}
+		}
+		return n
+	}
+	result := replayResult{recorded: sets.New[string]()}
+	for name := range h.initialBudget.Status.DisruptedPods {
+		result.recorded.Insert(name)
+	}
+	for _, c := range h.sortedLocked() {
+		if c.budget != nil {
+			for name := range c.budget.Status.DisruptedPods {
+				result.recorded.Insert(name)
+			}
+			continue
+		}
+		name := c.pod.Name
+		before := pods[name]
+		wasUp := before != nil && isActiveReady(before)
+		if c.deleted {
+			delete(pods, name)
+		} else {
+			pods[name] = c.pod
+		}
+		goes := c.deleted || c.pod.DeletionTimestamp != nil
+		if wasUp && goes && covered(c.pod) && !result.recorded.Has(name) {
+			result.unrecorded = append(result.unrecorded, fmt.Sprintf("%s at resourceVersion %d", name, c.rv))
+		}
+		disrupted := stormPods - available()
+		result.maxDisrupted = max(result.maxDisrupted, disrupted)
+		if disrupted > stormMaxUnavailable {
+			result.violations = append(result.violations, fmt.Sprintf("%d disrupted after the %s of pod %s at resourceVersion %d",
+				disrupted, map[bool]string{true: "deletion", false: "change"}[c.deleted], name, c.rv))
+		}
+	}
+	return result
+}
