@@ -12,9 +12,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	sigsjson "sigs.k8s.io/json"
 )
 
 // The names and paths OpenKruise gives the same webhooks, so that configurations and
@@ -69,7 +67,7 @@ func admittedObject(req *admissionv1.AdmissionRequest) (*appsv1alpha1.DaemonSet,
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return nil, webhook.Allowed()
 	}
-	if err := checkKind(req); err != nil {
+	if err := webhook.CheckKind(req, daemonSetKind); err != nil {
 		return nil, webhook.Errored(http.StatusBadRequest, err)
 	}
 	ds, err := decode(req.Object.Raw, "object")
@@ -168,40 +166,12 @@ func validate(_ context.Context, req *admissionv1.AdmissionRequest) *admissionv1
 	return webhook.Allowed()
 }
 
-// checkKind refuses requests about anything but a v1alpha1 DaemonSet. The rules only ask
-// for those, and the API server converts requests made through other versions, so anything
-// else is a misconfigured webhook: decoding it as a DaemonSet would judge the wrong object.
-func checkKind(req *admissionv1.AdmissionRequest) error {
-	got := schema.GroupVersionKind{Group: req.Kind.Group, Version: req.Kind.Version, Kind: req.Kind.Kind}
-	if got != daemonSetKind {
-		return fmt.Errorf("this webhook admits %s only, not %s", daemonSetKind, got)
-	}
-	return nil
-}
-
-// decode decodes what the request holds under name into a DaemonSet, strictly: field
-// names match case-sensitively, and duplicate or unknown fields are refused. The mutating
-// webhook's patch is computed against the typed object, so an unknown field would be
-// silently removed from the user's object; refusing it says so instead.
+// decode decodes what the request holds under name into a DaemonSet, strictly
+// (webhook.DecodeStrict).
 func decode(raw []byte, name string) (*appsv1alpha1.DaemonSet, error) {
-	// The review's decoding leaves a null object empty.
-	if len(raw) == 0 {
-		return nil, fmt.Errorf("request.%s is empty", name)
+	obj := &appsv1alpha1.DaemonSet{}
+	if err := webhook.DecodeStrict(raw, name, daemonSetKind, obj); err != nil {
+		return nil, err
 	}
-	ds := &appsv1alpha1.DaemonSet{}
-	strictErrs, err := sigsjson.UnmarshalStrict(raw, ds)
-	if err != nil {
-		return nil, fmt.Errorf("decoding request.%s as a DaemonSet: %w", name, err)
-	}
-	if len(strictErrs) > 0 {
-		problems := make([]string, len(strictErrs))
-		for i, e := range strictErrs {
-			problems[i] = e.Error()
-		}
-		return nil, fmt.Errorf("decoding request.%s as a DaemonSet: %s", name, strings.Join(problems, "; "))
-	}
-	if (ds.APIVersion != "" || ds.Kind != "") && ds.GroupVersionKind() != daemonSetKind {
-		return nil, fmt.Errorf("request.%s is %s %s, not a %s", name, ds.APIVersion, ds.Kind, daemonSetKind)
-	}
-	return ds, nil
+	return obj, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strings"
 
 	policyv1alpha1 "github.com/bosun-dev/api/policy/v1alpha1"
 	"github.com/bosun-dev/bosun/pkg/features"
@@ -15,10 +14,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/component-base/featuregate"
-	sigsjson "sigs.k8s.io/json"
 )
 
 // The name and path OpenKruise gives the same webhook, so that configurations and
@@ -68,7 +65,7 @@ func (v *validator) validate(_ context.Context, req *admissionv1.AdmissionReques
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return webhook.Allowed()
 	}
-	if err := checkKind(req); err != nil {
+	if err := webhook.CheckKind(req, budgetKind); err != nil {
 		return webhook.Errored(http.StatusBadRequest, err)
 	}
 	pub, err := decode(req.Object.Raw, "object")
@@ -129,39 +126,12 @@ func invalid(name string, errs field.ErrorList) *admissionv1.AdmissionResponse {
 	return &admissionv1.AdmissionResponse{Allowed: false, Result: &status}
 }
 
-// checkKind refuses requests about anything but a v1alpha1 PodUnavailableBudget: the rules
-// only ask for those, so anything else is a misconfigured webhook, and decoding it as a
-// budget would judge the wrong object.
-func checkKind(req *admissionv1.AdmissionRequest) error {
-	got := schema.GroupVersionKind{Group: req.Kind.Group, Version: req.Kind.Version, Kind: req.Kind.Kind}
-	if got != budgetKind {
-		return fmt.Errorf("this webhook admits %s only, not %s", budgetKind, got)
-	}
-	return nil
-}
-
-// decode decodes what the request holds under name into a budget, strictly: field names
-// match case-sensitively, and duplicate or unknown fields are refused, since a field the
-// webhook did not see is a field it did not validate.
+// decode decodes what the request holds under name into a PodUnavailableBudget, strictly
+// (webhook.DecodeStrict).
 func decode(raw []byte, name string) (*policyv1alpha1.PodUnavailableBudget, error) {
-	// The review's decoding leaves a null object empty.
-	if len(raw) == 0 {
-		return nil, fmt.Errorf("request.%s is empty", name)
+	obj := &policyv1alpha1.PodUnavailableBudget{}
+	if err := webhook.DecodeStrict(raw, name, budgetKind, obj); err != nil {
+		return nil, err
 	}
-	pub := &policyv1alpha1.PodUnavailableBudget{}
-	strictErrs, err := sigsjson.UnmarshalStrict(raw, pub)
-	if err != nil {
-		return nil, fmt.Errorf("decoding request.%s as a PodUnavailableBudget: %w", name, err)
-	}
-	if len(strictErrs) > 0 {
-		problems := make([]string, len(strictErrs))
-		for i, e := range strictErrs {
-			problems[i] = e.Error()
-		}
-		return nil, fmt.Errorf("decoding request.%s as a PodUnavailableBudget: %s", name, strings.Join(problems, "; "))
-	}
-	if (pub.APIVersion != "" || pub.Kind != "") && pub.GroupVersionKind() != budgetKind {
-		return nil, fmt.Errorf("request.%s is %s %s, not a %s", name, pub.APIVersion, pub.Kind, budgetKind)
-	}
-	return pub, nil
+	return obj, nil
 }
