@@ -18,11 +18,11 @@ func TestNodeHandlers(t *testing.T) {
 	f := newFixture(t, fixtureOption{}, edge, other)
 
 	f.c.addNode(f.ctx, newNode("plain"))
-	if got := f.queue.addedKeys(); !slices.Equal(got, []string{"ns/other"}) {
+	if got := f.queue.AddedKeys(); !slices.Equal(got, []string{"ns/other"}) {
 		t.Errorf("add plain node queued %v, want [ns/other]", got)
 	}
 
-	f.queue.reset()
+	f.queue.Reset()
 	before := newNode("n")
 	before.ResourceVersion = "1"
 	heartbeat := before.DeepCopy()
@@ -30,33 +30,33 @@ func TestNodeHandlers(t *testing.T) {
 	heartbeat.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now()}}
 	before.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
 	f.c.updateNode(f.ctx, before, heartbeat)
-	if got := f.queue.addedKeys(); len(got) != 0 {
+	if got := f.queue.AddedKeys(); len(got) != 0 {
 		t.Errorf("heartbeat queued %v", got)
 	}
 
 	labelled := before.DeepCopy()
 	labelled.Labels["role"] = "edge"
 	f.c.updateNode(f.ctx, before, labelled)
-	if got := f.queue.addedKeys(); !slices.Equal(got, []string{"ns/ds"}) {
+	if got := f.queue.AddedKeys(); !slices.Equal(got, []string{"ns/ds"}) {
 		t.Errorf("label change queued %v, want only the DaemonSet whose eligibility changed", got)
 	}
 
-	f.queue.reset()
+	f.queue.Reset()
 	unrelated := before.DeepCopy()
 	unrelated.Labels["team"] = "x"
 	f.c.updateNode(f.ctx, before, unrelated)
-	if got := f.queue.addedKeys(); len(got) != 0 {
+	if got := f.queue.AddedKeys(); len(got) != 0 {
 		t.Errorf("irrelevant label change queued %v", got)
 	}
 
-	f.queue.reset()
+	f.queue.Reset()
 	ds := newDS()
 	ds.Spec.UpdateStrategy.RollingUpdate.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"canary": "true"}}
 	f.cacheAdd(ds)
 	canary := before.DeepCopy()
 	canary.Labels["canary"] = "true"
 	f.c.updateNode(f.ctx, before, canary)
-	if got := f.queue.addedKeys(); !slices.Equal(got, []string{"ns/ds"}) {
+	if got := f.queue.AddedKeys(); !slices.Equal(got, []string{"ns/ds"}) {
 		t.Errorf("rolling selector change queued %v, want [ns/ds]", got)
 	}
 }
@@ -72,7 +72,7 @@ func TestPodHandlers(t *testing.T) {
 	if ok, _ := f.c.expectationsSatisfied(f.ctx, k); !ok {
 		t.Error("creation not observed")
 	}
-	if got := f.queue.addedKeys(); !slices.Equal(got, []string{k}) {
+	if got := f.queue.AddedKeys(); !slices.Equal(got, []string{k}) {
 		t.Errorf("add queued %v", got)
 	}
 
@@ -88,20 +88,20 @@ func TestPodHandlers(t *testing.T) {
 	}
 
 	// An orphan wakes the DaemonSets that select it.
-	f.queue.reset()
+	f.queue.Reset()
 	orphan := newPod("orphan", ds, "h", "n1")
 	orphan.OwnerReferences = nil
 	f.c.addPod(f.ctx, orphan)
-	if got := f.queue.addedKeys(); !slices.Equal(got, []string{k}) {
+	if got := f.queue.AddedKeys(); !slices.Equal(got, []string{k}) {
 		t.Errorf("orphan queued %v", got)
 	}
 
 	// A pod of an apps/v1 DaemonSet of the same name is not ours.
-	f.queue.reset()
+	f.queue.Reset()
 	foreign := newPod("foreign", ds, "h", "n1")
 	foreign.OwnerReferences[0].APIVersion = "apps/v1"
 	f.c.addPod(f.ctx, foreign)
-	if got := f.queue.addedKeys(); len(got) != 0 {
+	if got := f.queue.AddedKeys(); len(got) != 0 {
 		t.Errorf("apps/v1 DaemonSet pod queued %v", got)
 	}
 
@@ -120,24 +120,24 @@ func TestRevisionAndDaemonSetHandlers(t *testing.T) {
 	f := newFixture(t, fixtureOption{}, ds)
 	revision := revisionOf(t, ds, 1)
 	f.c.addRevision(f.ctx, revision)
-	if got := f.queue.addedKeys(); !slices.Equal(got, []string{"ns/ds"}) {
+	if got := f.queue.AddedKeys(); !slices.Equal(got, []string{"ns/ds"}) {
 		t.Errorf("owned revision queued %v", got)
 	}
-	f.queue.reset()
+	f.queue.Reset()
 	stranger := revision.DeepCopy()
 	stranger.OwnerReferences[0].UID = "someone-else"
 	f.c.addRevision(f.ctx, stranger)
-	if got := f.queue.addedKeys(); len(got) != 0 {
+	if got := f.queue.AddedKeys(); len(got) != 0 {
 		t.Errorf("revision of another owner queued %v", got)
 	}
 
-	f.queue.reset()
+	f.queue.Reset()
 	f.c.expectations.ExpectCreations(f.ctx, "ns/ds", 3)
 	f.c.deleteDaemonSet(f.ctx, cache.DeletedFinalStateUnknown{Key: "ns/ds", Obj: ds})
 	if _, _, exists := f.c.expectations.Get("ns/ds"); exists {
 		t.Error("expectations survived the DaemonSet's deletion")
 	}
-	if got := f.queue.addedKeys(); !slices.Equal(got, []string{"ns/ds"}) {
+	if got := f.queue.AddedKeys(); !slices.Equal(got, []string{"ns/ds"}) {
 		t.Errorf("delete queued %v", got)
 	}
 }

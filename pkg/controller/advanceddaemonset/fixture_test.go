@@ -20,7 +20,6 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -32,6 +31,7 @@ import (
 
 	"github.com/bosun-dev/bosun/pkg/controller/advanceddaemonset/daemonsetutil"
 	"github.com/bosun-dev/bosun/pkg/controller/options"
+	"github.com/bosun-dev/bosun/pkg/controller/queue/queuetest"
 	"github.com/bosun-dev/bosun/pkg/features"
 )
 
@@ -52,7 +52,7 @@ type fixture struct {
 	nodeIndexer cache.Indexer
 	clock       *clocktesting.FakeClock
 	recorder    *record.FakeRecorder
-	queue       *recordingQueue
+	queue       *queuetest.Recorder
 	c           *Controller
 	created     *podCreateReactor
 }
@@ -99,7 +99,7 @@ func newFixture(t *testing.T, opt fixtureOption, objects ...runtime.Object) *fix
 	if err != nil {
 		t.Fatalf("NewController: %v", err)
 	}
-	q := &recordingQueue{TypedRateLimitingInterface: c.queue}
+	q := queuetest.NewRecorder(c.queue)
 	c.queue = q
 	t.Cleanup(q.ShutDown)
 
@@ -208,52 +208,6 @@ func (f *fixture) events() []string {
 // hasEvent reports whether an event starting with prefix was recorded.
 func hasEvent(events []string, prefix string) bool {
 	return slices.ContainsFunc(events, func(e string) bool { return strings.HasPrefix(e, prefix) })
-}
-
-// recordingQueue records keys instead of queueing them.
-type recordingQueue struct {
-	workqueue.TypedRateLimitingInterface[string]
-
-	mu    sync.Mutex
-	added []string
-	after []delayedKey
-}
-
-type delayedKey struct {
-	key   string
-	delay time.Duration
-}
-
-func (q *recordingQueue) Add(key string) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.added = append(q.added, key)
-}
-
-func (q *recordingQueue) AddAfter(key string, delay time.Duration) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.after = append(q.after, delayedKey{key, delay})
-}
-
-func (q *recordingQueue) addedKeys() []string {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	keys := slices.Clone(q.added)
-	slices.Sort(keys)
-	return slices.Compact(keys)
-}
-
-func (q *recordingQueue) delayed() []delayedKey {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return slices.Clone(q.after)
-}
-
-func (q *recordingQueue) reset() {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.added, q.after = nil, nil
 }
 
 // podCreateReactor names created pods like the API server (the fake clientset does not

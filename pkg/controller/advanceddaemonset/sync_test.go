@@ -126,7 +126,7 @@ func TestFailedPodIsDeletedWithBackoff(t *testing.T) {
 	again := newPod("failed-2", ds, h, "n1")
 	again.Status.Phase = corev1.PodFailed
 	f.cacheAdd(again)
-	f.queue.reset()
+	f.queue.Reset()
 	f.sync(ds)
 	if got := f.deletedPods(); len(got) != 1 {
 		t.Errorf("deleted %v while backing off", got)
@@ -134,8 +134,8 @@ func TestFailedPodIsDeletedWithBackoff(t *testing.T) {
 	if len(f.createdPods()) != 0 {
 		t.Error("created a pod next to the failed one")
 	}
-	delays := f.queue.delayed()
-	if len(delays) == 0 || delays[len(delays)-1].delay > time.Second {
+	delays := f.queue.Delayed()
+	if len(delays) == 0 || delays[len(delays)-1].Delay > time.Second {
 		t.Errorf("requeues = %v, want one after at most 1s", delays)
 	}
 
@@ -276,8 +276,8 @@ func TestSurgeCreatesNextToOldPodThenDeletesIt(t *testing.T) {
 	if len(f2.deletedPods()) != 0 {
 		t.Fatalf("deleted %v before the new pod was available", f2.deletedPods())
 	}
-	delays := f2.queue.delayed()
-	if len(delays) == 0 || delays[0].delay != 5*time.Second {
+	delays := f2.queue.Delayed()
+	if len(delays) == 0 || delays[0].Delay != 5*time.Second {
 		t.Errorf("requeues = %v, want one after 5s (mixed revisions on n2)", delays)
 	}
 	f2.clock.Step(25 * time.Second)

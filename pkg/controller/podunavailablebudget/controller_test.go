@@ -18,6 +18,8 @@ import (
 	policyv1alpha1 "github.com/bosun-dev/api/policy/v1alpha1"
 
 	"github.com/bosun-dev/bosun/pkg/features"
+
+	"github.com/bosun-dev/bosun/pkg/controller/queue/queuetest"
 )
 
 func TestBudgetHandlers(t *testing.T) {
@@ -26,23 +28,23 @@ func TestBudgetHandlers(t *testing.T) {
 	cached := f.server.Budget(testNamespace, "pub")
 
 	f.c.addBudget(f.ctx, cached)
-	if got := f.queue.addedKeys(); !slices.Equal(got, []string{"ns/pub"}) {
+	if got := f.queue.AddedKeys(); !slices.Equal(got, []string{"ns/pub"}) {
 		t.Errorf("add queued %v", got)
 	}
 
 	// Status-only updates queue too: the webhook's records must be scheduled to expire.
-	f.queue.reset()
+	f.queue.Reset()
 	spent := cached.DeepCopy()
 	spent.ResourceVersion = "999"
 	spent.Status.DisruptedPods = map[string]metav1.Time{"p": metav1.NewTime(t0)}
 	f.c.updateBudget(f.ctx, cached, spent)
-	if got := f.queue.addedKeys(); !slices.Equal(got, []string{"ns/pub"}) {
+	if got := f.queue.AddedKeys(); !slices.Equal(got, []string{"ns/pub"}) {
 		t.Errorf("status update queued %v", got)
 	}
 
-	f.queue.reset()
+	f.queue.Reset()
 	f.c.deleteBudget(f.ctx, cache.DeletedFinalStateUnknown{Key: "ns/pub", Obj: cached})
-	if got := f.queue.addedKeys(); !slices.Equal(got, []string{"ns/pub"}) {
+	if got := f.queue.AddedKeys(); !slices.Equal(got, []string{"ns/pub"}) {
 		t.Errorf("delete (tombstone) queued %v", got)
 	}
 }
@@ -116,10 +118,10 @@ func TestAddPod(t *testing.T) {
 		}()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f.queue.reset()
+			f.queue.Reset()
 			f.metadata.ClearActions()
 			f.c.addPod(f.ctx, tc.pod, tc.initialList)
-			if got := f.queue.addedKeys(); !slices.Equal(got, tc.want) {
+			if got := f.queue.AddedKeys(); !slices.Equal(got, tc.want) {
 				t.Errorf("queued %v, want %v", got, tc.want)
 			}
 			if got := len(f.metadata.Actions()); got != tc.metadataReads {
@@ -140,7 +142,7 @@ func TestAddPodOwnerChain(t *testing.T) {
 	f.add(targetBudget("by-widget", widgetKind, "w", intstr.FromInt32(1)))
 	rsRef := controllerRef(replicaSetGVK, rs.Name, rs.UID)
 	f.c.addPod(f.ctx, newPod("w-0", nil, &rsRef), false)
-	if got := f.queue.addedKeys(); !slices.Equal(got, []string{"ns/by-widget"}) {
+	if got := f.queue.AddedKeys(); !slices.Equal(got, []string{"ns/by-widget"}) {
 		t.Errorf("queued %v, want the budget of the Widget above the pod's ReplicaSet", got)
 	}
 }
@@ -160,12 +162,12 @@ func TestUpdatePod(t *testing.T) {
 		name     string
 		old, cur *corev1.Pod
 		want     []string
-		delayed  []delayedKey
+		delayed  []queuetest.Delayed
 	}{
 		{name: "resync", old: base, cur: base.DeepCopy()},
 		{name: "irrelevant change", old: base, cur: next(func(pod *corev1.Pod) { pod.Annotations["team"] = "a" })},
 		{name: "deletion started", old: base, cur: terminating,
-			delayed: []delayedKey{{"ns/tagged", PodTerminatingDelay}}},
+			delayed: []queuetest.Delayed{{Key: "ns/tagged", Delay: PodTerminatingDelay}}},
 		{name: "already terminating", old: terminating, cur: func() *corev1.Pod {
 			pod := terminating.DeepCopy()
 			pod.ResourceVersion = "3"
@@ -186,12 +188,12 @@ func TestUpdatePod(t *testing.T) {
 			want: []string{"ns/by-deployment", "ns/by-label"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f.queue.reset()
+			f.queue.Reset()
 			f.c.updatePod(f.ctx, tc.old, tc.cur)
-			if got := f.queue.addedKeys(); !slices.Equal(got, tc.want) {
+			if got := f.queue.AddedKeys(); !slices.Equal(got, tc.want) {
 				t.Errorf("queued %v, want %v", got, tc.want)
 			}
-			if got := f.queue.delayed(); !slices.Equal(got, tc.delayed) {
+			if got := f.queue.Delayed(); !slices.Equal(got, tc.delayed) {
 				t.Errorf("queued later %v, want %v", got, tc.delayed)
 			}
 		})
@@ -244,9 +246,9 @@ func TestWorkloadHandlers(t *testing.T) {
 		{"not a workload", func() { f.c.addWorkload(f.ctx, &appsv1.ReplicaSet{}) }, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f.queue.reset()
+			f.queue.Reset()
 			tc.handle()
-			if got := f.queue.addedKeys(); !slices.Equal(got, tc.want) {
+			if got := f.queue.AddedKeys(); !slices.Equal(got, tc.want) {
 				t.Errorf("queued %v, want %v", got, tc.want)
 			}
 		})

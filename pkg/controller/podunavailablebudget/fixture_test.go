@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -25,7 +24,6 @@ import (
 	scalefake "k8s.io/client-go/scale/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -38,6 +36,7 @@ import (
 	"github.com/bosun-dev/bosun/pkg/controller/options"
 	"github.com/bosun-dev/bosun/pkg/controller/podunavailablebudget/budget"
 	"github.com/bosun-dev/bosun/pkg/controller/podunavailablebudget/budget/budgettest"
+	"github.com/bosun-dev/bosun/pkg/controller/queue/queuetest"
 	"github.com/bosun-dev/bosun/pkg/controller/workload"
 	"github.com/bosun-dev/bosun/pkg/features"
 )
@@ -64,7 +63,7 @@ type fixture struct {
 	metadata   *metadatafake.FakeMetadataClient
 	clock      *clocktesting.FakeClock
 	recorder   *eventRecorder
-	queue      *recordingQueue
+	queue      *queuetest.Recorder
 	c          *Controller
 }
 
@@ -149,7 +148,7 @@ func newFixture(t *testing.T, opt fixtureOption, objects ...runtime.Object) *fix
 	if err != nil {
 		t.Fatalf("NewController: %v", err)
 	}
-	q := &recordingQueue{TypedRateLimitingInterface: c.queue}
+	q := queuetest.NewRecorder(c.queue)
 	c.queue = q
 	t.Cleanup(q.ShutDown)
 
@@ -364,53 +363,6 @@ func (r *eventRecorder) take() []string {
 	}
 	r.events = nil
 	return out
-}
-
-// recordingQueue records keys instead of queueing them.
-type recordingQueue struct {
-	workqueue.TypedRateLimitingInterface[string]
-
-	mu    sync.Mutex
-	added []string
-	after []delayedKey
-}
-
-type delayedKey struct {
-	key   string
-	delay time.Duration
-}
-
-func (q *recordingQueue) Add(key string) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.added = append(q.added, key)
-}
-
-func (q *recordingQueue) AddAfter(key string, delay time.Duration) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.after = append(q.after, delayedKey{key, delay})
-}
-
-// addedKeys returns the keys added at once, sorted and without duplicates.
-func (q *recordingQueue) addedKeys() []string {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	keys := slices.Clone(q.added)
-	slices.Sort(keys)
-	return slices.Compact(keys)
-}
-
-func (q *recordingQueue) delayed() []delayedKey {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return slices.Clone(q.after)
-}
-
-func (q *recordingQueue) reset() {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.added, q.after = nil, nil
 }
 
 // Objects.

@@ -21,6 +21,7 @@ import (
 	policyv1alpha1 "github.com/bosun-dev/api/policy/v1alpha1"
 
 	"github.com/bosun-dev/bosun/pkg/controller/podunavailablebudget/pubutil"
+	"github.com/bosun-dev/bosun/pkg/controller/queue/queuetest"
 	"github.com/bosun-dev/bosun/pkg/features"
 )
 
@@ -180,8 +181,8 @@ func TestSyncForgetsDeletedBudget(t *testing.T) {
 		if f.statusWrites() != writes || len(f.patchedPods()) != 2 {
 			t.Errorf("deleting=%v: a gone budget was written or its pods tagged again", deleting)
 		}
-		if len(f.queue.delayed()) != 0 {
-			t.Errorf("deleting=%v: a gone budget was requeued: %v", deleting, f.queue.delayed())
+		if len(f.queue.Delayed()) != 0 {
+			t.Errorf("deleting=%v: a gone budget was requeued: %v", deleting, f.queue.Delayed())
 		}
 	}
 }
@@ -200,7 +201,7 @@ func TestSyncFollowsScaleDown(t *testing.T) {
 	after.ResourceVersion = "2"
 	f.add(after)
 	f.c.updateWorkload(f.ctx, before, after)
-	if got := f.queue.addedKeys(); !slices.Equal(got, []string{"ns/pub"}) {
+	if got := f.queue.AddedKeys(); !slices.Equal(got, []string{"ns/pub"}) {
 		t.Fatalf("scale-down queued %v", got)
 	}
 	f.refreshBudget("pub")
@@ -344,14 +345,14 @@ func TestSyncExpiresDisruptedPods(t *testing.T) {
 	if want := map[string]metav1.Time{"web-0": metav1.NewTime(t0.Add(-5 * time.Second))}; !entriesEqual(status.DisruptedPods, want) {
 		t.Errorf("disruptedPods %v, want only web-0", status.DisruptedPods)
 	}
-	if got, want := f.queue.delayed(), []delayedKey{{"ns/pub", 15 * time.Second}}; !slices.Equal(got, want) {
+	if got, want := f.queue.Delayed(), []queuetest.Delayed{{Key: "ns/pub", Delay: 15 * time.Second}}; !slices.Equal(got, want) {
 		t.Errorf("requeued %v, want %v", got, want)
 	}
 	if got := f.recorder.take(); len(got) != 0 {
 		t.Errorf("events %v before the entry expired", got)
 	}
 
-	f.queue.reset()
+	f.queue.Reset()
 	f.clock.Step(15 * time.Second)
 	f.refreshBudget("pub")
 	f.sync("pub")
@@ -366,7 +367,7 @@ func TestSyncExpiresDisruptedPods(t *testing.T) {
 	if got := f.recorder.take(); !slices.Equal(got, want) {
 		t.Errorf("events %v, want %v", got, want)
 	}
-	if got := f.queue.delayed(); len(got) != 0 {
+	if got := f.queue.Delayed(); len(got) != 0 {
 		t.Errorf("requeued %v with nothing left to expire", got)
 	}
 }
@@ -380,7 +381,7 @@ func TestSyncExpiresUnavailablePods(t *testing.T) {
 	if got := countsOf(f.status("pub")); got != (counts{4, 3, 3, 0}) {
 		t.Errorf("status %+v, want web-1 not counted", got)
 	}
-	if got, want := f.queue.delayed(), []delayedKey{{"ns/pub", 10 * time.Second}}; !slices.Equal(got, want) {
+	if got, want := f.queue.Delayed(), []queuetest.Delayed{{Key: "ns/pub", Delay: 10 * time.Second}}; !slices.Equal(got, want) {
 		t.Errorf("requeued %v, want %v", got, want)
 	}
 
@@ -474,11 +475,11 @@ func TestSyncResyncs(t *testing.T) {
 	for _, resync := range []time.Duration{0, time.Minute} {
 		f := newFixture(t, fixtureOption{resync: resync}, targetBudget("pub", deploymentGVK, "web", intstr.FromInt32(1)))
 		f.sync("pub")
-		var want []delayedKey
+		var want []queuetest.Delayed
 		if resync > 0 {
-			want = []delayedKey{{"ns/pub", resync}}
+			want = []queuetest.Delayed{{Key: "ns/pub", Delay: resync}}
 		}
-		if got := f.queue.delayed(); !slices.Equal(got, want) {
+		if got := f.queue.Delayed(); !slices.Equal(got, want) {
 			t.Errorf("resync %v: requeued %v, want %v", resync, got, want)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/bosun-dev/bosun/pkg/controller/options"
 	"github.com/bosun-dev/bosun/pkg/controller/podutil"
+	"github.com/bosun-dev/bosun/pkg/controller/queue/queuetest"
 	"github.com/bosun-dev/bosun/pkg/features"
 )
 
@@ -93,7 +94,7 @@ func TestReplicaSetHandlers(t *testing.T) {
 			if diff := cmp.Diff(tc.wantExpectations, expectationState{add, del, exists}); diff != "" {
 				t.Errorf("expectations (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tc.wantQueued, f.queue.addedKeys()); diff != "" {
+			if diff := cmp.Diff(tc.wantQueued, f.queue.AddedKeys()); diff != "" {
 				t.Errorf("queued keys (-want +got):\n%s", diff)
 			}
 			_, recorded := f.c.writes.records["ns/a"]
@@ -144,7 +145,7 @@ func TestPodHandlers(t *testing.T) {
 		handle           func(c *Controller, f *fixture)
 		wantExpectations state
 		wantQueued       []string
-		wantDelayed      []delayedKey
+		wantDelayed      []queuetest.Delayed
 	}{
 		{
 			name:             "add of an owned pod observes a creation",
@@ -242,7 +243,7 @@ func TestPodHandlers(t *testing.T) {
 			},
 			wantExpectations: unchanged,
 			wantQueued:       []string{"ns/slow"},
-			wantDelayed:      []delayedKey{{"ns/slow", 10 * time.Second}},
+			wantDelayed:      []queuetest.Delayed{{Key: "ns/slow", Delay: 10 * time.Second}},
 		},
 		{
 			name: "pod staying ready is not enqueued with delay",
@@ -320,10 +321,10 @@ func TestPodHandlers(t *testing.T) {
 			if diff := cmp.Diff(tc.wantExpectations, got); diff != "" {
 				t.Errorf("expectations (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tc.wantQueued, f.queue.addedKeys()); diff != "" {
+			if diff := cmp.Diff(tc.wantQueued, f.queue.AddedKeys()); diff != "" {
 				t.Errorf("queued keys (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tc.wantDelayed, f.queue.delayed(), cmp.AllowUnexported(delayedKey{})); diff != "" {
+			if diff := cmp.Diff(tc.wantDelayed, f.queue.Delayed()); diff != "" {
 				t.Errorf("delayed keys (-want +got):\n%s", diff)
 			}
 		})

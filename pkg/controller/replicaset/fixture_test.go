@@ -18,7 +18,6 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
@@ -27,6 +26,7 @@ import (
 
 	"github.com/bosun-dev/bosun/pkg/controller/expectations"
 	"github.com/bosun-dev/bosun/pkg/controller/options"
+	"github.com/bosun-dev/bosun/pkg/controller/queue/queuetest"
 	"github.com/bosun-dev/bosun/pkg/features"
 )
 
@@ -44,7 +44,7 @@ type fixture struct {
 	podIndexer cache.Indexer
 	clock      *clocktesting.FakeClock
 	recorder   *record.FakeRecorder
-	queue      *recordingQueue
+	queue      *queuetest.Recorder
 	store      *expectations.Store // the counters behind c.expectations
 	c          *Controller
 }
@@ -87,7 +87,7 @@ func newFixture(t *testing.T, opt fixtureOption, rss []*appsv1.ReplicaSet, pods 
 	// Keep the untracked store at hand so tests can set arbitrary counters.
 	store := expectations.NewWithClock(clk)
 	c.expectations = expectations.NewTracked(store)
-	q := &recordingQueue{TypedRateLimitingInterface: c.queue}
+	q := queuetest.NewRecorder(c.queue)
 	c.queue = q
 	t.Cleanup(q.ShutDown)
 
@@ -147,54 +147,6 @@ func (f *fixture) events() []string {
 			return events
 		}
 	}
-}
-
-// recordingQueue records keys added directly or after a delay, instead of queueing them,
-// so that tests can assert what handlers and syncs enqueue without waiting.
-type recordingQueue struct {
-	workqueue.TypedRateLimitingInterface[string]
-
-	mu    sync.Mutex
-	added []string
-	after []delayedKey
-}
-
-type delayedKey struct {
-	key   string
-	delay time.Duration
-}
-
-func (q *recordingQueue) Add(key string) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.added = append(q.added, key)
-}
-
-func (q *recordingQueue) AddAfter(key string, delay time.Duration) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.after = append(q.after, delayedKey{key, delay})
-}
-
-// addedKeys returns the keys added without delay, sorted and de-duplicated.
-func (q *recordingQueue) addedKeys() []string {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	keys := slices.Clone(q.added)
-	slices.Sort(keys)
-	return slices.Compact(keys)
-}
-
-func (q *recordingQueue) delayed() []delayedKey {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return slices.Clone(q.after)
-}
-
-func (q *recordingQueue) reset() {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.added, q.after = nil, nil
 }
 
 // newRS returns a ReplicaSet selecting app=<name> with the given replicas.

@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/bosun-dev/bosun/pkg/controller/podcontrol"
+	"github.com/bosun-dev/bosun/pkg/controller/queue/queuetest"
 	"github.com/bosun-dev/bosun/pkg/features"
 )
 
@@ -456,14 +457,14 @@ func TestSyncRequeuesForAvailability(t *testing.T) {
 	tests := []struct {
 		name        string
 		pods        func(rs *appsv1.ReplicaSet) []*corev1.Pod
-		wantDelayed []delayedKey
+		wantDelayed []queuetest.Delayed
 	}{
 		{
 			name: "ready 4s of 10: check again in 6s",
 			pods: func(rs *appsv1.ReplicaSet) []*corev1.Pod {
 				return []*corev1.Pod{ready(newPod("p", rs), t0.Add(-4*time.Second))}
 			},
-			wantDelayed: []delayedKey{{"ns/a", 6 * time.Second}},
+			wantDelayed: []queuetest.Delayed{{Key: "ns/a", Delay: 6 * time.Second}},
 		},
 		{
 			name: "the pod closest to available decides",
@@ -473,14 +474,14 @@ func TestSyncRequeuesForAvailability(t *testing.T) {
 					ready(newPod("q", rs), t0.Add(-7*time.Second)),
 				}
 			},
-			wantDelayed: []delayedKey{{"ns/a", 3 * time.Second}},
+			wantDelayed: []queuetest.Delayed{{Key: "ns/a", Delay: 3 * time.Second}},
 		},
 		{
 			name: "unknown transition time: fall back to minReadySeconds",
 			pods: func(rs *appsv1.ReplicaSet) []*corev1.Pod {
 				return []*corev1.Pod{ready(newPod("p", rs), time.Time{})}
 			},
-			wantDelayed: []delayedKey{{"ns/a", 10 * time.Second}},
+			wantDelayed: []queuetest.Delayed{{Key: "ns/a", Delay: 10 * time.Second}},
 		},
 		{
 			name: "all ready pods available: no requeue",
@@ -506,7 +507,7 @@ func TestSyncRequeuesForAvailability(t *testing.T) {
 			if err := f.c.syncReplicaSet(f.ctx, "ns/a"); err != nil {
 				t.Fatalf("sync: %v", err)
 			}
-			if diff := cmp.Diff(tc.wantDelayed, f.queue.delayed(), cmp.AllowUnexported(delayedKey{})); diff != "" {
+			if diff := cmp.Diff(tc.wantDelayed, f.queue.Delayed()); diff != "" {
 				t.Errorf("delayed keys (-want +got):\n%s", diff)
 			}
 		})
