@@ -145,7 +145,7 @@ func NewController(ctx context.Context,
 		burstReplicas: burst,
 		expectations:  expectations.NewTracked(counters),
 		counters:      counters,
-		podUpdates:    expectations.NewVersionStore(settings.Clock),
+		podUpdates:    expectations.NewVersionStore(settings.Clock, cachedPodVersion(podInformer.Lister())),
 		// The "fake" constructor is the one that takes a clock; it is the real backoff.
 		failedPodsBackoff: flowcontrol.NewFakeBackOff(failedPodBackoffInitial, failedPodBackoffMax, settings.Clock),
 		simulated:         newSimulatedPods(),
@@ -190,6 +190,17 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 }
 
 // enqueue adds ds's key to the queue.
+// cachedPodVersion reads the pod informer's current version of a pod for podUpdates.
+func cachedPodVersion(pods corelisters.PodLister) expectations.CachedVersion {
+	return func(namespace, name string) (types.UID, string, bool) {
+		pod, err := pods.Pods(namespace).Get(name)
+		if err != nil {
+			return "", "", false
+		}
+		return pod.UID, pod.ResourceVersion, true
+	}
+}
+
 func (c *Controller) enqueue(ctx context.Context, ds *appsv1alpha1.DaemonSet) {
 	key, err := queue.KeyFor(ds)
 	if err != nil {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -110,6 +112,7 @@ func newFixture(t *testing.T, opt fixtureOption, objects ...runtime.Object) *fix
 		clock: clk, recorder: recorder, queue: q, c: c, created: &podCreateReactor{},
 	}
 	f.created.install(kubeClient)
+	bumpPodVersions(kubeClient)
 	for _, obj := range objects {
 		f.cacheAdd(obj)
 	}
@@ -227,6 +230,26 @@ func (r *podCreateReactor) install(client *fake.Clientset) {
 		r.pods = append(r.pods, pod)
 		return true, pod, nil
 	})
+}
+
+// bumpPodVersions gives every pod written through an update or a patch a new resource
+// version, as the API server does (the fake clientset keeps the one it was sent), so that
+// a written pod can be told from the cached copy it replaced.
+func bumpPodVersions(client *fake.Clientset) {
+	var version atomic.Int64
+	version.Store(1000)
+	write := clienttesting.ObjectReaction(client.Tracker())
+	bump := func(action clienttesting.Action) (bool, runtime.Object, error) {
+		handled, obj, err := write(action)
+		pod, ok := obj.(*corev1.Pod)
+		if err != nil || !ok {
+			return handled, obj, err
+		}
+		pod.ResourceVersion = strconv.FormatInt(version.Add(1), 10)
+		return true, pod, client.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), pod, pod.Namespace)
+	}
+	client.PrependReactor("update", "pods", bump)
+	client.PrependReactor("patch", "pods", bump)
 }
 
 func (r *podCreateReactor) all() []*corev1.Pod {

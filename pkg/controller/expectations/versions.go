@@ -15,22 +15,33 @@ import (
 // the children as they were, and acting on them would update or delete them a second time.
 // The create/delete counters of Store count objects and cannot say this.
 //
+// An update event can reach the informer before the writer has recorded what it expects
+// (the write's response and the watch race), so Pending also asks the cache directly:
+// an expectation the cache already meets is dropped there, never left to time out.
+//
 // Expectations expire after ExpectationsTimeout, as Store's do.
 type VersionStore struct {
-	clock clock.PassiveClock
+	clock  clock.PassiveClock
+	cached CachedVersion
 
 	mu    sync.Mutex
 	byKey map[string]map[types.UID]expectedVersion
 }
 
 type expectedVersion struct {
+	namespace, name string
 	resourceVersion string
 	since           time.Time
 }
 
-// NewVersionStore returns an empty store reading the time from clk.
-func NewVersionStore(clk clock.PassiveClock) *VersionStore {
-	return &VersionStore{clock: clk, byKey: map[string]map[types.UID]expectedVersion{}}
+// CachedVersion returns the UID and resource version of the object the informer's cache
+// holds under namespace and name, and false when it holds none.
+type CachedVersion func(namespace, name string) (uid types.UID, resourceVersion string, found bool)
+
+// NewVersionStore returns an empty store reading the time from clk and the cache's
+// current versions through cached (nil: only Observed meets expectations).
+func NewVersionStore(clk clock.PassiveClock, cached CachedVersion) *VersionStore {
+	return &VersionStore{clock: clk, cached: cached, byKey: map[string]map[types.UID]expectedVersion{}}
 }
 
 // Expect records that obj, as the API server returned it after a write, is yet to be
@@ -41,7 +52,10 @@ func (s *VersionStore) Expect(key string, obj metav1.Object) {
 	if s.byKey[key] == nil {
 		s.byKey[key] = map[types.UID]expectedVersion{}
 	}
-	s.byKey[key][obj.GetUID()] = expectedVersion{resourceVersion: obj.GetResourceVersion(), since: s.clock.Now()}
+	s.byKey[key][obj.GetUID()] = expectedVersion{
+		namespace: obj.GetNamespace(), name: obj.GetName(),
+		resourceVersion: obj.GetResourceVersion(), since: s.clock.Now(),
+	}
 }
 
 // Observed records that the informer shows obj; its expectation is met when obj's version
@@ -63,8 +77,9 @@ func (s *VersionStore) Gone(key string, obj metav1.Object) {
 }
 
 // Pending returns how long the oldest unmet expectation of key may still hold a sync back,
-// and false when none does. Expectations older than the timeout are dropped: the informer
-// lost the update, or another writer replaced it, and waiting longer would stall the owner.
+// and false when none does. Expectations the cache meets are dropped, as are those whose
+// object the cache no longer holds (deleted, or replaced under the same name). Expectations
+// older than the timeout are dropped too: waiting longer would stall the owner.
 func (s *VersionStore) Pending(key string) (time.Duration, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -75,7 +90,7 @@ func (s *VersionStore) Pending(key string) (time.Duration, bool) {
 	now := s.clock.Now()
 	for uid, expected := range s.byKey[key] {
 		left := ExpectationsTimeout - now.Sub(expected.since)
-		if left <= 0 {
+		if left <= 0 || s.metByCache(uid, expected) {
 			delete(s.byKey[key], uid)
 			continue
 		}
@@ -84,6 +99,16 @@ func (s *VersionStore) Pending(key string) (time.Duration, bool) {
 		}
 	}
 	return wait, found
+}
+
+// metByCache reports whether the cache shows the expected version of uid, or a sign that
+// it never will: no object under that name, or one with another UID.
+func (s *VersionStore) metByCache(uid types.UID, expected expectedVersion) bool {
+	if s.cached == nil {
+		return false
+	}
+	cachedUID, resourceVersion, found := s.cached(expected.namespace, expected.name)
+	return !found || cachedUID != uid || !olderVersion(resourceVersion, expected.resourceVersion)
 }
 
 // Forget drops every expectation of key.

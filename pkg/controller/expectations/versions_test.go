@@ -16,7 +16,7 @@ func podAt(uid, resourceVersion string) *corev1.Pod {
 
 func TestVersionStoreWaitsForTheWrittenVersion(t *testing.T) {
 	clk := testclock.NewFakePassiveClock(time.Unix(1000, 0))
-	s := NewVersionStore(clk)
+	s := NewVersionStore(clk, nil)
 	if _, pending := s.Pending("ns/ds"); pending {
 		t.Fatal("an empty store holds a key back")
 	}
@@ -40,7 +40,7 @@ func TestVersionStoreWaitsForTheWrittenVersion(t *testing.T) {
 
 func TestVersionStoreExpiresAndForgets(t *testing.T) {
 	clk := testclock.NewFakePassiveClock(time.Unix(1000, 0))
-	s := NewVersionStore(clk)
+	s := NewVersionStore(clk, nil)
 	s.Expect("ns/ds", podAt("a", "20"))
 	clk.SetTime(clk.Now().Add(time.Minute))
 	s.Expect("ns/ds", podAt("b", "5"))
@@ -69,5 +69,48 @@ func TestOlderVersion(t *testing.T) {
 		if got := olderVersion(tc.a, tc.b); got != tc.want {
 			t.Errorf("olderVersion(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.want)
 		}
+	}
+}
+
+// The informer may show a write before the writer records its expectation; the cache then
+// already holds the written version, and Pending must not wait for an event that came and
+// went.
+func TestVersionStoreAsksTheCache(t *testing.T) {
+	clk := testclock.NewFakePassiveClock(time.Unix(1000, 0))
+	cache := map[string]*corev1.Pod{}
+	s := NewVersionStore(clk, func(namespace, name string) (types.UID, string, bool) {
+		pod, ok := cache[namespace+"/"+name]
+		if !ok {
+			return "", "", false
+		}
+		return pod.UID, pod.ResourceVersion, true
+	})
+	at := func(name, uid, resourceVersion string) *corev1.Pod {
+		pod := podAt(uid, resourceVersion)
+		pod.Namespace, pod.Name = "ns", name
+		return pod
+	}
+	cache["ns/a"], cache["ns/b"], cache["ns/c"] = at("a", "a", "20"), at("b", "b", "29"), at("c", "c", "5")
+
+	s.Observed("ns/ds", at("a", "a", "20")) // the event, before the expectation
+	s.Expect("ns/ds", at("a", "a", "20"))
+	s.Expect("ns/ds", at("b", "b", "30"))
+	if _, pending := s.Pending("ns/ds"); !pending {
+		t.Fatal("b's write is not in the cache yet, but nothing is pending")
+	}
+	cache["ns/b"] = at("b", "b", "31")
+	if _, pending := s.Pending("ns/ds"); pending {
+		t.Fatal("the cache shows every written version, but the key is still held back")
+	}
+
+	s.Expect("ns/ds", at("c", "c", "6"))
+	cache["ns/c"] = at("c", "other", "7") // deleted and re-created under the same name
+	if _, pending := s.Pending("ns/ds"); pending {
+		t.Fatal("an expectation of a replaced pod holds the key back")
+	}
+	s.Expect("ns/ds", at("c", "other", "8"))
+	delete(cache, "ns/c")
+	if _, pending := s.Pending("ns/ds"); pending {
+		t.Fatal("an expectation of a pod gone from the cache holds the key back")
 	}
 }
