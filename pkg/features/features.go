@@ -54,6 +54,15 @@ const (
 	// ReplicaSets of its own (a rollout controller, say). Without it (OpenKruise's behaviour)
 	// only a Deployment above a ReplicaSet is followed, and such a budget covers no pod.
 	PodUnavailableBudgetOwnerChain featuregate.Feature = "PodUnavailableBudgetOwnerChain"
+
+	// KruiseDaemon enables the node agent's APIs: with it off the webhooks refuse every new
+	// ContainerRecreateRequest and NodeImage (403), as OpenKruise's gate of the same name does.
+	KruiseDaemon featuregate.Feature = "KruiseDaemon"
+
+	// ImagePullJobGate enables ImagePullJobs: with it off the webhook refuses them (403).
+	// OpenKruise ships it off; bosun ships it on, since running bosun's imagepulljob
+	// controller is already an operator's choice (--controllers).
+	ImagePullJobGate featuregate.Feature = "ImagePullJobGate"
 )
 
 // defaultFeatureGates holds every gate bosun knows with its default and maturity.
@@ -67,6 +76,8 @@ var defaultFeatureGates = map[featuregate.Feature]featuregate.FeatureSpec{
 	PodUnavailableBudgetUpdateGate:          {Default: false, PreRelease: featuregate.Alpha},
 	PodUnavailableBudgetDaemonSetReplicas:   {Default: false, PreRelease: featuregate.Alpha},
 	PodUnavailableBudgetOwnerChain:          {Default: false, PreRelease: featuregate.Alpha},
+	KruiseDaemon:                            {Default: true, PreRelease: featuregate.Beta},
+	ImagePullJobGate:                        {Default: true, PreRelease: featuregate.Beta},
 }
 
 // DefaultMutableFeatureGate is the gate --feature-gates writes into. Only the binaries'

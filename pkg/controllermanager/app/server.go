@@ -7,16 +7,9 @@ import (
 	"context"
 	"fmt"
 
-	bosunscheme "github.com/bosun-dev/client-go/clientset/versioned/scheme"
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2"
 
@@ -79,7 +72,7 @@ func Run(ctx context.Context, o *options.Options, reg *registry.Registry) error 
 	}
 
 	// Step 3: events, then serving; health and metrics answer from here on.
-	events := newEventBroadcaster(ctx, rootClient)
+	events := cmdutil.NewEventBroadcaster(ctx, rootClient)
 	defer events.Shutdown()
 	health := newHealthChecks(o.LeaderElection.LeaderElect, ctx.Done())
 	servingConfig, err := o.Serving.Config(baseConfig)
@@ -100,7 +93,7 @@ func Run(ctx context.Context, o *options.Options, reg *registry.Registry) error 
 		logger.Error(err, "Admission webhooks stopped working")
 		klog.FlushAndExit(klog.ExitFlushTimeout, 1)
 	}
-	if err := serveWebhooks(ctx, o, rootClient, rootBuilder, reg, enabled, events.recorderFor, health.Readyz, webhookFailed); err != nil {
+	if err := serveWebhooks(ctx, o, rootClient, rootBuilder, reg, enabled, events.RecorderFor, health.Readyz, webhookFailed); err != nil {
 		return err
 	}
 
@@ -112,7 +105,7 @@ func Run(ctx context.Context, o *options.Options, reg *registry.Registry) error 
 		rootClient:    rootClient,
 		config:        o.ControllerConfiguration(),
 		featureGate:   o.FeatureGate,
-		eventRecorder: events.recorderFor,
+		eventRecorder: events.RecorderFor,
 		health:        health,
 		debugMux:      mux,
 		startInterval: o.ControllerStartInterval,
@@ -120,7 +113,7 @@ func Run(ctx context.Context, o *options.Options, reg *registry.Registry) error 
 	logger.Info("Enabled controllers", "controllers", m.enabled)
 
 	if o.LeaderElection.LeaderElect {
-		return runWithLeaderElection(ctx, o, baseConfig, m, events.recorderFor(componentName))
+		return runWithLeaderElection(ctx, o, baseConfig, m, events.RecorderFor(componentName))
 	}
 	go m.leadOrExit(ctx)
 	<-ctx.Done()
@@ -137,25 +130,3 @@ func (m *controllerManager) leadOrExit(ctx context.Context) {
 	}
 }
 
-// eventBroadcaster sends the controllers' events to the API server.
-type eventBroadcaster struct {
-	record.EventBroadcaster
-	scheme *runtime.Scheme
-}
-
-func newEventBroadcaster(ctx context.Context, client kubernetes.Interface) *eventBroadcaster {
-	// Events must keep flowing while controllers stop, so the broadcaster only borrows ctx's
-	// logger and is shut down explicitly at the very end.
-	b := record.NewBroadcaster(record.WithContext(context.WithoutCancel(ctx)))
-	b.StartStructuredLogging(3)
-	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
-	// Events may name built-in objects or bosun's own.
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(bosunscheme.AddToScheme(scheme))
-	return &eventBroadcaster{EventBroadcaster: b, scheme: scheme}
-}
-
-func (b *eventBroadcaster) recorderFor(component string) record.EventRecorderLogger {
-	return b.NewRecorder(b.scheme, corev1.EventSource{Component: component})
-}

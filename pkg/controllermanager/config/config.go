@@ -10,11 +10,14 @@ type Configuration struct {
 	// MinResyncPeriod is --min-resync-period; shared informers resync in [p, 2p).
 	MinResyncPeriod time.Duration
 
-	ReplicaSet           ReplicaSetConfiguration
-	Deployment           DeploymentConfiguration
-	GarbageCollector     GarbageCollectorConfiguration
-	AdvancedDaemonSet    AdvancedDaemonSetConfiguration
-	PodUnavailableBudget PodUnavailableBudgetConfiguration
+	ReplicaSet               ReplicaSetConfiguration
+	Deployment               DeploymentConfiguration
+	GarbageCollector         GarbageCollectorConfiguration
+	AdvancedDaemonSet        AdvancedDaemonSetConfiguration
+	PodUnavailableBudget     PodUnavailableBudgetConfiguration
+	ContainerRecreateRequest ContainerRecreateRequestConfiguration
+	NodeImage                NodeImageConfiguration
+	ImagePullJob             ImagePullJobConfiguration
 }
 
 // ReplicaSetConfiguration configures the ReplicaSet controller.
@@ -50,4 +53,29 @@ type PodUnavailableBudgetConfiguration struct {
 	// ResyncPeriod is how often every budget is synced without an event
 	// (--pod-unavailable-budget-resync-period); 0 never.
 	ResyncPeriod time.Duration
+}
+
+// ContainerRecreateRequestConfiguration configures the manager side of
+// ContainerRecreateRequests.
+type ContainerRecreateRequestConfiguration struct {
+	// ConcurrentSyncs is the number of workers (--concurrent-container-recreate-request-syncs).
+	ConcurrentSyncs int32
+}
+
+// NodeImageConfiguration configures the manager side of NodeImages.
+type NodeImageConfiguration struct {
+	// ConcurrentSyncs is the number of workers (--concurrent-nodeimage-syncs).
+	ConcurrentSyncs int32
+	// CreationDelay is how long a node must have been Ready before its NodeImage is created
+	// (--nodeimage-creation-delay).
+	CreationDelay time.Duration
+}
+
+// ImagePullJobConfiguration configures the ImagePullJob controller.
+type ImagePullJobConfiguration struct {
+	// ConcurrentSyncs is the number of workers (--concurrent-imagepulljob-syncs).
+	ConcurrentSyncs int32
+	// SecretsNamespace is where the copies of jobs' pull secrets live, the only namespace
+	// node agents read secrets from (--image-pull-secrets-namespace).
+	SecretsNamespace string
 }

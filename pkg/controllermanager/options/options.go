@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"time"
 
+	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	"k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/leaderelection"
@@ -63,6 +65,16 @@ type Options struct {
 	ConcurrentPodUnavailableBudgetSyncs int32
 	// PodUnavailableBudgetResyncPeriod is --pod-unavailable-budget-resync-period.
 	PodUnavailableBudgetResyncPeriod time.Duration
+	// ConcurrentContainerRecreateRequestSyncs is --concurrent-container-recreate-request-syncs.
+	ConcurrentContainerRecreateRequestSyncs int32
+	// ConcurrentNodeImageSyncs is --concurrent-nodeimage-syncs.
+	ConcurrentNodeImageSyncs int32
+	// NodeImageCreationDelay is --nodeimage-creation-delay.
+	NodeImageCreationDelay time.Duration
+	// ConcurrentImagePullJobSyncs is --concurrent-imagepulljob-syncs.
+	ConcurrentImagePullJobSyncs int32
+	// ImagePullSecretsNamespace is --image-pull-secrets-namespace.
+	ImagePullSecretsNamespace string
 
 	MinResyncPeriod              time.Duration
 	ControllerStartInterval      time.Duration
@@ -92,10 +104,16 @@ func NewOptions(gate featuregate.MutableVersionedFeatureGate) *Options {
 		// OpenKruise's default: three budgets sync at once.
 		ConcurrentPodUnavailableBudgetSyncs: 3,
 		PodUnavailableBudgetResyncPeriod:    time.Minute,
-		MinResyncPeriod:                     informers.DefaultMinResyncPeriod,
-		ControllerStartInterval:             0,
-		ControllerShutdownTimeout:           10 * time.Second,
-		Client:                              clientconfig.NewOptions(),
+		// OpenKruise's defaults for the node agent's manager-side controllers.
+		ConcurrentContainerRecreateRequestSyncs: 3,
+		ConcurrentNodeImageSyncs:                3,
+		NodeImageCreationDelay:                  30 * time.Second,
+		ConcurrentImagePullJobSyncs:             3,
+		ImagePullSecretsNamespace:               appsv1alpha1.DefaultImagePullSecretNamespace,
+		MinResyncPeriod:                         informers.DefaultMinResyncPeriod,
+		ControllerStartInterval:                 0,
+		ControllerShutdownTimeout:               10 * time.Second,
+		Client:                                  clientconfig.NewOptions(),
 		LeaderElection: componentbaseconfig.LeaderElectionConfiguration{
 			LeaderElect:       true,
 			LeaseDuration:     metav1.Duration{Duration: 15 * time.Second},
@@ -144,6 +162,17 @@ func (o *Options) Flags(reg *registry.Registry) cliflag.NamedFlagSets {
 	controllers.DurationVar(&o.PodUnavailableBudgetResyncPeriod, "pod-unavailable-budget-resync-period", o.PodUnavailableBudgetResyncPeriod,
 		"How often every PodUnavailableBudget's status is recomputed even without a pod or workload event, so that a budget "+
 			"never stays stale (0 disables).")
+	controllers.Int32Var(&o.ConcurrentContainerRecreateRequestSyncs, "concurrent-container-recreate-request-syncs", o.ConcurrentContainerRecreateRequestSyncs,
+		"The number of ContainerRecreateRequests (apps.kruise.io) that may sync concurrently on the manager side.")
+	controllers.Int32Var(&o.ConcurrentNodeImageSyncs, "concurrent-nodeimage-syncs", o.ConcurrentNodeImageSyncs,
+		"The number of NodeImages (apps.kruise.io) that may sync concurrently on the manager side.")
+	controllers.DurationVar(&o.NodeImageCreationDelay, "nodeimage-creation-delay", o.NodeImageCreationDelay,
+		"How long a node must have been Ready before its NodeImage is created.")
+	controllers.Int32Var(&o.ConcurrentImagePullJobSyncs, "concurrent-imagepulljob-syncs", o.ConcurrentImagePullJobSyncs,
+		"The number of ImagePullJobs (apps.kruise.io) that may sync concurrently.")
+	controllers.StringVar(&o.ImagePullSecretsNamespace, "image-pull-secrets-namespace", o.ImagePullSecretsNamespace,
+		"The namespace ImagePullJobs copy their pull secrets to; node agents read pull secrets from this namespace only, "+
+			"so it must match bosun-daemon's flag of the same name.")
 	controllers.BoolVar(&o.EnableGarbageCollector, "enable-garbage-collector", o.EnableGarbageCollector,
 		"Enables the generic garbage collector. Must match the corresponding flag of the kube-apiserver.")
 
@@ -181,6 +210,9 @@ func (o *Options) Validate(reg *registry.Registry) error {
 		{"--concurrent-gc-syncs", o.ConcurrentGCSyncs},
 		{"--concurrent-advanced-daemonset-syncs", o.ConcurrentAdvancedDaemonSetSyncs},
 		{"--concurrent-pod-unavailable-budget-syncs", o.ConcurrentPodUnavailableBudgetSyncs},
+		{"--concurrent-container-recreate-request-syncs", o.ConcurrentContainerRecreateRequestSyncs},
+		{"--concurrent-nodeimage-syncs", o.ConcurrentNodeImageSyncs},
+		{"--concurrent-imagepulljob-syncs", o.ConcurrentImagePullJobSyncs},
 	} {
 		if workers.value < 1 {
 			errs = append(errs, fmt.Errorf("%s must be at least 1, got %d", workers.flag, workers.value))
@@ -188,6 +220,12 @@ func (o *Options) Validate(reg *registry.Registry) error {
 	}
 	if o.PodUnavailableBudgetResyncPeriod < 0 {
 		errs = append(errs, fmt.Errorf("--pod-unavailable-budget-resync-period must not be negative, got %v", o.PodUnavailableBudgetResyncPeriod))
+	}
+	if o.NodeImageCreationDelay < 0 {
+		errs = append(errs, fmt.Errorf("--nodeimage-creation-delay must not be negative, got %v", o.NodeImageCreationDelay))
+	}
+	for _, msg := range validation.ValidateNamespaceName(o.ImagePullSecretsNamespace, false) {
+		errs = append(errs, fmt.Errorf("--image-pull-secrets-namespace %q is not a namespace name: %s", o.ImagePullSecretsNamespace, msg))
 	}
 	if o.MinResyncPeriod <= 0 {
 		errs = append(errs, fmt.Errorf("--min-resync-period must be greater than 0, got %v", o.MinResyncPeriod))
@@ -258,6 +296,15 @@ func (o *Options) ControllerConfiguration() *config.Configuration {
 		PodUnavailableBudget: config.PodUnavailableBudgetConfiguration{
 			ConcurrentSyncs: o.ConcurrentPodUnavailableBudgetSyncs,
 			ResyncPeriod:    o.PodUnavailableBudgetResyncPeriod,
+		},
+		ContainerRecreateRequest: config.ContainerRecreateRequestConfiguration{ConcurrentSyncs: o.ConcurrentContainerRecreateRequestSyncs},
+		NodeImage: config.NodeImageConfiguration{
+			ConcurrentSyncs: o.ConcurrentNodeImageSyncs,
+			CreationDelay:   o.NodeImageCreationDelay,
+		},
+		ImagePullJob: config.ImagePullJobConfiguration{
+			ConcurrentSyncs:  o.ConcurrentImagePullJobSyncs,
+			SecretsNamespace: o.ImagePullSecretsNamespace,
 		},
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/bosun-dev/bosun/pkg/clientbuilder"
 	"github.com/bosun-dev/bosun/pkg/cmdutil"
 	toolkitinformers "github.com/bosun-dev/bosun/pkg/controller/informers"
+	"github.com/bosun-dev/bosun/pkg/daemon/controller"
 	"github.com/bosun-dev/bosun/pkg/daemon/cri"
 	"github.com/bosun-dev/bosun/pkg/daemon/options"
 	"github.com/bosun-dev/bosun/pkg/features"
@@ -73,6 +74,34 @@ func newHealthChecks(runtime healthz.HealthChecker, terminating <-chan struct{})
 	return h
 }
 
+// newControllerContext returns the context of the agent controller called name: clients
+// and an event recorder of its own, the shared scoped factories and runtime.
+func newControllerContext(builder clientbuilder.Builder, scoped *scopedInformers, runtime *cri.Monitor,
+	events *cmdutil.EventBroadcaster, o *options.Options, name string) (controller.Context, error) {
+	kubeClient, err := builder.Client(name)
+	if err != nil {
+		return controller.Context{}, err
+	}
+	bosunClient, err := clientbuilder.BosunClient(builder, name)
+	if err != nil {
+		return controller.Context{}, err
+	}
+	return controller.Context{
+		NodeName:                  o.NodeName,
+		KubeClient:                kubeClient,
+		BosunClient:               bosunClient,
+		Node:                      scoped.node,
+		Pods:                      scoped.pods,
+		NodeImage:                 scoped.nodeImage,
+		ContainerRecreateRequests: scoped.crr,
+		Runtime:                   runtime,
+		Recorder:                  events.RecorderFor(name),
+		SecretsNamespace:          o.ImagePullSecretsNamespace,
+		MaxParallelImagePulls:     o.MaxParallelImagePulls,
+		FeatureGate:               o.FeatureGate,
+	}, nil
+}
+
 // Run runs the node agent until ctx is cancelled and everything stopped.
 func Run(ctx context.Context, o *options.Options) error {
 	logger := klog.FromContext(ctx).WithValues("node", o.NodeName)
@@ -119,22 +148,40 @@ func Run(ctx context.Context, o *options.Options) error {
 	}
 	scoped := newScopedInformers(kubeClient, bosunClient, o.NodeName, toolkitinformers.DefaultMinResyncPeriod)
 	scoped.requestCoreInformers()
+	events := cmdutil.NewEventBroadcaster(ctx, kubeClient)
+	defer events.Shutdown()
+	// Controllers ask the scoped factories for their informers while they are built, so
+	// they are built before the factories start.
+	controllers, names, err := buildControllers(ctx, func(name string) (controller.Context, error) {
+		return newControllerContext(builder, scoped, runtime, events, o, name)
+	})
+	if err != nil {
+		return err
+	}
 	scoped.watchSync(health.informerSync)
 	scoped.start(ctx)
 
-	if err := scoped.waitForSync(ctx); err == nil {
-		logger.Info("Scoped informers synced")
-		if rt, err := runtime.WaitForRuntime(ctx); err == nil {
-			// The agent controllers (ContainerRecreateRequest, NodeImage) start here.
-			logger.Info("Node agent ready", "runtime", rt.Name, "runtimeVersion", rt.Version, "endpoint", rt.Endpoint)
+	controllersDone := make(chan struct{})
+	go func() {
+		defer close(controllersDone)
+		if err := scoped.waitForSync(ctx); err != nil {
+			return
 		}
-	}
+		logger.Info("Scoped informers synced")
+		rt, err := runtime.WaitForRuntime(ctx)
+		if err != nil {
+			return
+		}
+		logger.Info("Node agent ready", "runtime", rt.Name, "runtimeVersion", rt.Version, "endpoint", rt.Endpoint, "controllers", names)
+		runControllers(ctx, controllers, names)
+	}()
 
 	<-ctx.Done()
 	logger.Info("Termination requested, stopping")
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
+		<-controllersDone
 		scoped.shutdown()
 		<-runtimeDone
 	}()

@@ -5,7 +5,11 @@ package options
 
 import (
 	"errors"
+	"fmt"
 	"os"
+
+	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	"k8s.io/apimachinery/pkg/api/validation"
 
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	cliflag "k8s.io/component-base/cli/flag"
@@ -36,6 +40,10 @@ type Options struct {
 	NodeName          string
 	RuntimeEndpoint   string
 	RuntimeSocketDirs []string
+	// ImagePullSecretsNamespace is the only namespace pull secrets are read from.
+	ImagePullSecretsNamespace string
+	// MaxParallelImagePulls bounds the pulls running at once; 0 is unlimited.
+	MaxParallelImagePulls int
 
 	Client      *clientconfig.Options
 	Serving     *serving.Options
@@ -47,13 +55,14 @@ type Options struct {
 // NewOptions returns the defaults; --node-name defaults to $NODE_NAME.
 func NewOptions(gate featuregate.MutableVersionedFeatureGate) *Options {
 	return &Options{
-		NodeName:          os.Getenv(NodeNameEnv),
-		RuntimeSocketDirs: append([]string(nil), cri.DefaultSocketDirs...),
-		Client:            clientconfig.NewOptions(),
-		Serving:           serving.NewOptions(DefaultSecurePort, ServingCertPairName),
-		Profiling:         serving.ProfilingOptions{EnableProfiling: true},
-		Logs:              logsapi.NewLoggingConfiguration(),
-		FeatureGate:       gate,
+		NodeName:                  os.Getenv(NodeNameEnv),
+		RuntimeSocketDirs:         append([]string(nil), cri.DefaultSocketDirs...),
+		ImagePullSecretsNamespace: appsv1alpha1.DefaultImagePullSecretNamespace,
+		Client:                    clientconfig.NewOptions(),
+		Serving:                   serving.NewOptions(DefaultSecurePort, ServingCertPairName),
+		Profiling:                 serving.ProfilingOptions{EnableProfiling: true},
+		Logs:                      logsapi.NewLoggingConfiguration(),
+		FeatureGate:               gate,
 	}
 }
 
@@ -68,6 +77,10 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 			"CRI-O and cri-dockerd are looked for in --runtime-socket-dirs.")
 	generic.StringSliceVar(&o.RuntimeSocketDirs, "runtime-socket-dirs", o.RuntimeSocketDirs,
 		"Directories searched for a runtime socket when --runtime-endpoint is empty (the host's /run, or where it is mounted).")
+	generic.StringVar(&o.ImagePullSecretsNamespace, "image-pull-secrets-namespace", o.ImagePullSecretsNamespace,
+		"The only namespace pull secrets of NodeImages are read from; must match bosun-controller-manager's flag of the same name.")
+	generic.IntVar(&o.MaxParallelImagePulls, "max-parallel-image-pulls", o.MaxParallelImagePulls,
+		"The most NodeImage pulls this agent runs at once; further tags wait in Waiting. 0 means no limit.")
 	o.Profiling.AddFlags(generic)
 
 	o.Client.AddFlags(fss.FlagSet("client"))
@@ -92,6 +105,12 @@ func (o *Options) Validate() error {
 	}
 	if o.RuntimeEndpoint == "" && len(o.RuntimeSocketDirs) == 0 {
 		errs = append(errs, errors.New("--runtime-socket-dirs must not be empty when --runtime-endpoint is not set"))
+	}
+	for _, msg := range validation.ValidateNamespaceName(o.ImagePullSecretsNamespace, false) {
+		errs = append(errs, fmt.Errorf("--image-pull-secrets-namespace %q is not a namespace name: %s", o.ImagePullSecretsNamespace, msg))
+	}
+	if o.MaxParallelImagePulls < 0 {
+		errs = append(errs, fmt.Errorf("--max-parallel-image-pulls must not be negative, got %d", o.MaxParallelImagePulls))
 	}
 	errs = append(errs, o.Client.Validate()...)
 	errs = append(errs, o.Serving.Validate()...)

@@ -19,6 +19,7 @@ import (
 // Runtime is a running fake CRI runtime.
 type Runtime struct {
 	runtimeapi.UnimplementedRuntimeServiceServer
+	runtimeapi.UnimplementedImageServiceServer
 
 	server   *grpc.Server
 	path     string
@@ -26,6 +27,12 @@ type Runtime struct {
 
 	mu             sync.Mutex
 	runtimeVersion string
+
+	// containers are the pod sandboxes and containers of the runtime service
+	// (containers.go); images are the image service's images and pulls (images.go). Each
+	// has its own lock.
+	containers containerState
+	images     imageState
 }
 
 // Version answers like a v1 runtime named "fake-runtime", version "1.2.3" unless changed with
@@ -57,6 +64,7 @@ func Start(t testing.TB, path string) *Runtime {
 	}
 	r := &Runtime{server: grpc.NewServer(), path: path, runtimeVersion: "1.2.3"}
 	runtimeapi.RegisterRuntimeServiceServer(r.server, r)
+	runtimeapi.RegisterImageServiceServer(r.server, r)
 	go func() { _ = r.server.Serve(listener) }()
 	t.Cleanup(r.Stop)
 	return r
