@@ -22,6 +22,7 @@ import (
 	"github.com/bosun-dev/bosun/pkg/cmdutil"
 	toolkitinformers "github.com/bosun-dev/bosun/pkg/controller/informers"
 	"github.com/bosun-dev/bosun/pkg/daemon/controller"
+	"github.com/bosun-dev/bosun/pkg/daemon/controller/runtimecondition"
 	"github.com/bosun-dev/bosun/pkg/daemon/cri"
 	"github.com/bosun-dev/bosun/pkg/daemon/options"
 	"github.com/bosun-dev/bosun/pkg/features"
@@ -161,6 +162,19 @@ func Run(ctx context.Context, o *options.Options) error {
 	scoped.watchSync(health.informerSync)
 	scoped.start(ctx)
 
+	// The runtime's state goes on the Node from the start: a missing runtime is exactly what
+	// an operator needs to see there.
+	conditionClient, err := builder.Client(runtimecondition.ControllerName)
+	if err != nil {
+		return err
+	}
+	reporter := runtimecondition.New(o.NodeName, conditionClient, events.RecorderFor(componentName), runtime)
+	reporterDone := make(chan struct{})
+	go func() {
+		defer close(reporterDone)
+		reporter.Run(ctx)
+	}()
+
 	controllersDone := make(chan struct{})
 	go func() {
 		defer close(controllersDone)
@@ -182,6 +196,7 @@ func Run(ctx context.Context, o *options.Options) error {
 	go func() {
 		defer close(stopped)
 		<-controllersDone
+		<-reporterDone
 		scoped.shutdown()
 		<-runtimeDone
 	}()

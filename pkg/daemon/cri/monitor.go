@@ -63,6 +63,9 @@ type Monitor struct {
 	lastSuccess time.Time
 	lastErr     error
 	connected   chan struct{}
+	// changed receives a token whenever the runtime turns available or unavailable; one
+	// pending token stands for any number of changes (read State for the latest).
+	changed chan struct{}
 }
 
 // NewMonitor returns a monitor for an explicit endpoint or, with an empty endpoint, for the
@@ -81,7 +84,27 @@ func NewMonitor(endpoint string, dirs []string) (*Monitor, error) {
 		maxRetry:     maxRetry,
 		lastErr:      fmt.Errorf("no Version call has been made yet"),
 		connected:    make(chan struct{}),
+		changed:      make(chan struct{}, 1),
 	}, nil
+}
+
+// Changed returns a channel that receives a token after the runtime turned available or
+// unavailable; State tells which.
+func (m *Monitor) Changed() <-chan struct{} { return m.changed }
+
+// State returns whether the last probe succeeded, and the error of the last failed probe
+// otherwise (nil before the first probe).
+func (m *Monitor) State() (available bool, lastErr error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.lastErr == nil && !m.lastSuccess.IsZero(), m.lastErr
+}
+
+func (m *Monitor) notifyChange() {
+	select {
+	case m.changed <- struct{}{}:
+	default:
+	}
 }
 
 // Name is the readiness check's name.
@@ -148,6 +171,7 @@ func (m *Monitor) Run(ctx context.Context) {
 		}
 	}()
 	wasHealthy := true // log the first failure
+	probed := false
 	for {
 		err := func() error {
 			if conn == nil {
@@ -166,6 +190,9 @@ func (m *Monitor) Run(ctx context.Context) {
 			return m.probe(ctx, conn, endpoint)
 		}()
 
+		// The first answer, and every change after it, is news for the node's condition.
+		changed := !probed || (err == nil) != wasHealthy
+		probed = true
 		next := m.probePeriod
 		if err != nil {
 			m.recordFailure(err)
@@ -188,6 +215,9 @@ func (m *Monitor) Run(ctx context.Context) {
 			}
 			wasHealthy = true
 			retry = m.initialRetry
+		}
+		if changed {
+			m.notifyChange()
 		}
 
 		select {

@@ -9,6 +9,12 @@
 //	    /ready?set=on|off switches readiness and answers the new state with 200
 //	GET /version          the version stamped in at build time
 //	    /exit?code=N      answers, then exits with code N (default 0)
+//	GET /hooks            the lines "webserver hook <name>" appended to the hook log
+//
+// "webserver hook <name>" is a lifecycle hook command (a preStop exec, say): it appends
+// <name> to the hook log, $HOOK_LOG or /tmp/webserver-hooks.log, and exits. With the log on
+// an emptyDir volume, the container started after a restart serves the lines its
+// predecessor's hooks wrote.
 //
 // /ready and /exit accept any method, because the tests reach them through the
 // API server's pod proxy, where a plain GET is the easiest request to make.
@@ -60,6 +66,7 @@ type options struct {
 type server struct {
 	version  string
 	hostname string
+	hookLog  string
 	logger   *log.Logger
 	// exit is called after an /exit response has been written and flushed; main
 	// turns it into a graceful shutdown followed by os.Exit.
@@ -77,6 +84,7 @@ func newServer(opts options, version, hostname string, logger *log.Logger, exit 
 	s := &server{
 		version:  version,
 		hostname: hostname,
+		hookLog:  hookLogPath(os.Getenv),
 		logger:   logger,
 		exit:     exit,
 		ready:    true,
@@ -108,7 +116,38 @@ func (s *server) handler() http.Handler {
 	mux.HandleFunc("GET /version", s.handleVersion)
 	mux.HandleFunc("/ready", s.handleReady)
 	mux.HandleFunc("/exit", s.handleExit)
+	mux.HandleFunc("GET /hooks", s.handleHooks)
 	return mux
+}
+
+func (s *server) handleHooks(w http.ResponseWriter, _ *http.Request) {
+	data, err := os.ReadFile(s.hookLog)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		writeText(w, http.StatusInternalServerError, fmt.Sprintf("reading %s: %v\n", s.hookLog, err))
+		return
+	}
+	writeText(w, http.StatusOK, string(data))
+}
+
+// hookLogPath is where "webserver hook" writes and GET /hooks reads.
+func hookLogPath(getenv func(string) string) string {
+	if path := getenv("HOOK_LOG"); path != "" {
+		return path
+	}
+	return "/tmp/webserver-hooks.log"
+}
+
+// runHook appends name to the hook log.
+func runHook(path, name string) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintln(f, name); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func (s *server) handleRoot(w http.ResponseWriter, _ *http.Request) {
@@ -267,6 +306,13 @@ func main() {
 // separate from main so that its deferred clean-up runs before os.Exit.
 func run() int {
 	logger := log.New(os.Stdout, "", log.LstdFlags|log.Lmicroseconds)
+	if len(os.Args) == 3 && os.Args[1] == "hook" {
+		if err := runHook(hookLogPath(os.Getenv), os.Args[2]); err != nil {
+			fmt.Fprintf(os.Stderr, "webserver hook: %v\n", err)
+			return 1
+		}
+		return 0
+	}
 
 	opts, err := parseOptions(os.Args[1:], os.Getenv)
 	if errors.Is(err, flag.ErrHelp) {

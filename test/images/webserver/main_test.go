@@ -224,3 +224,19 @@ func TestParseOptions(t *testing.T) {
 		})
 	}
 }
+
+// A hook command's lines are served by GET /hooks, across "restarts" (new servers) that
+// share the log.
+func TestHooksAreServed(t *testing.T) {
+	path := t.TempDir() + "/hooks.log"
+	t.Setenv("HOOK_LOG", path)
+	ts := newTestServer(t, options{port: "8080"})
+	ts.expect(t, http.MethodGet, "/hooks", http.StatusOK, "")
+	for _, name := range []string{"prestop", "prestop-again"} {
+		if err := runHook(hookLogPath(func(string) string { return path }), name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	restarted := newTestServer(t, options{port: "8080"})
+	restarted.expect(t, http.MethodGet, "/hooks", http.StatusOK, "prestop\nprestop-again\n")
+}

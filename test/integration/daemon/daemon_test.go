@@ -13,6 +13,10 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/bosun-dev/bosun/pkg/daemon/controller/runtimecondition"
 	"github.com/bosun-dev/bosun/pkg/daemon/cri/crifake"
 	"github.com/bosun-dev/bosun/test/integration/framework"
 )
@@ -126,4 +130,103 @@ func TestReadinessFollowsTheRuntimeAndWatchesStayOnTheNode(t *testing.T) {
 		t.Fatal("the audit log holds no list or watch from bosun-daemon; nothing was checked")
 	}
 	t.Logf("checked %d list/watch requests of bosun-daemon", checked)
+}
+
+// The agent reports on its Node whether it reaches the runtime: condition
+// BosunDaemonRuntimeReady False with the reason while the socket is missing (the agent keeps
+// running), True once the runtime answers, False again when it goes, with an event at each
+// change.
+func TestRuntimeConditionOnTheNode(t *testing.T) {
+	cp := framework.SharedControlPlane(t)
+	client := cp.Clientset(t)
+	binary := framework.BuildBosunBinary(t, "bosun-daemon")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const node = "node-runtime-condition"
+	if _, err := client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.CoreV1().Nodes().Delete(context.Background(), node, metav1.DeleteOptions{}) })
+	ports, err := framework.FreeLoopbackPorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	socket := filepath.Join(crifake.ShortTempDir(t), "containerd.sock")
+	daemon := framework.RunProcess(t, framework.ProcessConfig{
+		Path: binary,
+		Args: []string{
+			"--kubeconfig=" + cp.KubeconfigPath(),
+			"--runtime-endpoint=unix://" + socket,
+			"--bind-address=127.0.0.1",
+			fmt.Sprintf("--secure-port=%d", ports[0]),
+			"--v=2",
+		},
+		Env: []string{"NODE_NAME=" + node},
+	})
+	waitForCondition := func(status corev1.ConditionStatus, reason, eventType, eventReason string) {
+		t.Helper()
+		err := framework.WaitFor(ctx, time.Minute, fmt.Sprintf("condition %s=%s (%s) and a %s %s event", runtimecondition.ConditionType, status, reason, eventType, eventReason), func(ctx context.Context) (bool, error) {
+			if daemon.Exited() {
+				return false, fmt.Errorf("bosun-daemon exited with status %d:\n%s", daemon.ExitCode(), daemon.LogTail(40))
+			}
+			n, err := client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			found := false
+			for _, c := range n.Status.Conditions {
+				found = found || (c.Type == runtimecondition.ConditionType && c.Status == status && c.Reason == reason)
+			}
+			if !found {
+				return false, nil
+			}
+			events, err := client.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{
+				FieldSelector: "involvedObject.kind=Node,involvedObject.name=" + node + ",reason=" + eventReason,
+			})
+			if err != nil {
+				return false, err
+			}
+			for _, e := range events.Items {
+				if e.Type == eventType {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	waitForCondition(corev1.ConditionFalse, runtimecondition.ReasonRuntimeUnavailable, corev1.EventTypeWarning, runtimecondition.EventRuntimeUnavailable)
+	runtime := crifake.Start(t, socket)
+	waitForCondition(corev1.ConditionTrue, runtimecondition.ReasonRuntimeAnswering, corev1.EventTypeNormal, runtimecondition.EventRuntimeAvailable)
+	runtime.Stop()
+	n, err := client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == runtimecondition.ConditionType && c.Status != corev1.ConditionTrue {
+			t.Fatalf("condition %+v before the runtime went", c)
+		}
+	}
+	err = framework.WaitFor(ctx, time.Minute, "the condition to turn False again", func(ctx context.Context) (bool, error) {
+		n, err := client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == runtimecondition.ConditionType {
+				return c.Status == corev1.ConditionFalse, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if daemon.Exited() {
+		t.Fatalf("bosun-daemon exited without its runtime:\n%s", daemon.LogTail(40))
+	}
 }
