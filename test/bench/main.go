@@ -31,6 +31,12 @@
 // all, one that allows a few, and none (the API server's floor): client-side latency,
 // admitted evictions per second, and bosun's eviction webhook histogram.
 //
+// A seventh ("imagepulljob") measures bosun alone (OpenKruise's manager cannot run here):
+// one ImagePullJob over --imagepulljob-nodes (500) simulated NodeImages, the node agents'
+// status writes played by the bench, with bosun-controller-manager
+// --controllers=imagepulljob,nodeimage and its webhooks: time to completion, the manager's
+// CPU-seconds, and its API writes per node from the API server's audit log.
+//
 // `make bench` runs it; it is not part of `make test`, and its figures are recorded in
 // docs/benchmarks.md. It prints a Markdown report and writes it to _output/bench/results.md.
 package main
@@ -106,6 +112,7 @@ type options struct {
 	pubTightAllowed     int
 	pubManagers         []string
 	pubScenarios        []string
+	imagePullJob        imagePullJobOptions
 }
 
 func parseFlags() (*options, error) {
@@ -120,11 +127,12 @@ func parseFlags() (*options, error) {
 	flag.IntVar(&o.deployReplicas, "deployment-replicas", 1000, "replicas of the Deployment")
 	clients := flag.String("baseline-clients", "8,32,128", "comma-separated numbers of parallel clients for the raw baselines "+
 		"(pod creation for the unlimited part, pod deletion for the gc part)")
-	runs := flag.String("runs", "upstream,bosun,unlimited,gc,daemonset,webhook,pub", "comma-separated parts to run: upstream, bosun (the side-by-side workloads), "+
+	runs := flag.String("runs", "upstream,bosun,unlimited,gc,daemonset,webhook,pub,imagepulljob", "comma-separated parts to run: upstream, bosun (the side-by-side workloads), "+
 		"unlimited (bosun without client limits against the raw baseline), gc (the garbage collectors alone: cascade delete, "+
 		"with and without client limits, and a large cluster's sync and memory), daemonset (the DaemonSet controllers alone: "+
 		"create and roll a DaemonSet over --daemonset-nodes simulated nodes), webhook (admission latency of bosun's DaemonSet webhooks), "+
-		"pub (concurrent evictions under bosun's PodUnavailableBudget against upstream's PodDisruptionBudget)")
+		"pub (concurrent evictions under bosun's PodUnavailableBudget against upstream's PodDisruptionBudget), "+
+		"imagepulljob (bosun alone: one ImagePullJob over --imagepulljob-nodes simulated NodeImages)")
 	flag.StringVar(&o.bosunControllers, "bosun-controllers", defaultControllers, "--controllers of bosun-controller-manager in the side-by-side "+
 		"workloads and the unlimited part; its garbage collector removes the pods of the deleted objects")
 	flag.StringVar(&o.upstreamControllers, "upstream-controllers", defaultControllers, "--controllers of the measured upstream "+
@@ -149,6 +157,7 @@ func parseFlags() (*options, error) {
 		"--controllers=podunavailablebudget-controller with its webhooks, a PodUnavailableBudget)")
 	pubScenarios := flag.String("pub-scenarios", "none,roomy,tight", "pub part: comma-separated scenarios: none (no budget: the API "+
 		"server's floor, and bosun's webhook alone), roomy (the budget allows every eviction), tight (it allows --pub-tight-allowed)")
+	o.imagePullJob.register(flag.CommandLine)
 	flag.IntVar(&o.readierWorkers, "readier-workers", 32, "parallel writers of the helper that marks pods Ready (the same in every run)")
 	flag.IntVar(&o.repeat, "repeat", 3, "how often every part runs; the report shows the median of each figure")
 	flag.IntVar(&o.verbosity, "manager-v", 2, "--v of every controller manager")
@@ -169,7 +178,7 @@ func parseFlags() (*options, error) {
 	}
 	for _, run := range strings.Split(*runs, ",") {
 		switch run = strings.TrimSpace(run); run {
-		case managerUpstream, managerBosun, partUnlimited, partGC, partDaemonSet, partWebhook, partPUB:
+		case managerUpstream, managerBosun, partUnlimited, partGC, partDaemonSet, partWebhook, partPUB, partImagePullJob:
 			o.runs = append(o.runs, run)
 		default:
 			return nil, fmt.Errorf("--runs: unknown part %q", run)
@@ -213,6 +222,9 @@ func parseFlags() (*options, error) {
 	if o.daemonSetNodes < 1 || o.webhookRequests < 1 || o.webhookClients < 1 {
 		return nil, fmt.Errorf("--daemonset-nodes, --webhook-requests and --webhook-clients must be at least 1")
 	}
+	if err := o.imagePullJob.validate(); err != nil {
+		return nil, err
+	}
 	if o.repeat < 1 {
 		return nil, fmt.Errorf("--repeat must be at least 1")
 	}
@@ -238,7 +250,7 @@ func (o *options) wants(run string) bool {
 
 // needsBosun reports whether any chosen part runs bosun-controller-manager.
 func (o *options) needsBosun() bool {
-	return o.wants(managerBosun) || o.wants(partUnlimited) || o.wants(partWebhook) ||
+	return o.wants(managerBosun) || o.wants(partUnlimited) || o.wants(partWebhook) || o.wants(partImagePullJob) ||
 		(o.wants(partGC) && slices.Contains(o.gcManagers, managerBosun)) ||
 		(o.wants(partDaemonSet) && slices.Contains(o.daemonSetManagers, managerBosun)) ||
 		(o.wants(partPUB) && slices.Contains(o.pubManagers, managerBosun))
@@ -279,6 +291,7 @@ func run(ctx context.Context, o *options) error {
 	began := time.Now()
 	res := newResults(o, began)
 	pubRes := newPUBResults()
+	ipjRes := newImagePullJobResults()
 	for rep := 1; rep <= o.repeat; rep++ {
 		for _, name := range []string{managerUpstream, managerBosun} {
 			if !o.wants(name) {
@@ -327,10 +340,15 @@ func run(ctx context.Context, o *options) error {
 				return err
 			}
 		}
+		if o.wants(partImagePullJob) {
+			if err := runImagePullJobPart(ctx, o, ipjRes, logRoot, rep); err != nil {
+				return err
+			}
+		}
 	}
 	res.duration = time.Since(began)
 
-	report := res.markdown() + pubRes.markdown(o)
+	report := res.markdown() + pubRes.markdown(o) + ipjRes.markdown(o)
 	fmt.Print(report)
 	path := filepath.Join(o.outDir, "results.md")
 	if err := os.WriteFile(path, []byte(report), 0o644); err != nil {
@@ -488,6 +506,6 @@ func benchClientConfig(cp *framework.ControlPlane) *rest.Config {
 	config := cp.Config()
 	config.QPS = -1
 	config.ContentType = runtime.ContentTypeProtobuf
-	config.UserAgent = "bosun-bench"
+	config.UserAgent = benchUserAgent
 	return config
 }

@@ -27,9 +27,13 @@ import (
 // after the node turned Ready) and the agent's status write.
 const pullTimeout = 2 * time.Minute
 
-// privateWebserverName is the web server's repository in the private registry, as a
-// NodeImage names images: no tag.
-var privateWebserverName = strings.TrimSuffix(cluster.PrivateWebserverImage("v1"), ":v1")
+// privateWebserverName and slowWebserverName are the web server's repository in the
+// private registry and through the slow proxy in front of it, as a NodeImage names images:
+// no tag.
+var (
+	privateWebserverName = strings.TrimSuffix(cluster.PrivateWebserverImage("v1"), ":v1")
+	slowWebserverName    = strings.TrimSuffix(cluster.SlowWebserverImage("v1"), ":v1")
+)
 
 // imageService connects to the node's container runtime's image service over CRI.
 func imageService(t *testing.T) runtimeapi.ImageServiceClient {
@@ -60,13 +64,15 @@ func imagePresent(ctx context.Context, images runtimeapi.ImageServiceClient, ima
 	return status.Image != nil, nil
 }
 
-// registrySecret is a kubernetes.io/dockerconfigjson Secret for the private registry.
+// registrySecret is a kubernetes.io/dockerconfigjson Secret for the private registry,
+// directly and through the slow proxy.
 func registrySecret(t *testing.T, namespace, name, password string) *corev1.Secret {
 	t.Helper()
-	auth := base64.StdEncoding.EncodeToString([]byte(cluster.PrivateRegistryUser + ":" + password))
-	config, err := json.Marshal(map[string]any{"auths": map[string]any{cluster.PrivateRegistryHost: map[string]string{
-		"username": cluster.PrivateRegistryUser, "password": password, "auth": auth,
-	}}})
+	auth := map[string]string{
+		"username": cluster.PrivateRegistryUser, "password": password,
+		"auth": base64.StdEncoding.EncodeToString([]byte(cluster.PrivateRegistryUser + ":" + password)),
+	}
+	config, err := json.Marshal(map[string]any{"auths": map[string]any{cluster.PrivateRegistryHost: auth, cluster.SlowRegistryHost: auth}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,9 +107,9 @@ func nodeImage(t *testing.T) *appsv1alpha1.NodeImage {
 	return ni
 }
 
-// requestPull adds a tag of the private web server to the node's NodeImage, pulled with
-// secret, and removes the image entry again when the test ends.
-func requestPull(t *testing.T, secret, tag string, backoffLimit int32) {
+// requestPull adds a tag of image (a repository name, no tag) to the node's NodeImage,
+// pulled with secret, and removes the image entry again when the test ends.
+func requestPull(t *testing.T, image, secret, tag string, backoffLimit int32) {
 	t.Helper()
 	bosun := bosunClientset(t)
 	name := nodeImage(t).Name
@@ -122,7 +128,7 @@ func requestPull(t *testing.T, secret, tag string, backoffLimit int32) {
 		if ni.Spec.Images == nil {
 			ni.Spec.Images = map[string]appsv1alpha1.ImageSpec{}
 		}
-		ni.Spec.Images[privateWebserverName] = appsv1alpha1.ImageSpec{
+		ni.Spec.Images[image] = appsv1alpha1.ImageSpec{
 			PullSecrets: []appsv1alpha1.ReferenceObject{{Namespace: appsv1alpha1.DefaultImagePullSecretNamespace, Name: secret}},
 			Tags: []appsv1alpha1.ImageTagSpec{{
 				Tag:             tag,
@@ -134,27 +140,28 @@ func requestPull(t *testing.T, secret, tag string, backoffLimit int32) {
 		}
 	})
 	if err != nil {
-		t.Fatalf("adding %s:%s to NodeImage %s: %v", privateWebserverName, tag, name, err)
+		t.Fatalf("adding %s:%s to NodeImage %s: %v", image, tag, name, err)
 	}
 	t.Cleanup(func() {
-		if err := update(context.Background(), func(ni *appsv1alpha1.NodeImage) { delete(ni.Spec.Images, privateWebserverName) }); err != nil {
-			t.Logf("removing %s from NodeImage %s: %v", privateWebserverName, name, err)
+		if err := update(context.Background(), func(ni *appsv1alpha1.NodeImage) { delete(ni.Spec.Images, image) }); err != nil {
+			t.Logf("removing %s from NodeImage %s: %v", image, name, err)
 		}
 	})
 }
 
-// waitForTag waits until the NodeImage reports tag finished and returns its status.
-func waitForTag(t *testing.T, tag string) appsv1alpha1.ImageTagStatus {
+// waitForTag waits until the NodeImage reports tag of image finished and returns its
+// status.
+func waitForTag(t *testing.T, image, tag string) appsv1alpha1.ImageTagStatus {
 	t.Helper()
 	bosun := bosunClientset(t)
 	name := nodeImage(t).Name
 	var status appsv1alpha1.ImageTagStatus
-	waitFor(t, pullTimeout, fmt.Sprintf("NodeImage %s to report %s:%s finished", name, privateWebserverName, tag), func(ctx context.Context) (bool, error) {
+	waitFor(t, pullTimeout, fmt.Sprintf("NodeImage %s to report %s:%s finished", name, image, tag), func(ctx context.Context) (bool, error) {
 		ni, err := bosun.AppsV1alpha1().NodeImages().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
-		for _, s := range ni.Status.ImageStatuses[privateWebserverName].Tags {
+		for _, s := range ni.Status.ImageStatuses[image].Tags {
 			if s.Tag == tag && s.CompletionTime != nil {
 				status = s
 				return true, nil
@@ -174,8 +181,8 @@ func TestNodeImagePullsFromThePrivateRegistry(t *testing.T) {
 	removeImage(t, images, image)
 	secret := registrySecret(t, appsv1alpha1.DefaultImagePullSecretNamespace, "e2e-registry", cluster.PrivateRegistryPassword)
 
-	requestPull(t, secret.Name, "v2", 0)
-	status := waitForTag(t, "v2")
+	requestPull(t, privateWebserverName, secret.Name, "v2", 0)
+	status := waitForTag(t, privateWebserverName, "v2")
 	if status.Phase != appsv1alpha1.ImagePhaseSucceeded || !strings.HasPrefix(status.ImageID, privateWebserverName+"@") || status.Progress != 100 {
 		t.Fatalf("tag v2: %+v", status)
 	}
@@ -200,8 +207,8 @@ func TestNodeImageWrongPasswordFails(t *testing.T) {
 	removeImage(t, imageService(t), cluster.PrivateWebserverImage("v3"))
 	secret := registrySecret(t, appsv1alpha1.DefaultImagePullSecretNamespace, "e2e-wrong-password", "not-the-password")
 
-	requestPull(t, secret.Name, "v3", 0)
-	status := waitForTag(t, "v3")
+	requestPull(t, privateWebserverName, secret.Name, "v3", 0)
+	status := waitForTag(t, privateWebserverName, "v3")
 	if status.Phase != appsv1alpha1.ImagePhaseFailed || !strings.Contains(strings.ToLower(status.Message), "unauthorized") {
 		t.Fatalf("tag v3 with a wrong password: %+v; want Failed with the registry's unauthorized answer", status)
 	}
@@ -254,4 +261,70 @@ func TestImagePullJobPrePullsOntoTheNode(t *testing.T) {
 	if err != nil || !present {
 		t.Errorf("containerd does not have %s after the job (%v)", image, err)
 	}
+}
+
+// While a multi-megabyte image comes through a slow registry, the NodeImage's tag reports
+// how far the pull has got: Pulling with a progress between 0 and 100, read from
+// containerd's content store, before Succeeded with 100 (OpenKruise's NodeImage stays at 0
+// until the end).
+func TestNodeImageReportsPullProgress(t *testing.T) {
+	requireCluster(t)
+	images := imageService(t)
+	image := cluster.SlowWebserverImage(cluster.LargeWebserverTag)
+	removeImage(t, images, image)
+	secret := registrySecret(t, appsv1alpha1.DefaultImagePullSecretNamespace, "e2e-slow-registry", cluster.PrivateRegistryPassword)
+	bosun := bosunClientset(t)
+	name := nodeImage(t).Name
+
+	requestPull(t, slowWebserverName, secret.Name, cluster.LargeWebserverTag, 0)
+	// Every status the tag shows, as often as the test can look.
+	var seen []appsv1alpha1.ImageTagStatus
+	waitFor(t, pullTimeout, fmt.Sprintf("NodeImage %s to report %s finished", name, image), func(ctx context.Context) (bool, error) {
+		ni, err := bosun.AppsV1alpha1().NodeImages().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		status := findTagStatus(ni.Status.ImageStatuses[slowWebserverName].Tags, cluster.LargeWebserverTag)
+		if status == nil {
+			return false, nil
+		}
+		if len(seen) == 0 || seen[len(seen)-1].Phase != status.Phase || seen[len(seen)-1].Progress != status.Progress {
+			seen = append(seen, *status)
+		}
+		return status.CompletionTime != nil, nil
+	})
+
+	var steps []string
+	pullingBetween := false
+	for i, s := range seen {
+		steps = append(steps, fmt.Sprintf("%s %d%%", s.Phase, s.Progress))
+		if s.Phase == appsv1alpha1.ImagePhasePulling && s.Progress > 0 && s.Progress < 100 {
+			pullingBetween = true
+		}
+		if i > 0 && s.Progress < seen[i-1].Progress {
+			t.Errorf("progress went down from %d to %d", seen[i-1].Progress, s.Progress)
+		}
+	}
+	t.Logf("tag %s went: %s", cluster.LargeWebserverTag, strings.Join(steps, ", "))
+	final := seen[len(seen)-1]
+	if final.Phase != appsv1alpha1.ImagePhaseSucceeded || final.Progress != 100 || !strings.HasPrefix(final.ImageID, slowWebserverName+"@") {
+		t.Fatalf("final status %+v", final)
+	}
+	if !pullingBetween {
+		t.Errorf("no status Pulling with a progress between 0 and 100 before Succeeded: %s", strings.Join(steps, ", "))
+	}
+	present, err := imagePresent(testContext(t), images, image)
+	if err != nil || !present {
+		t.Errorf("containerd does not have %s after the pull (%v)", image, err)
+	}
+}
+
+// findTagStatus returns the status of tag among statuses, or nil.
+func findTagStatus(statuses []appsv1alpha1.ImageTagStatus, tag string) *appsv1alpha1.ImageTagStatus {
+	for i := range statuses {
+		if statuses[i].Tag == tag {
+			return &statuses[i]
+		}
+	}
+	return nil
 }

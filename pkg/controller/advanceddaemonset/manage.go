@@ -14,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 
 	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
@@ -355,38 +354,7 @@ func (c *Controller) markPreparingDelete(ctx context.Context, v *view, key strin
 // False, and recomputes Ready, retrying on conflicts with the live pod. It returns the
 // written pod, or nil when the mark was there already.
 func (c *Controller) markNotReady(ctx context.Context, pod *corev1.Pod, now metav1.Time) (*corev1.Pod, error) {
-	var written *corev1.Pod
-	current := pod.DeepCopy()
-	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		if written != nil || current == nil {
-			return nil
-		}
-		cond := daemonsetutil.PodCondition(current, appsv1alpha1.KruisePodReadyConditionType)
-		message := ""
-		if cond != nil {
-			message = cond.Message
-		}
-		marked, added := daemonsetutil.AddNotReadyMark(message, daemonsetutil.PreDeleteMark)
-		if !added && cond != nil && cond.Status == corev1.ConditionFalse {
-			return nil
-		}
-		daemonsetutil.SetPodCondition(current, corev1.PodCondition{
-			Type: appsv1alpha1.KruisePodReadyConditionType, Status: corev1.ConditionFalse, Message: marked, LastTransitionTime: now,
-		})
-		daemonsetutil.RecomputeReady(current, now)
-		updated, err := c.kubeClient.CoreV1().Pods(current.Namespace).UpdateStatus(ctx, current, metav1.UpdateOptions{})
-		if apierrors.IsConflict(err) {
-			live, getErr := c.kubeClient.CoreV1().Pods(current.Namespace).Get(ctx, current.Name, metav1.GetOptions{})
-			if getErr != nil {
-				return getErr
-			}
-			current = live
-			return err
-		}
-		written = updated
-		return err
-	})
-	return written, err
+	return daemonsetutil.MarkPodNotReady(ctx, c.kubeClient.CoreV1(), pod, daemonsetutil.PreDeleteMark, now)
 }
 
 // podKeys returns the "namespace/name" keys of pods.

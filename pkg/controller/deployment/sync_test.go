@@ -489,7 +489,7 @@ func TestSyncSelectingAll(t *testing.T) {
 	}
 }
 
-// TestSyncScalingEventScalesProportionally is acceptance scenario 17's mid-rollout scale:
+// TestSyncScalingEventScalesProportionally is a mid-rollout scale:
 // 100 old + 20 new (maxSurge 20, maxUnavailable 0) scaled from 100 to 120 replicas.
 func TestSyncScalingEventScalesProportionally(t *testing.T) {
 	oldD := newDeployment("web", 100)

@@ -19,10 +19,12 @@ import (
 // (the write's response and the watch race), so Pending also asks the cache directly:
 // an expectation the cache already meets is dropped there, never left to time out.
 //
-// Expectations expire after ExpectationsTimeout, as Store's do.
+// Expectations expire after ExpectationsTimeout, as Store's do, unless the store was made
+// with another timeout.
 type VersionStore struct {
-	clock  clock.PassiveClock
-	cached CachedVersion
+	clock   clock.PassiveClock
+	cached  CachedVersion
+	timeout time.Duration
 
 	mu    sync.Mutex
 	byKey map[string]map[types.UID]expectedVersion
@@ -41,7 +43,14 @@ type CachedVersion func(namespace, name string) (uid types.UID, resourceVersion 
 // NewVersionStore returns an empty store reading the time from clk and the cache's
 // current versions through cached (nil: only Observed meets expectations).
 func NewVersionStore(clk clock.PassiveClock, cached CachedVersion) *VersionStore {
-	return &VersionStore{clock: clk, cached: cached, byKey: map[string]map[types.UID]expectedVersion{}}
+	return NewVersionStoreWithTimeout(clk, cached, ExpectationsTimeout)
+}
+
+// NewVersionStoreWithTimeout is NewVersionStore with expectations that expire after
+// timeout, for a writer that had better act on a stale copy than wait minutes for an event
+// that may have been lost.
+func NewVersionStoreWithTimeout(clk clock.PassiveClock, cached CachedVersion, timeout time.Duration) *VersionStore {
+	return &VersionStore{clock: clk, cached: cached, timeout: timeout, byKey: map[string]map[types.UID]expectedVersion{}}
 }
 
 // Expect records that obj, as the API server returned it after a write, is yet to be
@@ -64,7 +73,7 @@ func (s *VersionStore) Observed(key string, obj metav1.Object) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	expected, ok := s.byKey[key][obj.GetUID()]
-	if ok && !olderVersion(obj.GetResourceVersion(), expected.resourceVersion) {
+	if ok && !OlderResourceVersion(obj.GetResourceVersion(), expected.resourceVersion) {
 		delete(s.byKey[key], obj.GetUID())
 	}
 }
@@ -79,7 +88,7 @@ func (s *VersionStore) Gone(key string, obj metav1.Object) {
 // Pending returns how long the oldest unmet expectation of key may still hold a sync back,
 // and false when none does. Expectations the cache meets are dropped, as are those whose
 // object the cache no longer holds (deleted, or replaced under the same name). Expectations
-// older than the timeout are dropped too: waiting longer would stall the owner.
+// older than the store's timeout are dropped too: waiting longer would stall the owner.
 func (s *VersionStore) Pending(key string) (time.Duration, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -89,7 +98,7 @@ func (s *VersionStore) Pending(key string) (time.Duration, bool) {
 	)
 	now := s.clock.Now()
 	for uid, expected := range s.byKey[key] {
-		left := ExpectationsTimeout - now.Sub(expected.since)
+		left := s.timeout - now.Sub(expected.since)
 		if left <= 0 || s.metByCache(uid, expected) {
 			delete(s.byKey[key], uid)
 			continue
@@ -108,7 +117,7 @@ func (s *VersionStore) metByCache(uid types.UID, expected expectedVersion) bool 
 		return false
 	}
 	cachedUID, resourceVersion, found := s.cached(expected.namespace, expected.name)
-	return !found || cachedUID != uid || !olderVersion(resourceVersion, expected.resourceVersion)
+	return !found || cachedUID != uid || !OlderResourceVersion(resourceVersion, expected.resourceVersion)
 }
 
 // Forget drops every expectation of key.
@@ -118,10 +127,10 @@ func (s *VersionStore) Forget(key string) {
 	delete(s.byKey, key)
 }
 
-// olderVersion reports whether resource version a is older than b. Resource versions are
-// opaque, but every Kubernetes API server issues increasing integers; anything else is
-// only compared for equality.
-func olderVersion(a, b string) bool {
+// OlderResourceVersion reports whether resource version a is older than b. Resource
+// versions are opaque, but every Kubernetes API server issues increasing integers; anything
+// else is only compared for equality.
+func OlderResourceVersion(a, b string) bool {
 	an, errA := strconv.ParseUint(a, 10, 64)
 	bn, errB := strconv.ParseUint(b, 10, 64)
 	if errA != nil || errB != nil {

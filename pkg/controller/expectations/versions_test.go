@@ -57,7 +57,25 @@ func TestVersionStoreExpiresAndForgets(t *testing.T) {
 	}
 }
 
-func TestOlderVersion(t *testing.T) {
+// A store made with its own timeout waits that long, not ExpectationsTimeout.
+func TestVersionStoreWithTimeout(t *testing.T) {
+	clk := testclock.NewFakePassiveClock(time.Unix(1000, 0))
+	s := NewVersionStoreWithTimeout(clk, nil, 10*time.Second)
+	s.Expect("ns/r", podAt("a", "9"))
+	if wait, pending := s.Pending("ns/r"); !pending || wait != 10*time.Second {
+		t.Fatalf("Pending = %v, %v; want the store's 10s", wait, pending)
+	}
+	clk.SetTime(clk.Now().Add(4 * time.Second))
+	if wait, pending := s.Pending("ns/r"); !pending || wait != 6*time.Second {
+		t.Fatalf("after 4s Pending = %v, %v; want the remaining 6s", wait, pending)
+	}
+	clk.SetTime(clk.Now().Add(6 * time.Second))
+	if _, pending := s.Pending("ns/r"); pending {
+		t.Error("the expectation outlived the store's timeout")
+	}
+}
+
+func TestOlderResourceVersion(t *testing.T) {
 	for _, tc := range []struct {
 		a, b string
 		want bool
@@ -66,8 +84,8 @@ func TestOlderVersion(t *testing.T) {
 		// Versions that are not integers are only compared for equality.
 		{"x", "y", true}, {"x", "x", false},
 	} {
-		if got := olderVersion(tc.a, tc.b); got != tc.want {
-			t.Errorf("olderVersion(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.want)
+		if got := OlderResourceVersion(tc.a, tc.b); got != tc.want {
+			t.Errorf("OlderResourceVersion(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.want)
 		}
 	}
 }

@@ -32,6 +32,9 @@ func builtinControllers() []registry.Descriptor {
 		{Name: advanceddaemonset.ControllerName, Aliases: []string{"advanceddaemonset"}, ClientName: advanceddaemonset.ControllerName,
 			Constructor: newAdvancedDaemonSetController, Webhooks: registry.Static(daemonsetwebhook.Registrations)},
 		podUnavailableBudgetDescriptor(),
+		containerRecreateRequestDescriptor(),
+		nodeImageDescriptor(),
+		imagePullJobDescriptor(),
 	}
 }
 

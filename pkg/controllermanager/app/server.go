@@ -129,4 +129,3 @@ func (m *controllerManager) leadOrExit(ctx context.Context) {
 		klog.FlushAndExit(klog.ExitFlushTimeout, 1)
 	}
 }
-

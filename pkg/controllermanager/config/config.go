@@ -69,6 +69,9 @@ type NodeImageConfiguration struct {
 	// CreationDelay is how long a node must have been Ready before its NodeImage is created
 	// (--nodeimage-creation-delay).
 	CreationDelay time.Duration
+	// ResponseTimeout is how long after a tag was requested the manager fails it when the
+	// node agent has not reported on it (--nodeimage-response-timeout).
+	ResponseTimeout time.Duration
 }
 
 // ImagePullJobConfiguration configures the ImagePullJob controller.

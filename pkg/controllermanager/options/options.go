@@ -71,6 +71,8 @@ type Options struct {
 	ConcurrentNodeImageSyncs int32
 	// NodeImageCreationDelay is --nodeimage-creation-delay.
 	NodeImageCreationDelay time.Duration
+	// NodeImageResponseTimeout is --nodeimage-response-timeout.
+	NodeImageResponseTimeout time.Duration
 	// ConcurrentImagePullJobSyncs is --concurrent-imagepulljob-syncs.
 	ConcurrentImagePullJobSyncs int32
 	// ImagePullSecretsNamespace is --image-pull-secrets-namespace.
@@ -108,6 +110,7 @@ func NewOptions(gate featuregate.MutableVersionedFeatureGate) *Options {
 		ConcurrentContainerRecreateRequestSyncs: 3,
 		ConcurrentNodeImageSyncs:                3,
 		NodeImageCreationDelay:                  30 * time.Second,
+		NodeImageResponseTimeout:                10 * time.Minute,
 		ConcurrentImagePullJobSyncs:             3,
 		ImagePullSecretsNamespace:               appsv1alpha1.DefaultImagePullSecretNamespace,
 		MinResyncPeriod:                         informers.DefaultMinResyncPeriod,
@@ -168,6 +171,8 @@ func (o *Options) Flags(reg *registry.Registry) cliflag.NamedFlagSets {
 		"The number of NodeImages (apps.kruise.io) that may sync concurrently on the manager side.")
 	controllers.DurationVar(&o.NodeImageCreationDelay, "nodeimage-creation-delay", o.NodeImageCreationDelay,
 		"How long a node must have been Ready before its NodeImage is created.")
+	controllers.DurationVar(&o.NodeImageResponseTimeout, "nodeimage-response-timeout", o.NodeImageResponseTimeout,
+		"How long after a NodeImage tag was requested the manager marks it Failed when the node agent has not reported on it.")
 	controllers.Int32Var(&o.ConcurrentImagePullJobSyncs, "concurrent-imagepulljob-syncs", o.ConcurrentImagePullJobSyncs,
 		"The number of ImagePullJobs (apps.kruise.io) that may sync concurrently.")
 	controllers.StringVar(&o.ImagePullSecretsNamespace, "image-pull-secrets-namespace", o.ImagePullSecretsNamespace,
@@ -223,6 +228,9 @@ func (o *Options) Validate(reg *registry.Registry) error {
 	}
 	if o.NodeImageCreationDelay < 0 {
 		errs = append(errs, fmt.Errorf("--nodeimage-creation-delay must not be negative, got %v", o.NodeImageCreationDelay))
+	}
+	if o.NodeImageResponseTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--nodeimage-response-timeout must be greater than 0, got %v", o.NodeImageResponseTimeout))
 	}
 	for _, msg := range validation.ValidateNamespaceName(o.ImagePullSecretsNamespace, false) {
 		errs = append(errs, fmt.Errorf("--image-pull-secrets-namespace %q is not a namespace name: %s", o.ImagePullSecretsNamespace, msg))
@@ -301,6 +309,7 @@ func (o *Options) ControllerConfiguration() *config.Configuration {
 		NodeImage: config.NodeImageConfiguration{
 			ConcurrentSyncs: o.ConcurrentNodeImageSyncs,
 			CreationDelay:   o.NodeImageCreationDelay,
+			ResponseTimeout: o.NodeImageResponseTimeout,
 		},
 		ImagePullJob: config.ImagePullJobConfiguration{
 			ConcurrentSyncs:  o.ConcurrentImagePullJobSyncs,

@@ -8,6 +8,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/bosun-dev/bosun/pkg/daemon/controller"
+	"github.com/bosun-dev/bosun/pkg/daemon/controller/containerrecreaterequest"
+	"github.com/bosun-dev/bosun/pkg/daemon/controller/nodeimage"
 )
 
 // agentController is one entry of the node agent's controller list: its name (also its
@@ -21,7 +23,10 @@ type agentController struct {
 // agentControllers lists the node agent's controllers. Adding one is one entry here and
 // its constructor in its own package under pkg/daemon/controller.
 func agentControllers() []agentController {
-	return []agentController{}
+	return []agentController{
+		{name: containerrecreaterequest.ControllerName, new: containerrecreaterequest.New},
+		{name: nodeimage.ControllerName, new: nodeimage.New},
+	}
 }
 
 // buildControllers builds every agent controller; each gets a context whose clients and

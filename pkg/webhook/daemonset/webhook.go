@@ -51,30 +51,13 @@ func Registrations() []webhook.Registration {
 }
 
 func rules() []admissionregistrationv1.RuleWithOperations {
-	return []admissionregistrationv1.RuleWithOperations{{
-		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-		Rule: admissionregistrationv1.Rule{
-			APIGroups:   []string{appsv1alpha1.GroupName},
-			APIVersions: []string{appsv1alpha1.SchemeGroupVersion.Version},
-			Resources:   []string{"daemonsets"},
-		},
-	}}
+	return webhook.ResourceRules(appsv1alpha1.SchemeGroupVersion, "daemonsets", admissionregistrationv1.Create, admissionregistrationv1.Update)
 }
 
-// admittedObject decodes the DaemonSet of a CREATE or UPDATE. For any other operation, or
-// a request that is not a DaemonSet of this version, it returns the answer instead.
+// admittedObject decodes the DaemonSet of a CREATE or UPDATE, or returns the answer (see
+// webhook.DecodeAdmitted).
 func admittedObject(req *admissionv1.AdmissionRequest) (*appsv1alpha1.DaemonSet, *admissionv1.AdmissionResponse) {
-	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
-		return nil, webhook.Allowed()
-	}
-	if err := webhook.CheckKind(req, daemonSetKind); err != nil {
-		return nil, webhook.Errored(http.StatusBadRequest, err)
-	}
-	ds, err := decode(req.Object.Raw, "object")
-	if err != nil {
-		return nil, webhook.Errored(http.StatusBadRequest, err)
-	}
-	return ds, nil
+	return webhook.DecodeAdmitted[appsv1alpha1.DaemonSet](req, daemonSetKind)
 }
 
 // mutate answers with the patch that defaults the object.
@@ -148,7 +131,7 @@ func validate(_ context.Context, req *admissionv1.AdmissionRequest) *admissionv1
 
 	var errs field.ErrorList
 	if req.Operation == admissionv1.Update {
-		old, err := decode(req.OldObject.Raw, "oldObject")
+		old, err := webhook.DecodeStrictNew[appsv1alpha1.DaemonSet](req.OldObject.Raw, "oldObject", daemonSetKind)
 		if err != nil {
 			return webhook.Errored(http.StatusBadRequest, err)
 		}
@@ -164,14 +147,4 @@ func validate(_ context.Context, req *admissionv1.AdmissionRequest) *admissionv1
 		return webhook.Invalid(daemonSetGroupKind, name, errs)
 	}
 	return webhook.Allowed()
-}
-
-// decode decodes what the request holds under name into a DaemonSet, strictly
-// (webhook.DecodeStrict).
-func decode(raw []byte, name string) (*appsv1alpha1.DaemonSet, error) {
-	obj := &appsv1alpha1.DaemonSet{}
-	if err := webhook.DecodeStrict(raw, name, daemonSetKind, obj); err != nil {
-		return nil, err
-	}
-	return obj, nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
 	"github.com/bosun-dev/bosun/pkg/webhook"
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -375,7 +376,7 @@ func applyAdditions(t *testing.T, object string, patch []byte) map[string]any {
 }
 
 func TestDecodeRefusesDuplicateFields(t *testing.T) {
-	_, err := decode([]byte(`{"spec": {"minReadySeconds": 1, "minReadySeconds": 2}}`), "object")
+	_, err := webhook.DecodeStrictNew[appsv1alpha1.DaemonSet]([]byte(`{"spec": {"minReadySeconds": 1, "minReadySeconds": 2}}`), "object", daemonSetKind)
 	if err == nil || !strings.Contains(err.Error(), `duplicate field "spec.minReadySeconds"`) {
 		t.Errorf("decode: %v, want a duplicate field error", err)
 	}

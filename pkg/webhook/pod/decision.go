@@ -82,8 +82,13 @@ func (h *handler) decide(ctx context.Context, d *disruption) *admissionv1.Admiss
 		if d.op == policyv1alpha1.PubUpdateOperation || d.op == policyv1alpha1.PubResizeOperation {
 			return webhook.Allowed()
 		}
-		fresh := h.Cache.Freshest(pub)
-		if fresh.Status.CurrentAvailable >= fresh.Status.DesiredAvailable {
+		if budgetMet(h.Cache.Freshest(pub)) {
+			return webhook.Allowed()
+		}
+		// Refusing on a copy that lags the controller's last recount would turn away a pod
+		// the budget already has room for: ask the API server before saying no.
+		live, err := h.Client.PolicyV1alpha1().PodUnavailableBudgets(pub.Namespace).Get(ctx, pub.Name, metav1.GetOptions{})
+		if err == nil && live.UID == pub.UID && budgetMet(live) {
 			return webhook.Allowed()
 		}
 		return h.refuse(ctx, d, pub, newBudgetDenial(pub.Name, causeNoBudget))
@@ -183,4 +188,9 @@ func operationNoun(op policyv1alpha1.PubOperation) string {
 		return "resize"
 	}
 	return strings.ToLower(string(op))
+}
+
+// budgetMet reports whether as many pods are available as the budget wants.
+func budgetMet(pub *policyv1alpha1.PodUnavailableBudget) bool {
+	return pub.Status.CurrentAvailable >= pub.Status.DesiredAvailable
 }

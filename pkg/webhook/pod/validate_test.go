@@ -414,6 +414,14 @@ func TestProtectNotReady(t *testing.T) {
 		t.Fatal(err)
 	}
 	expectDenied(t, fresh.validate(deleteRequest(t, sick, "u")), 403, metav1.StatusReasonForbidden, noBudgetMessage("pub"))
+
+	// A refusal is checked against the API server: the controller's recount may not have
+	// reached this process's informer yet.
+	lagging := newFixture(t, fixtureOptions{}, sick, newBudget("pub", 0, 2, 1, protect))
+	recounted := lagging.budget("pub")
+	recounted.Status.CurrentAvailable = 2
+	lagging.server.Put(recounted)
+	expectAllowed(t, lagging.validate(deleteRequest(t, sick, "u")))
 }
 
 // Requests the webhook cannot judge, or has nothing to judge in.

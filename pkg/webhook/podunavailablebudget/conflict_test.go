@@ -83,7 +83,7 @@ func TestSelectorsOverlap(t *testing.T) {
 		a, b *metav1.LabelSelector
 		want bool
 	}{
-		// Acceptance scenario 3.
+		// Two budgets whose selectors pick the same pods overlap.
 		{"same matchLabels", labelsSelector("app", "web"), labelsSelector("app", "web"), true},
 		{"matchLabels and an In sharing the value", labelsSelector("app", "web"), exprSelector(in("app", "web", "api")), true},
 		{"one more key", labelsSelector("app", "web"), labelsSelector("app", "web", "tier", "fe"), false},
@@ -140,7 +140,7 @@ func TestTargetRefsConflict(t *testing.T) {
 		want bool
 	}{
 		{"same", ref("apps/v1", "Deployment", "web"), ref("apps/v1", "Deployment", "web"), true},
-		// Acceptance scenario 3: the version is ignored.
+		// Only group, kind and name count: the version is ignored.
 		{"other version", ref("apps/v1", "Deployment", "web"), ref("apps/v1beta1", "Deployment", "web"), true},
 		{"other name", ref("apps/v1", "Deployment", "web"), ref("apps/v1", "Deployment", "api"), false},
 		{"other kind", ref("apps/v1", "Deployment", "web"), ref("apps/v1", "StatefulSet", "web"), false},

@@ -86,7 +86,7 @@ func TestValidate(t *testing.T) {
 			p.Spec.TargetReference = &policyv1alpha1.TargetReference{APIVersion: "v1", Kind: "ReplicationController", Name: "web"}
 		}},
 
-		// Acceptance scenario 1, one case each.
+		// Each invalid spec, one case each.
 		{name: "neither selector nor targetRef", budget: selectorBudget, mutate: func(p *policyv1alpha1.PodUnavailableBudget) { p.Spec.Selector = nil },
 			want: []wantError{{"spec.selector", field.ErrorTypeRequired}}},
 		{name: "both selector and targetRef", budget: selectorBudget, mutate: func(p *policyv1alpha1.PodUnavailableBudget) {
@@ -284,7 +284,7 @@ func TestValidateAnnotationMessages(t *testing.T) {
 	}
 }
 
-// Acceptance scenario 2 and the rest of the update rules.
+// The immutable fields and the rest of the update rules.
 func TestValidateUpdate(t *testing.T) {
 	tests := []struct {
 		name   string

@@ -11,8 +11,6 @@ import (
 	policylisters "github.com/bosun-dev/client-go/listers/policy/v1alpha1"
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/component-base/featuregate"
@@ -42,14 +40,8 @@ func Registrations(budgets policylisters.PodUnavailableBudgetLister, gates featu
 		Name: ValidatingName,
 		Path: ValidatingPath,
 		Type: webhook.Validating,
-		Rules: []admissionregistrationv1.RuleWithOperations{{
-			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-			Rule: admissionregistrationv1.Rule{
-				APIGroups:   []string{policyv1alpha1.GroupName},
-				APIVersions: []string{policyv1alpha1.SchemeGroupVersion.Version},
-				Resources:   []string{"podunavailablebudgets"},
-			},
-		}},
+		Rules: webhook.ResourceRules(policyv1alpha1.SchemeGroupVersion, "podunavailablebudgets",
+			admissionregistrationv1.Create, admissionregistrationv1.Update),
 		Handler: webhook.HandlerFunc(v.validate),
 	}}
 }
@@ -62,19 +54,14 @@ type validator struct {
 // validate admits a budget that is valid, has kept its selector and targetRef (on UPDATE)
 // and conflicts with no other budget of its namespace; it denies anything else with a 400.
 func (v *validator) validate(_ context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
-	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
-		return webhook.Allowed()
-	}
-	if err := webhook.CheckKind(req, budgetKind); err != nil {
-		return webhook.Errored(http.StatusBadRequest, err)
-	}
-	pub, err := decode(req.Object.Raw, "object")
-	if err != nil {
-		return webhook.Errored(http.StatusBadRequest, err)
+	pub, answer := webhook.DecodeAdmitted[policyv1alpha1.PodUnavailableBudget](req, budgetKind)
+	if answer != nil {
+		return answer
 	}
 	var old *policyv1alpha1.PodUnavailableBudget
 	if req.Operation == admissionv1.Update {
-		if old, err = decode(req.OldObject.Raw, "oldObject"); err != nil {
+		var err error
+		if old, err = webhook.DecodeStrictNew[policyv1alpha1.PodUnavailableBudget](req.OldObject.Raw, "oldObject", budgetKind); err != nil {
 			return webhook.Errored(http.StatusBadRequest, err)
 		}
 		// A budget being deleted is about to stop protecting anything whatever it says;
@@ -120,18 +107,5 @@ func (v *validator) validate(_ context.Context, req *admissionv1.AdmissionReques
 // cause per field error, but with code 400 (Bad Request) instead of 422: OpenKruise answers
 // 400, and clients written against it may test for that code.
 func invalid(name string, errs field.ErrorList) *admissionv1.AdmissionResponse {
-	status := apierrors.NewInvalid(budgetGroupKind, name, errs).ErrStatus
-	status.Code = http.StatusBadRequest
-	status.Reason = metav1.StatusReasonBadRequest
-	return &admissionv1.AdmissionResponse{Allowed: false, Result: &status}
-}
-
-// decode decodes what the request holds under name into a PodUnavailableBudget, strictly
-// (webhook.DecodeStrict).
-func decode(raw []byte, name string) (*policyv1alpha1.PodUnavailableBudget, error) {
-	obj := &policyv1alpha1.PodUnavailableBudget{}
-	if err := webhook.DecodeStrict(raw, name, budgetKind, obj); err != nil {
-		return nil, err
-	}
-	return obj, nil
+	return webhook.InvalidWithCode(http.StatusBadRequest, budgetGroupKind, name, errs)
 }

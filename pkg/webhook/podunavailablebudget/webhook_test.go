@@ -203,7 +203,7 @@ func TestHandlerAllowsValidBudgets(t *testing.T) {
 	checkAllowed(t, handle(t, newLister(t), gates, newRequest(t, admissionv1.Create, withAnnotations, nil)))
 }
 
-// Acceptance scenario 1: each invalid budget is denied with a 400 naming its field.
+// Each invalid budget is denied with a 400 naming its field.
 func TestHandlerDeniesInvalidBudgets(t *testing.T) {
 	replace := func(old, new string) string {
 		if !strings.Contains(userBudget, old) {
@@ -250,7 +250,7 @@ func TestHandlerDeniesInvalidBudgets(t *testing.T) {
 	}
 }
 
-// Acceptance scenario 2.
+// A change of an immutable field is denied.
 func TestHandlerImmutability(t *testing.T) {
 	gates := newGates(t, true, false)
 	old := selectorBudget("b")
@@ -276,7 +276,7 @@ func TestHandlerImmutability(t *testing.T) {
 	checkAllowed(t, handle(t, lister, gates, newRequest(t, admissionv1.Update, changed, oldRef)))
 }
 
-// Acceptance scenario 3.
+// A budget overlapping another one is denied.
 func TestHandlerOverlap(t *testing.T) {
 	gates := newGates(t, true, false)
 	a := selectorBudget("a")

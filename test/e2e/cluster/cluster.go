@@ -62,6 +62,7 @@ type Cluster struct {
 
 	controlPlane *framework.ControlPlane
 	registries   []*registry
+	slowRegistry *throttledProxy
 	containerd   *containerd
 	// components are every long-running process in start order, registries and control
 	// plane excluded (they are watched through their own handles).
@@ -365,6 +366,9 @@ func (c *Cluster) Stop() error {
 				errs = append(errs, err)
 			}
 		}
+		if c.slowRegistry != nil {
+			c.slowRegistry.stop()
+		}
 		for _, r := range c.registries {
 			r.Stop(framework.DefaultStopGracePeriod)
 		}
@@ -465,6 +469,9 @@ func (c *Cluster) Describe() string {
 	fmt.Fprintf(&b, "  %-26s %s\n", "containerd", c.RuntimeEndpoint())
 	for _, r := range c.registries {
 		fmt.Fprintf(&b, "  %-26s %s\n", r.Name(), r.describe())
+	}
+	if c.slowRegistry != nil {
+		fmt.Fprintf(&b, "  %-26s http://%s (the private registry at %d KiB/s)\n", "slow-registry", SlowRegistryHost, SlowRegistryBytesPerSecond>>10)
 	}
 	return b.String()
 }

@@ -104,7 +104,7 @@ func (c *Cluster) startContainerd(ctx context.Context) error {
 			PauseImage, cniBinDir, cniConfDir, hostsDir, runcRoot(c.dir)),
 		filepath.Join(cniConfDir, "10-bosun.conflist"): fmt.Sprintf(cniConfig, bridgeName, podSubnet, filepath.Join(dir, "cni", "ipam"), networkName),
 	}
-	for _, host := range []string{RegistryHost, PrivateRegistryHost} {
+	for _, host := range []string{RegistryHost, PrivateRegistryHost, SlowRegistryHost} {
 		files[filepath.Join(hostsDir, host, "hosts.toml")] = fmt.Sprintf(registryHosts, host)
 	}
 	for path, content := range files {

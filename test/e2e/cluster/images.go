@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +22,14 @@ const (
 	WebserverPort = 8080
 )
 
+// LargeWebserverTag is a tag of the test web server, in the private registry only, that
+// also holds LargeWebserverPadding bytes of incompressible data: through SlowRegistryHost
+// its pull takes about ten seconds.
+const (
+	LargeWebserverTag     = "large"
+	LargeWebserverPadding = 8 << 20
+)
+
 // WebserverVersions are the tags of the test web server (test/images/webserver) in both
 // registries; each answers /version with its tag, so a rollout can be told apart.
 var WebserverVersions = []string{"v1", "v2", "v3"}
@@ -36,8 +45,15 @@ func PrivateWebserverImage(version string) string {
 	return PrivateRegistryHost + "/" + webserverRepository + ":" + version
 }
 
+// SlowWebserverImage names a tag of the test web server in the private registry, through
+// the slow proxy in front of it: pulls need a pull secret for SlowRegistryHost.
+func SlowWebserverImage(tag string) string {
+	return SlowRegistryHost + "/" + webserverRepository + ":" + tag
+}
+
 // pushImages builds the test images from test/images and pushes them: the pause image to
-// the open registry, every web server version to both.
+// the open registry, every web server version to both, the large web server to the
+// private one.
 func (c *Cluster) pushImages(ctx context.Context) error {
 	pause, err := c.buildImage(ctx, "pause", "", ociimage.Config{Entrypoint: []string{"/pause"}})
 	if err != nil {
@@ -62,12 +78,23 @@ func (c *Cluster) pushImages(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	// The padding comes from a fixed seed, so that the image's digest never changes.
+	padding := make([]byte, LargeWebserverPadding)
+	_, _ = rand.NewChaCha8([32]byte{}).Read(padding)
+	large, err := c.buildImage(ctx, "webserver", LargeWebserverTag, ociimage.Config{
+		Entrypoint:   []string{"/webserver"},
+		ExposedPorts: []string{fmt.Sprintf("%d/tcp", WebserverPort)},
+	}, ociimage.File{Path: "/padding", Data: padding})
+	if err != nil {
+		return err
+	}
+	return ociimage.Push(ctx, PrivateRegistryHost, webserverRepository, LargeWebserverTag, large, private)
 }
 
 // buildImage compiles test/images/<name> as a static binary (its main.version set to
-// version when given) and packs it as a one-layer image holding just /<name>.
-func (c *Cluster) buildImage(ctx context.Context, name, version string, config ociimage.Config) (*ociimage.Image, error) {
+// version when given) and packs it as a one-layer image holding /<name> and the extra
+// files.
+func (c *Cluster) buildImage(ctx context.Context, name, version string, config ociimage.Config, extra ...ociimage.File) (*ociimage.Image, error) {
 	binary := filepath.Join(c.dir, "images", name+"-"+version)
 	ldflags := "-s -w"
 	if version != "" {
@@ -84,7 +111,7 @@ func (c *Cluster) buildImage(ctx context.Context, name, version string, config o
 	if err != nil {
 		return nil, err
 	}
-	img, err := ociimage.Build([]ociimage.File{{Path: "/" + name, Mode: 0o755, Data: data}}, config)
+	img, err := ociimage.Build(append([]ociimage.File{{Path: "/" + name, Mode: 0o755, Data: data}}, extra...), config)
 	if err != nil {
 		return nil, fmt.Errorf("packing the %s image: %w", name, err)
 	}

@@ -26,6 +26,11 @@ const (
 	// account. The registry listens on loopback only and lives as long as the cluster.
 	PrivateRegistryUser     = "bosun"
 	PrivateRegistryPassword = "bosun-local-registry"
+	// SlowRegistryHost is the private registry (same images, same account) behind a
+	// proxy that sends at most SlowRegistryBytesPerSecond: pulling a multi-megabyte image
+	// takes seconds, as over a slow network, long enough to watch its progress.
+	SlowRegistryHost           = "127.0.0.1:5102"
+	SlowRegistryBytesPerSecond = 1 << 20
 )
 
 // registry is a CNCF distribution registry (Debian's docker-registry) on loopback.
@@ -42,7 +47,8 @@ func (r *registry) describe() string {
 	return "http://" + r.host
 }
 
-// startRegistries starts the open and the private registry.
+// startRegistries starts the open and the private registry, and the slow proxy in front of
+// the private one.
 func (c *Cluster) startRegistries(ctx context.Context) error {
 	for _, spec := range []struct {
 		name, host string
@@ -57,6 +63,11 @@ func (c *Cluster) startRegistries(ctx context.Context) error {
 		}
 		c.registries = append(c.registries, r)
 	}
+	proxy, err := startThrottledProxy(SlowRegistryHost, PrivateRegistryHost, SlowRegistryBytesPerSecond)
+	if err != nil {
+		return fmt.Errorf("starting the slow registry: %w", err)
+	}
+	c.slowRegistry = proxy
 	return nil
 }
 
@@ -64,7 +75,7 @@ func (c *Cluster) startRegistries(ctx context.Context) error {
 // local cluster (or an end-to-end run) on this machine, with which this one would share
 // the ports and the node's bridge.
 func checkNoOtherCluster() error {
-	for _, host := range []string{RegistryHost, PrivateRegistryHost} {
+	for _, host := range []string{RegistryHost, PrivateRegistryHost, SlowRegistryHost} {
 		if conn, err := net.DialTimeout("tcp", host, time.Second); err == nil {
 			conn.Close()
 			return fmt.Errorf("%s is already in use: is another bosun local cluster running on this machine? "+

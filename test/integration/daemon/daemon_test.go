@@ -45,32 +45,17 @@ func TestNodeNameIsRequired(t *testing.T) {
 
 func TestReadinessFollowsTheRuntimeAndWatchesStayOnTheNode(t *testing.T) {
 	cp := framework.SharedControlPlane(t)
-	binary := framework.BuildBosunBinary(t, "bosun-daemon")
-	ports, err := framework.FreeLoopbackPorts(1)
-	if err != nil {
-		t.Fatal(err)
-	}
 	socket := filepath.Join(crifake.ShortTempDir(t), "containerd.sock")
 	const node = "node-a"
-	daemon := framework.RunProcess(t, framework.ProcessConfig{
-		Path: binary,
-		Args: []string{
-			"--kubeconfig=" + cp.KubeconfigPath(),
-			"--runtime-endpoint=unix://" + socket,
-			"--bind-address=127.0.0.1",
-			fmt.Sprintf("--secure-port=%d", ports[0]),
-			"--v=2",
-		},
-		Env: []string{"NODE_NAME=" + node},
-	})
+	daemon := framework.RunBosunDaemon(t, cp, framework.BosunDaemonOptions{Node: node, RuntimeEndpoint: "unix://" + socket})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	get := func(path string) (int, string) { return framework.GetEndpoint(ports[0], path, "") }
+	get := daemon.Get
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
 		err := framework.WaitFor(ctx, time.Minute, what, func(context.Context) (bool, error) {
-			if daemon.Exited() {
-				return false, fmt.Errorf("bosun-daemon exited with status %d:\n%s", daemon.ExitCode(), daemon.LogTail(40))
+			if err := daemon.ExitError(); err != nil {
+				return false, err
 			}
 			return cond(), nil
 		})
@@ -139,7 +124,6 @@ func TestReadinessFollowsTheRuntimeAndWatchesStayOnTheNode(t *testing.T) {
 func TestRuntimeConditionOnTheNode(t *testing.T) {
 	cp := framework.SharedControlPlane(t)
 	client := cp.Clientset(t)
-	binary := framework.BuildBosunBinary(t, "bosun-daemon")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const node = "node-runtime-condition"
@@ -147,27 +131,13 @@ func TestRuntimeConditionOnTheNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = client.CoreV1().Nodes().Delete(context.Background(), node, metav1.DeleteOptions{}) })
-	ports, err := framework.FreeLoopbackPorts(1)
-	if err != nil {
-		t.Fatal(err)
-	}
 	socket := filepath.Join(crifake.ShortTempDir(t), "containerd.sock")
-	daemon := framework.RunProcess(t, framework.ProcessConfig{
-		Path: binary,
-		Args: []string{
-			"--kubeconfig=" + cp.KubeconfigPath(),
-			"--runtime-endpoint=unix://" + socket,
-			"--bind-address=127.0.0.1",
-			fmt.Sprintf("--secure-port=%d", ports[0]),
-			"--v=2",
-		},
-		Env: []string{"NODE_NAME=" + node},
-	})
+	daemon := framework.RunBosunDaemon(t, cp, framework.BosunDaemonOptions{Node: node, RuntimeEndpoint: "unix://" + socket})
 	waitForCondition := func(status corev1.ConditionStatus, reason, eventType, eventReason string) {
 		t.Helper()
 		err := framework.WaitFor(ctx, time.Minute, fmt.Sprintf("condition %s=%s (%s) and a %s %s event", runtimecondition.ConditionType, status, reason, eventType, eventReason), func(ctx context.Context) (bool, error) {
-			if daemon.Exited() {
-				return false, fmt.Errorf("bosun-daemon exited with status %d:\n%s", daemon.ExitCode(), daemon.LogTail(40))
+			if err := daemon.ExitError(); err != nil {
+				return false, err
 			}
 			n, err := client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 			if err != nil {

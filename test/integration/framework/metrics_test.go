@@ -32,3 +32,19 @@ workqueue_adds_total{name="replicaset"} 1.5e+06
 		}
 	}
 }
+
+// WebhookRequests must add up every series of the named webhook (one per operation and
+// answer) and nothing of a webhook whose name merely contains it.
+func TestWebhookRequests(t *testing.T) {
+	const metrics = `# TYPE bosun_webhook_requests_total counter
+bosun_webhook_requests_total{allowed="true",operation="CREATE",webhook="mnodeimage.kb.io"} 2
+bosun_webhook_requests_total{allowed="false",operation="UPDATE",webhook="mnodeimage.kb.io"} 1
+bosun_webhook_requests_total{allowed="true",operation="CREATE",webhook="xmnodeimage.kb.io"} 5
+bosun_webhook_request_duration_seconds_count{webhook="mnodeimage.kb.io"} 7
+`
+	for webhook, want := range map[string]float64{"mnodeimage.kb.io": 3, "xmnodeimage.kb.io": 5, "vnodeimage.kb.io": 0} {
+		if got := framework.WebhookRequests(metrics, webhook); got != want {
+			t.Errorf("WebhookRequests(%s) = %v, want %v", webhook, got, want)
+		}
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -144,12 +143,8 @@ func setupNamespace(t *testing.T, e *testEnv) string {
 func (e *testEnv) removeEverything(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	admission := e.client.AdmissionregistrationV1()
-	if err := admission.MutatingWebhookConfigurations().Delete(ctx, mutatingConfiguration, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		t.Errorf("cleanup: deleting %s: %v", mutatingConfiguration, err)
-	}
-	if err := admission.ValidatingWebhookConfigurations().Delete(ctx, validatingConfiguration, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		t.Errorf("cleanup: deleting %s: %v", validatingConfiguration, err)
+	if err := framework.DeleteWebhookConfigurations(ctx, e.client); err != nil {
+		t.Errorf("cleanup: %v", err)
 	}
 	all := metav1.ListOptions{}
 	if err := e.bosun.PolicyV1alpha1().PodUnavailableBudgets(e.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, all); err != nil {
@@ -207,55 +202,19 @@ func (e *testEnv) startManager(t *testing.T, opts framework.ControllerManagerOpt
 }
 
 // waitForAdmission waits until the API server calls the budget and pod webhooks of one of
-// managers. A manager reports ready once it has written its webhook configurations, but the
-// API server picks them up through an informer of its own a moment later; a test that
-// checked a denial before that would see the request pass. Dry-run requests reach the
-// webhooks (they declare no side effects) and the managers count every call they get,
-// whatever their answer, so this does not depend on the behaviour under test.
+// managers (see framework.WaitForWebhooksCalled).
 func (e *testEnv) waitForAdmission(t *testing.T, managers ...*framework.ControllerManager) {
 	t.Helper()
-	token := e.cp.Config().BearerToken
-	dryRun := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 	probe := newBudget("admission-probe", withSelector(map[string]string{"bosun.dev/admission-probe": e.ns}), withMaxUnavailable(intstr.FromInt32(1)))
 	pod := newPod("admission-probe", map[string]string{"bosun.dev/admission-probe": e.ns}, nil)
-	for _, webhook := range []string{webhookPubValidation, webhookPodMutation} {
-		err := framework.WaitFor(e.ctx, waitTimeout, "the API server to call webhook "+webhook, func(ctx context.Context) (bool, error) {
-			// The answer does not matter, only that a webhook was asked.
-			if webhook == webhookPubValidation {
-				_, _ = e.bosun.PolicyV1alpha1().PodUnavailableBudgets(e.ns).Create(ctx, probe, dryRun)
-			} else {
-				_, _ = e.client.CoreV1().Pods(e.ns).Create(ctx, pod, dryRun)
-			}
-			for _, cm := range managers {
-				metrics, err := cm.Metrics(token)
-				if err != nil {
-					return false, err
-				}
-				if webhookRequests(metrics, webhook) > 0 {
-					return true, nil
-				}
-			}
-			return false, nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// webhookRequests sums bosun_webhook_requests_total of one webhook over all its series.
-func webhookRequests(metrics, webhook string) float64 {
-	total := 0.0
-	for _, line := range strings.Split(metrics, "\n") {
-		if !strings.HasPrefix(line, "bosun_webhook_requests_total{") || !strings.Contains(line, `webhook="`+webhook+`"`) {
-			continue
-		}
-		fields := strings.Fields(line)
-		if v, err := strconv.ParseFloat(fields[len(fields)-1], 64); err == nil {
-			total += v
-		}
-	}
-	return total
+	framework.WaitForWebhooksCalled(e.ctx, t, e.cp, []framework.WebhookProbe{
+		{Webhook: webhookPubValidation, Send: func(ctx context.Context) {
+			_, _ = e.bosun.PolicyV1alpha1().PodUnavailableBudgets(e.ns).Create(ctx, probe, framework.DryRunCreate)
+		}},
+		{Webhook: webhookPodMutation, Send: func(ctx context.Context) {
+			_, _ = e.client.CoreV1().Pods(e.ns).Create(ctx, pod, framework.DryRunCreate)
+		}},
+	}, managers...)
 }
 
 // ---- Builders ----

@@ -213,7 +213,7 @@ func TestEvictionStorm(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		served := webhookRequests(metrics, webhookPodValidation) + webhookRequests(metrics, webhookEvictionValidation)
+		served := framework.WebhookRequests(metrics, webhookPodValidation) + framework.WebhookRequests(metrics, webhookEvictionValidation)
 		t.Logf("replica on webhook port %d answered %v pod deletes and evictions", cm.WebhookPort, served)
 		if served == 0 {
 			t.Errorf("the replica on webhook port %d answered no pod delete or eviction", cm.WebhookPort)

@@ -1,5 +1,49 @@
-// Package containerrecreaterequest will hold the node side of ContainerRecreateRequest:
-// for the requests that target pods on the agent's node, it stops the named containers
-// through the CRI (running preStop hooks first) so that the kubelet recreates them, in the
-// requested order, and reports each container's progress in the request's status.
+// Package containerrecreaterequest is the node side of ContainerRecreateRequest: for the
+// active requests that target pods on the agent's node, it stops the named containers
+// through the CRI (running their preStop hooks first) so that the kubelet starts them
+// again, in the requested order, and reports each container's progress in the request's
+// status. The manager's controller (pkg/controller/containerrecreaterequest) does the rest:
+// timeouts, the pod's readiness, the copy of the pod's container statuses, clean-up.
+//
+// The queue key is the pod ("<namespace>/<pod name>"), so that all requests of one pod are
+// handled by one sync and only one of them runs at a time. One sync:
+//
+//  1. orders the pod's requests: the running one (Recreating), then the queued ones
+//     (Pending), then the new ones, each group by creation time; finished and deleting ones
+//     are skipped;
+//  2. stops at a request whose cached copy predates this agent's last write to it (at most
+//     ten seconds), and looks at the pod again when that wait ends;
+//  3. picks the first request and marks every later new one Pending; a picked request
+//     that is not Recreating yet is set Recreating, and the event of that write continues;
+//  4. with unreadyGracePeriodSeconds, waits for the manager's unready-acquired annotation,
+//     then until the grace period after it has passed;
+//  5. checks that the containers run in this node's runtime (the scheme of their container
+//     IDs), and reads the pod's containers from the CRI as the kubelet does;
+//  6. recomputes each container's state; when it changed, writes it and stops there;
+//  7. walks the containers in order: a Failed one completes the request unless the failure
+//     policy is Ignore; a Recreating one is recorded as killed, and with orderedRecreate
+//     holds the next ones back; the first Pending one present in the runtime is stopped
+//     (event Killing, preStop hook within the grace period, StopContainer with what is left
+//     of it and at least 2 s), and the sync ends there: one container per sync;
+//  8. completes the request when every container Succeeded or Failed.
+//
+// A container counts as recreated when its ID or its restart count differs from those the
+// request was admitted with, and as Succeeded once the pod status the manager copied shows
+// that same container ready, for at least minStartedSeconds.
+//
+// Beyond OpenKruise:
+//
+//   - every event of a request queues its pod, finished and removed requests included, and
+//     completing a request queues the pod again, so that the next request of the pod
+//     starts; the wait for the informer to show this agent's own writes ends in a requeue,
+//     never in a dropped event. In OpenKruise a request created right after another one
+//     finished could stay Pending forever (issues #1058, #1626, #2474);
+//   - a new container is recognized by container ID and restart count only, never by
+//     comparing start times taken on different machines (issue #2483);
+//   - an httpGet preStop hook without a host is sent to the pod IP, read from the runtime's
+//     sandbox status; in OpenKruise such hooks fail;
+//   - while the runtime is unavailable, syncs are retried with backoff instead of failing.
+//
+// The agent never starts containers itself, and it does not touch the pod: readiness is the
+// manager's job.
 package containerrecreaterequest

@@ -35,12 +35,12 @@ type Runtime struct {
 	images     imageState
 }
 
-// Version answers like a v1 runtime named "fake-runtime", version "1.2.3" unless changed with
+// Version answers like a v1 runtime named RuntimeName, version "1.2.3" unless changed with
 // SetRuntimeVersion.
 func (r *Runtime) Version(context.Context, *runtimeapi.VersionRequest) (*runtimeapi.VersionResponse, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return &runtimeapi.VersionResponse{Version: "0.1.0", RuntimeName: "fake-runtime", RuntimeVersion: r.runtimeVersion, RuntimeApiVersion: "v1"}, nil
+	return &runtimeapi.VersionResponse{Version: "0.1.0", RuntimeName: RuntimeName, RuntimeVersion: r.runtimeVersion, RuntimeApiVersion: "v1"}, nil
 }
 
 // SetRuntimeVersion changes the version Version answers, as an in-place upgrade of the

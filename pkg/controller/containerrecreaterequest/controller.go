@@ -1,0 +1,194 @@
+package containerrecreaterequest
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"time"
+
+	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	bosunclientset "github.com/bosun-dev/client-go/clientset/versioned"
+	crrinformers "github.com/bosun-dev/client-go/informers/externalversions/apps/v1alpha1"
+	crrlisters "github.com/bosun-dev/client-go/listers/apps/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/bosun-dev/bosun/pkg/controller/informers"
+	"github.com/bosun-dev/bosun/pkg/controller/options"
+	"github.com/bosun-dev/bosun/pkg/controller/queue"
+)
+
+const (
+	// ControllerName is the controller's canonical name.
+	ControllerName = "containerrecreaterequest-controller"
+
+	// queueName names the work queue in the workqueue_* metrics.
+	queueName = "containerrecreaterequest"
+
+	// ResponseTimeout is how long after its creation a request may stay unpicked (empty
+	// phase) before it is given up: the node's agent is not running or not answering.
+	ResponseTimeout = 60 * time.Second
+
+	// podUIDIndex indexes requests by their pod-uid label, so that a pod's event finds its
+	// requests without listing the namespace.
+	podUIDIndex = "crr.apps.kruise.io/pod-uid"
+)
+
+// The messages of a request the controller completes, OpenKruise's.
+const (
+	MessagePodGone          = "pod has gone"
+	MessageNoResponse       = "daemon has not responded for a long time"
+	MessageDeadlineExceeded = "recreating has exceeded the activeDeadlineSeconds"
+)
+
+// Controller is the manager-side ContainerRecreateRequest controller.
+type Controller struct {
+	client      kubernetes.Interface
+	bosunClient bosunclientset.Interface
+	clock       clock.Clock
+
+	requests        crrlisters.ContainerRecreateRequestLister
+	requestsIndexer cache.Indexer
+	pods            corelisters.PodLister
+	cachesSynced    []cache.InformerSynced
+
+	queue workqueue.TypedRateLimitingInterface[string]
+	// syncHandler is syncRequest; tests replace it to watch the worker loop.
+	syncHandler queue.SyncFunc[string]
+}
+
+// NewController builds the controller on the given informers. client writes pod status
+// (the KruisePodReady condition), bosunClient the requests. Of the options it reads the
+// clock.
+func NewController(ctx context.Context, requests crrinformers.ContainerRecreateRequestInformer, pods coreinformers.PodInformer,
+	client kubernetes.Interface, bosunClient bosunclientset.Interface, opts ...options.Option) (*Controller, error) {
+	settings := options.Apply(opts)
+	c := &Controller{
+		client:          client,
+		bosunClient:     bosunClient,
+		clock:           settings.Clock,
+		requests:        requests.Lister(),
+		requestsIndexer: requests.Informer().GetIndexer(),
+		pods:            pods.Lister(),
+		cachesSynced:    []cache.InformerSynced{requests.Informer().HasSynced, pods.Informer().HasSynced},
+		queue:           queue.New[string](queueName),
+	}
+	c.syncHandler = c.syncRequest
+	if err := addPodUIDIndex(requests.Informer()); err != nil {
+		return nil, err
+	}
+	if err := informers.AddHandlers(ctx, requests.Informer(), "ContainerRecreateRequest", informers.Handlers{
+		Add:    c.addRequest,
+		Update: c.updateRequest,
+	}); err != nil {
+		return nil, err
+	}
+	if err := informers.AddHandlers(ctx, pods.Informer(), "Pod", informers.Handlers{
+		Add:    c.addPod,
+		Update: c.updatePod,
+		Delete: c.deletePod,
+	}); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Run waits for the caches to sync, then processes requests with workers workers until ctx
+// ends.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	queue.RunController(ctx, ControllerName, c.queue, workers, c.cachesSynced, c.syncHandler)
+}
+
+func addPodUIDIndex(informer cache.SharedIndexInformer) error {
+	if _, exists := informer.GetIndexer().GetIndexers()[podUIDIndex]; exists {
+		return nil
+	}
+	err := informer.AddIndexers(cache.Indexers{podUIDIndex: func(obj any) ([]string, error) {
+		crr, ok := obj.(*appsv1alpha1.ContainerRecreateRequest)
+		if !ok {
+			return nil, nil
+		}
+		if uid := crr.Labels[appsv1alpha1.ContainerRecreateRequestPodUIDKey]; uid != "" {
+			return []string{uid}, nil
+		}
+		return nil, nil
+	}})
+	if err != nil {
+		return fmt.Errorf("adding ContainerRecreateRequest index %q: %w", podUIDIndex, err)
+	}
+	return nil
+}
+
+func (c *Controller) enqueue(crr *appsv1alpha1.ContainerRecreateRequest) {
+	c.queue.Add(queue.KeyForRef(crr.Namespace, crr.Name))
+}
+
+func (c *Controller) addRequest(ctx context.Context, obj any) {
+	crr, ok := obj.(*appsv1alpha1.ContainerRecreateRequest)
+	if !ok {
+		return
+	}
+	klog.FromContext(ctx).V(4).Info("ContainerRecreateRequest added", "containerRecreateRequest", klog.KObj(crr))
+	c.enqueue(crr)
+}
+
+func (c *Controller) updateRequest(ctx context.Context, _, cur any) {
+	crr, ok := cur.(*appsv1alpha1.ContainerRecreateRequest)
+	if !ok {
+		return
+	}
+	klog.FromContext(ctx).V(5).Info("ContainerRecreateRequest updated", "containerRecreateRequest", klog.KObj(crr))
+	c.enqueue(crr)
+}
+
+func (c *Controller) addPod(ctx context.Context, obj any) {
+	if pod, ok := obj.(*corev1.Pod); ok {
+		c.enqueueUnfinishedRequestsOf(ctx, pod)
+	}
+}
+
+// updatePod queues the pod's unfinished requests when its deletion starts or its container
+// statuses change; other changes concern no request.
+func (c *Controller) updatePod(ctx context.Context, old, cur any) {
+	oldPod, ok1 := old.(*corev1.Pod)
+	curPod, ok2 := cur.(*corev1.Pod)
+	if !ok1 || !ok2 {
+		return
+	}
+	deletionStarted := oldPod.DeletionTimestamp == nil && curPod.DeletionTimestamp != nil
+	if deletionStarted || !reflect.DeepEqual(oldPod.Status.ContainerStatuses, curPod.Status.ContainerStatuses) {
+		c.enqueueUnfinishedRequestsOf(ctx, curPod)
+	}
+}
+
+func (c *Controller) deletePod(ctx context.Context, obj any) {
+	pod, ok := queue.FromTombstone[*corev1.Pod](obj)
+	if !ok {
+		utilruntime.HandleErrorWithContext(ctx, nil, "Pod event carries an unexpected object", "type", fmt.Sprintf("%T", obj))
+		return
+	}
+	c.enqueueUnfinishedRequestsOf(ctx, pod)
+}
+
+func (c *Controller) enqueueUnfinishedRequestsOf(ctx context.Context, pod *corev1.Pod) {
+	objs, err := c.requestsIndexer.ByIndex(podUIDIndex, string(pod.UID))
+	if err != nil {
+		utilruntime.HandleErrorWithContext(ctx, err, "Listing the ContainerRecreateRequests of a pod", "pod", klog.KObj(pod))
+		return
+	}
+	for _, obj := range objs {
+		crr, ok := obj.(*appsv1alpha1.ContainerRecreateRequest)
+		if !ok || crr.Status.CompletionTime != nil {
+			continue
+		}
+		klog.FromContext(ctx).V(4).Info("Pod changed; syncing its ContainerRecreateRequest", "pod", klog.KObj(pod), "containerRecreateRequest", klog.KObj(crr))
+		c.enqueue(crr)
+	}
+}

@@ -1,0 +1,390 @@
+package imagepulljob
+
+import (
+	"regexp"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+
+	"github.com/bosun-dev/bosun/pkg/controller/imagepulljob/jobutil"
+	"github.com/bosun-dev/bosun/pkg/controller/queue/queuetest"
+)
+
+// unfinishedHolders returns the NodeImages holding a tag of the job without a final
+// status of its version.
+func (f *fixture) unfinishedHolders(uid string, image, tag string, nodes ...string) []string {
+	var out []string
+	for _, node := range nodes {
+		ni := f.nodeImage(node)
+		t := findTag(ni.Spec.Images[image].Tags, tag)
+		if t == nil || !ownsTag(t, typesUID(uid)) {
+			continue
+		}
+		st := tagStatus(ni, image, tag)
+		if st == nil || st.Version != t.Version || (st.Phase != appsv1alpha1.ImagePhaseSucceeded && st.Phase != appsv1alpha1.ImagePhaseFailed) {
+			out = append(out, node)
+		}
+	}
+	return out
+}
+
+func TestFanOutRespectsParallelismAndCompletes(t *testing.T) {
+	f := newFixture(t, newNodeImage("n1", nil), newNodeImage("n2", nil), newNodeImage("n3", nil),
+		newJob("job", "nginx:1.25"))
+	nodes := []string{"n1", "n2", "n3"}
+
+	f.sync("job")
+	if got := f.unfinishedHolders("uid-job", "nginx", "1.25", nodes...); !slices.Equal(got, []string{"n1"}) {
+		t.Fatalf("after the first sync the unfinished holders are %v, want [n1]", got)
+	}
+	tag := f.jobTag("n1", "nginx", "1.25")
+	if tag.Version != 0 || tag.CreatedAt == nil || !tag.CreatedAt.Time.Equal(t0) || tag.ImagePullPolicy != appsv1alpha1.PullIfNotPresent {
+		t.Errorf("tag = %+v, want version 0, createdAt now, IfNotPresent", tag)
+	}
+	if want := jobutil.OwnerReference(f.job("job")); !slices.Equal(tag.OwnerReferences, []corev1.ObjectReference{want}) {
+		t.Errorf("owner references = %v, want [%v]", tag.OwnerReferences, want)
+	}
+	if p := tag.PullPolicy; p == nil || ptr.Deref(p.TimeoutSeconds, 0) != 600 || ptr.Deref(p.BackoffLimit, 0) != 3 || p.TTLSecondsAfterFinished == nil {
+		t.Errorf("pull policy = %+v, want timeout 600, backoff 3 and a ttl", p)
+	}
+	status := f.job("job").Status
+	if status.Desired != 3 || status.Active != 0 || status.Message != "job is running, progress 0.0%" || status.StartTime == nil {
+		t.Errorf("status = %+v, want desired 3, active 0, progress 0.0%%, a start time", status)
+	}
+
+	// n1 is pulling: no second node.
+	f.sync("job")
+	if got := f.unfinishedHolders("uid-job", "nginx", "1.25", nodes...); !slices.Equal(got, []string{"n1"}) {
+		t.Fatalf("while n1 pulls the unfinished holders are %v, want [n1]", got)
+	}
+	if status := f.job("job").Status; status.Active != 1 {
+		t.Errorf("active = %d, want 1", status.Active)
+	}
+
+	for i, node := range nodes {
+		f.setTagStatus(node, "nginx", "1.25", 0, appsv1alpha1.ImagePhaseSucceeded)
+		f.sync("job")
+		holders := f.unfinishedHolders("uid-job", "nginx", "1.25", nodes...)
+		if i < 2 && !slices.Equal(holders, []string{nodes[i+1]}) {
+			t.Fatalf("after %s succeeded the unfinished holders are %v, want [%s]", node, holders, nodes[i+1])
+		}
+		if i == 2 && len(holders) != 0 {
+			t.Fatalf("after all succeeded the unfinished holders are %v", holders)
+		}
+	}
+	status = f.job("job").Status
+	if status.Succeeded != 3 || status.Failed != 0 || status.Active != 0 || status.CompletionTime == nil || status.Message != "job has completed" {
+		t.Errorf("status = %+v, want succeeded 3 and completed", status)
+	}
+	if got := f.job("job").Status.Message; got != jobutil.MessageCompleted {
+		t.Errorf("message %q", got)
+	}
+}
+
+func TestParallelismZeroPauses(t *testing.T) {
+	zero := intstr.FromString("0")
+	f := newFixture(t, newNodeImage("n1", nil), newJob("job", "nginx", func(j *appsv1alpha1.ImagePullJob) { j.Spec.Parallelism = &zero }))
+	f.sync("job")
+	if tag := f.jobTag("n1", "nginx", "latest"); tag != nil {
+		t.Errorf("a paused job added tag %+v", tag)
+	}
+}
+
+func TestDeadlineFailsUnfinishedNodes(t *testing.T) {
+	f := newFixture(t, newNodeImage("n1", nil), newNodeImage("n2", nil), newNodeImage("n3", nil),
+		newJob("job", "nginx:1.25", withTimeout(10), withDeadline(15)))
+	f.sync("job")
+	if d := f.queue.Delayed(); !slices.Contains(d, queuetest.Delayed{Key: "ns/job", Delay: 15 * time.Second}) {
+		t.Errorf("delayed keys = %v, want ns/job after 15s (the deadline)", d)
+	}
+	f.setTagStatus("n1", "nginx", "1.25", 0, appsv1alpha1.ImagePhaseSucceeded)
+	f.sync("job") // n2 gets the tag and pulls forever
+	f.clock.Step(16 * time.Second)
+	f.sync("job")
+	status := f.job("job").Status
+	if status.CompletionTime == nil || status.Message != "job exceeds activeDeadlineSeconds" {
+		t.Fatalf("status = %+v, want completed with the deadline message", status)
+	}
+	if status.Succeeded != 1 || status.Failed != 2 || status.Active != 0 || !slices.Equal(status.FailedNodes, []string{"n2", "n3"}) {
+		t.Errorf("status = %+v, want succeeded 1, failed 2 [n2 n3], active 0", status)
+	}
+}
+
+func TestTTLDeletesCompletedJob(t *testing.T) {
+	job := newJob("job", "nginx", withTTL(5))
+	job.Status.CompletionTime = &metav1.Time{Time: t0}
+	f := newFixture(t, job)
+	f.sync("job")
+	if f.jobGone("job") {
+		t.Fatal("deleted before its ttl")
+	}
+	if got := f.job("job").Finalizers; len(got) != 0 {
+		t.Errorf("finalizers of a completed job = %v, want none", got)
+	}
+	if d := f.queue.Delayed(); !slices.Contains(d, queuetest.Delayed{Key: "ns/job", Delay: 5 * time.Second}) {
+		t.Errorf("delayed = %v, want ns/job after 5s", d)
+	}
+	f.clock.Step(5 * time.Second)
+	f.sync("job")
+	if !f.jobGone("job") {
+		t.Error("not deleted after its ttl")
+	}
+}
+
+func TestNeverJobWithNoTargets(t *testing.T) {
+	f := newFixture(t, newJob("job", "nginx", withNever()))
+	f.sync("job")
+	status := f.job("job").Status
+	if status.CompletionTime != nil || status.Message != "job is running, no progress" {
+		t.Errorf("status = %+v, want running with no progress", status)
+	}
+	// An Always job with no targets completes.
+	f.add(newJob("always", "nginx"))
+	f.sync("always")
+	if status := f.job("always").Status; status.CompletionTime == nil || status.Message != "job has completed" {
+		t.Errorf("status = %+v, want completed", status)
+	}
+}
+
+func TestAddsMissingFinalizer(t *testing.T) {
+	job := newJob("job", "nginx")
+	job.Finalizers = nil
+	f := newFixture(t, job)
+	f.sync("job")
+	if got := f.job("job").Finalizers; !slices.Equal(got, []string{appsv1alpha1.ImagePullJobProtectionFinalizer}) {
+		t.Errorf("finalizers = %v", got)
+	}
+}
+
+func TestSharedTagBumpsVersion(t *testing.T) {
+	ni := newNodeImage("n1", nil)
+	other := newJob("other", "nginx:1.25")
+	ni.Spec.Images = map[string]appsv1alpha1.ImageSpec{"nginx": {Tags: []appsv1alpha1.ImageTagSpec{{
+		Tag: "1.25", Version: 2, CreatedAt: &metav1.Time{Time: t0.Add(-time.Hour)},
+		OwnerReferences: []corev1.ObjectReference{jobutil.OwnerReference(other)},
+		PullPolicy:      &appsv1alpha1.ImageTagPullPolicy{TimeoutSeconds: ptr.To[int32](600), BackoffLimit: ptr.To[int32](3), TTLSecondsAfterFinished: ptr.To[int32](1000)},
+	}}}}
+	f := newFixture(t, ni, other, newJob("job", "docker.io/library/nginx:1.25", func(j *appsv1alpha1.ImagePullJob) {
+		j.Spec.ImagePullPolicy = appsv1alpha1.PullAlways
+	}))
+	f.setTagStatus("n1", "nginx", "1.25", 2, appsv1alpha1.ImagePhaseSucceeded)
+	f.sync("job")
+	tag := f.jobTag("n1", "nginx", "1.25")
+	if tag.Version != 3 || len(tag.OwnerReferences) != 2 || !tag.CreatedAt.Time.Equal(t0) || tag.ImagePullPolicy != appsv1alpha1.PullAlways {
+		t.Fatalf("tag = %+v, want version 3, two owners, createdAt now, Always", tag)
+	}
+	// Both jobs count the new status.
+	f.setTagStatus("n1", "nginx", "1.25", 3, appsv1alpha1.ImagePhaseSucceeded)
+	f.sync("job")
+	f.sync("other")
+	for _, name := range []string{"job", "other"} {
+		if st := f.job(name).Status; st.Succeeded != 1 || st.CompletionTime == nil {
+			t.Errorf("%s status = %+v, want succeeded 1 and completed", name, st)
+		}
+	}
+}
+
+func TestNewTagVersionFollowsLeftoverStatus(t *testing.T) {
+	ni := newNodeImage("n1", nil)
+	ni.Status.ImageStatuses = map[string]appsv1alpha1.ImageStatus{"nginx": {Tags: []appsv1alpha1.ImageTagStatus{{Tag: "latest", Version: 4, Phase: appsv1alpha1.ImagePhaseSucceeded}}}}
+	f := newFixture(t, ni, newJob("job", "nginx"))
+	f.sync("job")
+	if tag := f.jobTag("n1", "nginx", "latest"); tag == nil || tag.Version != 5 {
+		t.Errorf("tag = %+v, want version 5", tag)
+	}
+}
+
+func TestPolicyChangeReachesOwnedTags(t *testing.T) {
+	f := newFixture(t, newNodeImage("n1", nil), newNodeImage("n2", nil), newJob("job", "nginx", func(j *appsv1alpha1.ImagePullJob) {
+		j.Spec.Parallelism = ptr.To(intstr.FromInt32(2))
+	}))
+	f.sync("job")
+	f.setTagStatus("n1", "nginx", "latest", 0, appsv1alpha1.ImagePhaseSucceeded)
+	f.setTagStatus("n2", "nginx", "latest", 0, appsv1alpha1.ImagePhaseFailed)
+	ttlBefore := *f.jobTag("n1", "nginx", "latest").PullPolicy.TTLSecondsAfterFinished
+
+	job := f.job("job")
+	job.Spec.PullPolicy.TimeoutSeconds = ptr.To[int32](1200)
+	_, err := f.bosunClient.AppsV1alpha1().ImagePullJobs(testNamespace).Update(f.ctx, job, metav1.UpdateOptions{})
+	f.must(err)
+	f.observe()
+	f.sync("job")
+
+	succeededTag, failedTag := f.jobTag("n1", "nginx", "latest"), f.jobTag("n2", "nginx", "latest")
+	if *succeededTag.PullPolicy.TimeoutSeconds != 1200 || succeededTag.Version != 0 || *succeededTag.PullPolicy.TTLSecondsAfterFinished != ttlBefore {
+		t.Errorf("succeeded tag = %+v, want timeout 1200, version 0 and its ttl kept", succeededTag.PullPolicy)
+	}
+	if *failedTag.PullPolicy.TimeoutSeconds != 1200 || failedTag.Version != 1 {
+		t.Errorf("failed tag = %+v version %d, want timeout 1200 and version 1 (a new pull)", failedTag.PullPolicy, failedTag.Version)
+	}
+	if st := f.job("job").Status; st.CompletionTime != nil || st.Succeeded != 1 {
+		t.Errorf("status = %+v, want running with one success", st)
+	}
+}
+
+func TestSelectors(t *testing.T) {
+	f := newFixture(t,
+		newNodeImage("n1", map[string]string{"pool": "a"}), newNodeImage("n2", map[string]string{"pool": "b"}), newNodeImage("n3", nil),
+		newJob("names", "nginx", func(j *appsv1alpha1.ImagePullJob) {
+			j.Spec.Selector = &appsv1alpha1.ImagePullJobNodeSelector{Names: []string{"n2", "missing"}}
+		}),
+		newJob("labels", "nginx", func(j *appsv1alpha1.ImagePullJob) {
+			j.Spec.Selector = &appsv1alpha1.ImagePullJobNodeSelector{LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"pool": "a"}}}
+		}),
+		newJob("pods", "nginx", func(j *appsv1alpha1.ImagePullJob) {
+			j.Spec.PodSelector = &appsv1alpha1.ImagePullJobPodSelector{LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}
+		}),
+		newJob("all", "nginx"),
+		newPod("web-1", "n3", map[string]string{"app": "web"}, corev1.PodRunning),
+		newPod("web-2", "", map[string]string{"app": "web"}, corev1.PodPending),
+		newPod("web-3", "n1", map[string]string{"app": "web"}, corev1.PodSucceeded),
+		newPod("db", "n2", map[string]string{"app": "db"}, corev1.PodRunning),
+	)
+	for name, want := range map[string][]string{"names": {"n2"}, "labels": {"n1"}, "pods": {"n3"}, "all": {"n1", "n2", "n3"}} {
+		job := f.job(name)
+		targets, err := f.c.targets(job)
+		f.must(err)
+		var got []string
+		for _, ni := range targets {
+			got = append(got, ni.Name)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("targets of %s = %v, want %v", name, got, want)
+		}
+	}
+}
+
+func newPod(name, node string, labels map[string]string, phase corev1.PodPhase) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: name, Labels: labels},
+		Spec:       corev1.PodSpec{NodeName: node},
+		Status:     corev1.PodStatus{Phase: phase},
+	}
+}
+
+func newSecret(namespace, name string, data string) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Type:       corev1.SecretTypeDockerConfigJson,
+		Data:       map[string][]byte{corev1.DockerConfigJsonKey: []byte(data)},
+	}
+}
+
+func TestSecretsAreCopiedReferencedAndReleased(t *testing.T) {
+	f := newFixture(t, newNodeImage("n1", nil), newSecret(testNamespace, "reg", `{"auths":{}}`),
+		newJob("a", "reg.io/app:1", withPullSecrets("reg", "missing")), newJob("b", "reg.io/app:2", withPullSecrets("reg")))
+	f.sync("a")
+	copies, err := f.kubeClient.CoreV1().Secrets(secretsNamespace).List(f.ctx, metav1.ListOptions{})
+	f.must(err)
+	if len(copies.Items) != 1 {
+		t.Fatalf("%d copies, want 1", len(copies.Items))
+	}
+	cp := copies.Items[0]
+	if !regexp.MustCompile(`^reg-[0-9a-f]{6}$`).MatchString(cp.Name) {
+		t.Errorf("copy name %q, want reg-<6 hex>", cp.Name)
+	}
+	wantAnnotations := map[string]string{
+		"imagepulljobs.kruise.io/source-key": "ns/reg",
+		"imagepulljobs.kruise.io/references": "ns/a",
+		"imagepulljobs.kruise.io/mode":       "batch",
+	}
+	for k, v := range wantAnnotations {
+		if cp.Annotations[k] != v {
+			t.Errorf("annotation %s = %q, want %q", k, cp.Annotations[k], v)
+		}
+	}
+	if string(cp.Data[corev1.DockerConfigJsonKey]) != `{"auths":{}}` || cp.Type != corev1.SecretTypeDockerConfigJson {
+		t.Errorf("copy data/type = %v/%s", cp.Data, cp.Type)
+	}
+	refs := f.nodeImage("n1").Spec.Images["reg.io/app"].PullSecrets
+	if !slices.Equal(refs, []appsv1alpha1.ReferenceObject{{Namespace: secretsNamespace, Name: cp.Name}}) {
+		t.Errorf("NodeImage pull secrets = %v, want the copy", refs)
+	}
+
+	// A second job shares the copy; the source's new data reaches it.
+	source, err := f.kubeClient.CoreV1().Secrets(testNamespace).Get(f.ctx, "reg", metav1.GetOptions{})
+	f.must(err)
+	source.Data[corev1.DockerConfigJsonKey] = []byte(`{"auths":{"reg.io":{}}}`)
+	_, err = f.kubeClient.CoreV1().Secrets(testNamespace).Update(f.ctx, source, metav1.UpdateOptions{})
+	f.must(err)
+	f.observe()
+	f.sync("b")
+	shared, err := f.kubeClient.CoreV1().Secrets(secretsNamespace).Get(f.ctx, cp.Name, metav1.GetOptions{})
+	f.must(err)
+	if got := shared.Annotations["imagepulljobs.kruise.io/references"]; got != "ns/a,ns/b" {
+		t.Errorf("references = %q, want ns/a,ns/b", got)
+	}
+	if string(shared.Data[corev1.DockerConfigJsonKey]) != `{"auths":{"reg.io":{}}}` {
+		t.Errorf("copy data not updated: %s", shared.Data[corev1.DockerConfigJsonKey])
+	}
+
+	// Deleting a releases its reference; deleting b removes the copy.
+	for i, name := range []string{"a", "b"} {
+		job := f.job(name)
+		job.DeletionTimestamp = &metav1.Time{Time: t0}
+		_, err := f.bosunClient.AppsV1alpha1().ImagePullJobs(testNamespace).Update(f.ctx, job, metav1.UpdateOptions{})
+		f.must(err)
+		f.observe()
+		f.sync(name)
+		if got := f.job(name).Finalizers; len(got) != 0 {
+			t.Errorf("finalizers of deleted job %s = %v", name, got)
+		}
+		left, err := f.kubeClient.CoreV1().Secrets(secretsNamespace).List(f.ctx, metav1.ListOptions{})
+		f.must(err)
+		if i == 0 && (len(left.Items) != 1 || left.Items[0].Annotations["imagepulljobs.kruise.io/references"] != "ns/b") {
+			t.Errorf("after deleting a the copies are %v, want one referenced by ns/b", left.Items)
+		}
+		if i == 1 && len(left.Items) != 0 {
+			t.Errorf("after deleting both jobs %d copies are left", len(left.Items))
+		}
+	}
+}
+
+func TestMissingSecretsNamespaceIsAnError(t *testing.T) {
+	f := newFixture(t, newNodeImage("n1", nil), newSecret(testNamespace, "reg", "{}"), newJob("job", "nginx", withPullSecrets("reg")))
+	f.must(f.kubeClient.CoreV1().Namespaces().Delete(f.ctx, secretsNamespace, metav1.DeleteOptions{}))
+	f.observe()
+	if err := f.c.syncJob(f.ctx, "ns/job"); err == nil {
+		t.Error("sync succeeded without the secrets namespace")
+	}
+}
+
+func TestWaitsForItsNodeImageWrites(t *testing.T) {
+	f := newFixture(t, newNodeImage("n1", nil), newNodeImage("n2", nil), newJob("job", "nginx"))
+	// The API server gives every update a new resource version.
+	f.bosunClient.PrependReactor("update", "nodeimages", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		obj := action.(clienttesting.UpdateAction).GetObject().(*appsv1alpha1.NodeImage)
+		rv, _ := strconv.Atoi(obj.ResourceVersion)
+		obj.ResourceVersion = strconv.Itoa(rv + 1)
+		return false, nil, nil
+	})
+	if err := f.c.syncJob(f.ctx, "ns/job"); err != nil {
+		t.Fatal(err)
+	}
+	// The caches still show n1 without the tag: the sync must not hand it to another node.
+	f.queue.Reset()
+	if err := f.c.syncJob(f.ctx, "ns/job"); err != nil {
+		t.Fatal(err)
+	}
+	if d := f.queue.Delayed(); !slices.Contains(d, queuetest.Delayed{Key: "ns/job", Delay: ExpectationRequeue}) {
+		t.Errorf("delayed = %v, want ns/job after %v", d, ExpectationRequeue)
+	}
+	if tag := f.jobTag("n2", "nginx", "latest"); tag != nil {
+		t.Errorf("n2 got a tag while n1's write was not observed")
+	}
+	f.observe()
+	f.queue.Reset()
+	f.sync("job")
+	if d := f.queue.Delayed(); len(d) != 0 {
+		t.Errorf("delayed = %v after the write was observed", d)
+	}
+}

@@ -1,0 +1,77 @@
+package app
+
+import (
+	"context"
+	"fmt"
+
+	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+
+	"github.com/bosun-dev/bosun/pkg/controller/imagepulljob"
+	"github.com/bosun-dev/bosun/pkg/controller/options"
+	"github.com/bosun-dev/bosun/pkg/controllermanager/registry"
+	"github.com/bosun-dev/bosun/pkg/webhook"
+	imagepulljobwebhook "github.com/bosun-dev/bosun/pkg/webhook/imagepulljob"
+)
+
+// imagePullJobDescriptor returns the registry entry of the ImagePullJob controller and its
+// webhooks.
+func imagePullJobDescriptor() registry.Descriptor {
+	return registry.Descriptor{
+		Name:        imagepulljob.ControllerName,
+		Aliases:     []string{"imagepulljob"},
+		ClientName:  imagepulljob.ControllerName,
+		Constructor: newImagePullJobController,
+		Webhooks:    imagePullJobWebhooks,
+	}
+}
+
+// newImagePullJobController builds the controller on the shared informers. It is built
+// whatever ImagePullJobGate says: with the gate off admission refuses new jobs, but the
+// existing ones still need their secret copies released when they go.
+func newImagePullJobController(ctx context.Context, cc *registry.ControllerContext) (registry.Controller, error) {
+	client, err := cc.Client()
+	if err != nil {
+		return nil, fmt.Errorf("building the %s client: %w", imagepulljob.ControllerName, err)
+	}
+	for _, resource := range []string{"imagepulljobs", "nodeimages"} {
+		served, err := servesResource(client.Discovery(), appsv1alpha1.SchemeGroupVersion.String(), resource)
+		if err != nil {
+			return nil, fmt.Errorf("looking up apps.kruise.io %s in discovery: %w", resource, err)
+		}
+		if !served {
+			return nil, registry.NotBuilt(fmt.Sprintf("the API server does not serve apps.kruise.io/v1alpha1 %s; install bosun's CRDs (config/crd/bases) and restart", resource))
+		}
+	}
+	bosunClient, err := cc.BosunClient()
+	if err != nil {
+		return nil, fmt.Errorf("building the %s client for apps.kruise.io: %w", imagepulljob.ControllerName, err)
+	}
+	c, err := imagepulljob.NewController(ctx,
+		cc.BosunInformerFactory.Apps().V1alpha1().ImagePullJobs(),
+		cc.BosunInformerFactory.Apps().V1alpha1().NodeImages(),
+		cc.InformerFactory.Core().V1().Pods(),
+		cc.InformerFactory.Core().V1().Secrets(),
+		cc.InformerFactory.Core().V1().Namespaces(),
+		client,
+		bosunClient,
+		cc.Config.ImagePullJob.SecretsNamespace,
+		options.WithFeatureGate(cc.FeatureGate),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("building the %s: %w", imagepulljob.ControllerName, err)
+	}
+	return withWorkers{run: c.Run, workers: int(cc.Config.ImagePullJob.ConcurrentSyncs)}, nil
+}
+
+// imagePullJobWebhooks returns the ImagePullJob's defaulting and validating webhooks, or
+// none when the API server does not serve ImagePullJobs.
+func imagePullJobWebhooks(wc *registry.WebhookContext) ([]webhook.Registration, error) {
+	served, err := servesResource(wc.Client.Discovery(), appsv1alpha1.SchemeGroupVersion.String(), "imagepulljobs")
+	if err != nil {
+		return nil, fmt.Errorf("looking up apps.kruise.io ImagePullJobs in discovery: %w", err)
+	}
+	if !served {
+		return nil, nil
+	}
+	return imagepulljobwebhook.Registrations(wc.FeatureGate), nil
+}

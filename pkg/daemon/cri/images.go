@@ -1,0 +1,189 @@
+package cri
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Docker Hub is written in several ways; references and credentials are compared in the
+// canonical form.
+const (
+	dockerHubDomain     = "docker.io"
+	dockerHubRepoPrefix = "library/"
+	defaultTag          = "latest"
+)
+
+// dockerHubAliases are the host names that mean Docker Hub in image references and in
+// registry credential keys.
+var dockerHubAliases = map[string]bool{
+	"docker.io":            true,
+	"index.docker.io":      true,
+	"registry-1.docker.io": true,
+}
+
+// ImageReference is the reference the runtime is asked to pull for tag of the image
+// repository name: "name:tag", or "name@tag" when the tag is a digest ("sha256:…").
+func ImageReference(name, tag string) string {
+	if isDigest(tag) {
+		return name + "@" + tag
+	}
+	return name + ":" + tag
+}
+
+// isDigest tells a digest ("algorithm:hex") from a tag, which may not contain ':'.
+func isDigest(s string) bool { return strings.Contains(s, ":") }
+
+// SplitDomain splits an image repository name (no tag or digest) into its registry host
+// (with port, Docker Hub aliases folded into "docker.io") and the repository path, which
+// gains Docker Hub's "library/" prefix for official images. As in Docker, the first
+// component names a registry only when it looks like a host: it contains '.' or ':', or
+// is "localhost".
+func SplitDomain(name string) (domain, path string) {
+	first, rest, found := strings.Cut(name, "/")
+	if !found || (!strings.ContainsAny(first, ".:") && first != "localhost" && strings.ToLower(first) == first) {
+		domain, path = dockerHubDomain, name
+	} else {
+		domain, path = first, rest
+	}
+	if dockerHubAliases[domain] {
+		domain = dockerHubDomain
+	}
+	if domain == dockerHubDomain && !strings.Contains(path, "/") {
+		path = dockerHubRepoPrefix + path
+	}
+	return domain, path
+}
+
+// splitReference splits an image reference into repository name, tag and digest; tag and
+// digest may be empty.
+func splitReference(ref string) (name, tag, digest string) {
+	name, digest, _ = strings.Cut(ref, "@")
+	if i := strings.LastIndex(name, ":"); i > strings.LastIndex(name, "/") {
+		name, tag = name[:i], name[i+1:]
+	}
+	return name, tag, digest
+}
+
+// NormalizeImageReference returns ref in the fully qualified form runtimes report in
+// repo tags and digests: registry host, full path, and a tag ("latest" when ref has
+// neither tag nor digest). "nginx:1.25" becomes "docker.io/library/nginx:1.25".
+func NormalizeImageReference(ref string) string {
+	name, tag, digest := splitReference(ref)
+	domain, path := SplitDomain(name)
+	out := domain + "/" + path
+	if tag == "" && digest == "" {
+		tag = defaultTag
+	}
+	if tag != "" {
+		out += ":" + tag
+	}
+	if digest != "" {
+		out += "@" + digest
+	}
+	return out
+}
+
+// ListImages returns the runtime's images with their repo tags and repo digests
+// normalised (NormalizeImageReference), so that they compare equal to normalised
+// references whatever form the runtime reports them in.
+func (r *Runtime) ListImages(ctx context.Context) ([]*runtimeapi.Image, error) {
+	if r.ImageService == nil {
+		return nil, errors.New("the runtime connection has no image service")
+	}
+	resp, err := r.ImageService.ListImages(ctx, &runtimeapi.ListImagesRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("listing images: %w", err)
+	}
+	images := resp.GetImages()
+	for _, image := range images {
+		for i, tag := range image.RepoTags {
+			image.RepoTags[i] = NormalizeImageReference(tag)
+		}
+		for i, digest := range image.RepoDigests {
+			image.RepoDigests[i] = NormalizeImageReference(digest)
+		}
+	}
+	return images, nil
+}
+
+// FindImage returns the image of images (as ListImages returns them) that ref names, by
+// repo tag or repo digest, or nil. A digest reference also matches a repo tag that carries
+// the same digest.
+func FindImage(images []*runtimeapi.Image, ref string) *runtimeapi.Image {
+	want := NormalizeImageReference(ref)
+	name, _, digest := splitReference(want)
+	for _, image := range images {
+		for _, tag := range image.RepoTags {
+			if tag == want {
+				return image
+			}
+		}
+		if digest == "" {
+			continue
+		}
+		for _, repoDigest := range image.RepoDigests {
+			if repoDigest == name+"@"+digest {
+				return image
+			}
+		}
+	}
+	return nil
+}
+
+// PullImage asks the runtime to pull ref with auth (nil: anonymously) and sandbox as the
+// pod sandbox config, and returns the image reference the runtime answers (the image ID
+// for containerd and CRI-O).
+func (r *Runtime) PullImage(ctx context.Context, ref string, auth *runtimeapi.AuthConfig, sandbox *runtimeapi.PodSandboxConfig) (string, error) {
+	if r.ImageService == nil {
+		return "", errors.New("the runtime connection has no image service")
+	}
+	resp, err := r.ImageService.PullImage(ctx, &runtimeapi.PullImageRequest{
+		Image:         &runtimeapi.ImageSpec{Image: ref},
+		Auth:          auth,
+		SandboxConfig: sandbox,
+	})
+	if err != nil {
+		return "", fmt.Errorf("pulling image %s: %w", ref, err)
+	}
+	return resp.GetImageRef(), nil
+}
+
+// PullImageWithCredentials pulls ref with each of credentials in turn until one works;
+// anonymously only when there is no credential at all. The error of a failed pull is the
+// last attempt's.
+func (r *Runtime) PullImageWithCredentials(ctx context.Context, ref string, credentials []*runtimeapi.AuthConfig, sandbox *runtimeapi.PodSandboxConfig) (string, error) {
+	if len(credentials) == 0 {
+		return r.PullImage(ctx, ref, nil, sandbox)
+	}
+	var lastErr error
+	for _, auth := range credentials {
+		imageRef, err := r.PullImage(ctx, ref, auth, sandbox)
+		if err == nil {
+			return imageRef, nil
+		}
+		lastErr = err
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if len(credentials) > 1 {
+		return "", fmt.Errorf("each of %d matching registry credentials failed, the last with: %w", len(credentials), lastErr)
+	}
+	return "", lastErr
+}
+
+// ImageID returns the ID of the image ref names, or "" when the runtime does not have it.
+func (r *Runtime) ImageID(ctx context.Context, ref string) (string, error) {
+	if r.ImageService == nil {
+		return "", errors.New("the runtime connection has no image service")
+	}
+	resp, err := r.ImageService.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
+	if err != nil {
+		return "", fmt.Errorf("reading the status of image %s: %w", ref, err)
+	}
+	return resp.GetImage().GetId(), nil
+}

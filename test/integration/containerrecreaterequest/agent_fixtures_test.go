@@ -1,0 +1,229 @@
+package containerrecreaterequest
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+
+	"github.com/bosun-dev/bosun/pkg/daemon/cri/crifake"
+	"github.com/bosun-dev/bosun/test/integration/framework"
+)
+
+// agentEnv is a test with a manager, one Node and the real bosun-daemon for it, talking to
+// a fake runtime that holds the test's pods.
+type agentEnv struct {
+	*testEnv
+	node    string
+	runtime *crifake.Runtime
+}
+
+// setupAgent starts the manager (with its webhook), creates a Ready Node and runs the agent
+// for it.
+func setupAgent(t *testing.T) *agentEnv {
+	t.Helper()
+	e := setup(t)
+	e.startManager(t, "")
+	node := e.createNode(t, "agent", nil)
+	return &agentEnv{testEnv: e, node: node, runtime: e.startAgent(t, node)}
+}
+
+// createRuntimePod creates pod on the agent's Node, starts its containers in the fake
+// runtime (sandbox IP 127.0.0.1) and writes the pod status a kubelet would then write:
+// Running, every container running and ready under its runtime ID. It returns the pod.
+func (a *agentEnv) createRuntimePod(t *testing.T, pod *corev1.Pod) *corev1.Pod {
+	t.Helper()
+	pod.Spec.NodeName = a.node
+	created := a.createPod(t, pod)
+	var names []string
+	for _, c := range pod.Spec.Containers {
+		names = append(names, c.Name)
+	}
+	a.runtime.AddPod(crifake.Pod{UID: string(created.UID), Namespace: created.Namespace, Name: created.Name, IP: "127.0.0.1", Containers: names})
+	return a.writeRuntimeStatuses(t, created, true, names...)
+}
+
+// writeRuntimeStatuses plays the kubelet after it (re)started containers: it writes the
+// status of the named containers of pod from their current instances in the fake runtime
+// (ID as "fake-runtime://<id>", restart count, start time), with readiness ready.
+func (a *agentEnv) writeRuntimeStatuses(t *testing.T, pod *corev1.Pod, ready bool, names ...string) *corev1.Pod {
+	t.Helper()
+	var updated *corev1.Pod
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		live, err := a.client.CoreV1().Pods(a.ns).Get(a.ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for _, name := range names {
+			current, ok := a.runtime.Container(string(pod.UID), name)
+			if !ok {
+				t.Fatalf("the fake runtime has no container %s in pod %s", name, pod.Name)
+			}
+			status := corev1.ContainerStatus{
+				Name: name, Image: image, ImageID: "registry.example/app@sha256:0000",
+				ContainerID: crifake.KubeContainerID(current.ID), RestartCount: current.RestartCount,
+				Ready: ready, Started: ptr.To(true),
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(current.StartedAt)}},
+			}
+			if i := slices.IndexFunc(live.Status.ContainerStatuses, func(s corev1.ContainerStatus) bool { return s.Name == name }); i >= 0 {
+				live.Status.ContainerStatuses[i] = status
+			} else {
+				live.Status.ContainerStatuses = append(live.Status.ContainerStatuses, status)
+			}
+		}
+		allReady := len(live.Status.ContainerStatuses) == len(live.Spec.Containers)
+		for _, s := range live.Status.ContainerStatuses {
+			allReady = allReady && s.Ready
+		}
+		live.Status.Phase = corev1.PodRunning
+		setPodCondition(live, corev1.ContainersReady, allReady)
+		setPodCondition(live, corev1.PodReady, allReady)
+		updated, err = a.client.CoreV1().Pods(a.ns).UpdateStatus(a.ctx, live, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("writing the container statuses of pod %s: %v", pod.Name, err)
+	}
+	return updated
+}
+
+// restart plays the kubelet after the agent stopped a container: a new instance in the
+// fake runtime, then its status (ready) in the pod.
+func (a *agentEnv) restart(t *testing.T, pod *corev1.Pod, name string) {
+	t.Helper()
+	a.runtime.RestartContainer(string(pod.UID), name)
+	a.writeRuntimeStatuses(t, pod, true, name)
+}
+
+// waitForStops waits until the fake runtime has received n StopContainer calls and
+// returns them.
+func (a *agentEnv) waitForStops(t *testing.T, n int) []crifake.ContainerCall {
+	t.Helper()
+	var stops []crifake.ContainerCall
+	err := framework.WaitFor(a.ctx, waitTimeout, "StopContainer calls", func(context.Context) (bool, error) {
+		stops = a.runtime.StopCalls()
+		return len(stops) >= n, nil
+	})
+	if err != nil {
+		t.Fatalf("%v: got %+v, want %d", err, stops, n)
+	}
+	return stops
+}
+
+// stopWitness records, at the moment of every StopContainer call, the live state of the
+// test's requests: what the agent had written before it stopped a container.
+type stopWitness struct {
+	mu    sync.Mutex
+	seen  []stopMoment
+	names []string
+}
+
+type stopMoment struct {
+	call     crifake.ContainerCall
+	at       time.Time
+	requests map[string]*crr
+	pod      *corev1.Pod
+}
+
+// witnessStops installs a stop hook that reads requests names and pod podName.
+func (a *agentEnv) witnessStops(t *testing.T, podName string, names ...string) *stopWitness {
+	t.Helper()
+	w := &stopWitness{names: names}
+	a.runtime.SetStopHook(func(call crifake.ContainerCall) {
+		m := stopMoment{call: call, at: time.Now(), requests: map[string]*crr{}}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for _, name := range names {
+			if r, err := a.bosun.AppsV1alpha1().ContainerRecreateRequests(a.ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
+				m.requests[name] = r
+			}
+		}
+		if pod, err := a.client.CoreV1().Pods(a.ns).Get(ctx, podName, metav1.GetOptions{}); err == nil {
+			m.pod = pod
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.seen = append(w.seen, m)
+	})
+	t.Cleanup(func() { a.runtime.SetStopHook(nil) })
+	return w
+}
+
+func (w *stopWitness) moments() []stopMoment {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.seen)
+}
+
+// stateOf returns the state of container name in r, or the zero state.
+func stateOf(r *crr, name string) appsv1alpha1.ContainerRecreateRequestContainerRecreateState {
+	if r != nil {
+		for _, s := range r.Status.ContainerRecreateStates {
+			if s.Name == name {
+				return s
+			}
+		}
+	}
+	return appsv1alpha1.ContainerRecreateRequestContainerRecreateState{}
+}
+
+// hasPhase reports whether r exists with phase.
+func hasPhase(phase appsv1alpha1.ContainerRecreateRequestPhase) func(*crr) bool {
+	return func(r *crr) bool { return r != nil && r.Status.Phase == phase }
+}
+
+// containerIDOfRuntime is the current runtime container ID of name in pod.
+func (a *agentEnv) containerIDOfRuntime(pod *corev1.Pod, name string) string {
+	c, _ := a.runtime.Container(string(pod.UID), name)
+	return c.ID
+}
+
+// setKruisePodReady sets the pod's KruisePodReady condition True, as the party owning the
+// readiness gate does for a pod nobody has marked not ready.
+func (a *agentEnv) setKruisePodReady(t *testing.T, podName string) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		live, err := a.client.CoreV1().Pods(a.ns).Get(a.ctx, podName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		setPodCondition(live, kruisePodReady, true)
+		_, err = a.client.CoreV1().Pods(a.ns).UpdateStatus(a.ctx, live, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("setting %s on pod %s: %v", kruisePodReady, podName, err)
+	}
+}
+
+// waitForPodEvent waits for an event of type, reason and message on pod podName.
+func (a *agentEnv) waitForPodEvent(t *testing.T, podName, eventType, reason, message string) {
+	t.Helper()
+	var seen []string
+	err := framework.WaitFor(a.ctx, waitTimeout, "event "+reason+" on pod "+podName, func(ctx context.Context) (bool, error) {
+		events, err := a.client.CoreV1().Events(a.ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		seen = seen[:0]
+		for _, e := range events.Items {
+			seen = append(seen, e.Type+" "+e.Reason+" "+e.InvolvedObject.Kind+"/"+e.InvolvedObject.Name+": "+e.Message)
+			if e.InvolvedObject.Kind == "Pod" && e.InvolvedObject.Name == podName && e.Type == eventType && e.Reason == reason && e.Message == message {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("%v; events: %q", err, seen)
+	}
+}
+
+func containsString(list []string, s string) bool { return slices.Contains(list, s) }
