@@ -63,6 +63,14 @@ const (
 	// OpenKruise ships it off; bosun ships it on, since running bosun's imagepulljob
 	// controller is already an operator's choice (--controllers).
 	ImagePullJobGate featuregate.Feature = "ImagePullJobGate"
+
+	// PreDownloadImageForDaemonSetUpdate makes the Advanced DaemonSet controller pull the new
+	// images of a rollout ahead of it: for each container whose image a new revision changes
+	// it creates an ImagePullJob over the nodes of the pods still on older revisions, and
+	// deletes those jobs once every pod is updated. OpenKruise's gate of the same name, off by
+	// default there too. It needs the API server to serve apps.kruise.io ImagePullJobs;
+	// without them it does nothing.
+	PreDownloadImageForDaemonSetUpdate featuregate.Feature = "PreDownloadImageForDaemonSetUpdate"
 )
 
 // defaultFeatureGates holds every gate bosun knows with its default and maturity.
@@ -78,6 +86,7 @@ var defaultFeatureGates = map[featuregate.Feature]featuregate.FeatureSpec{
 	PodUnavailableBudgetOwnerChain:          {Default: false, PreRelease: featuregate.Alpha},
 	KruiseDaemon:                            {Default: true, PreRelease: featuregate.Beta},
 	ImagePullJobGate:                        {Default: true, PreRelease: featuregate.Beta},
+	PreDownloadImageForDaemonSetUpdate:      {Default: false, PreRelease: featuregate.Alpha},
 }
 
 // DefaultMutableFeatureGate is the gate --feature-gates writes into. Only the binaries'

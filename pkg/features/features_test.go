@@ -16,7 +16,7 @@ func TestDefaults(t *testing.T) {
 	}
 	// Behaviour beyond upstream and OpenKruise is opt-in.
 	for _, f := range []featuregate.Feature{AdvancedDaemonSetStrictMaxUnavailable, PodUnavailableBudgetUpdateGate,
-		PodUnavailableBudgetDaemonSetReplicas, PodUnavailableBudgetOwnerChain} {
+		PodUnavailableBudgetDaemonSetReplicas, PodUnavailableBudgetOwnerChain, PreDownloadImageForDaemonSetUpdate} {
 		if gate.Enabled(f) {
 			t.Errorf("%s: want disabled by default", f)
 		}
@@ -39,6 +39,7 @@ func TestSet(t *testing.T) {
 		{value: "LogarithmicScaleDown=false", wantErr: true},
 		{value: "LogarithmicScaleDown=true"},
 		{value: "AdvancedDaemonSetStrictMaxUnavailable=true", wantEnabled: []featuregate.Feature{AdvancedDaemonSetStrictMaxUnavailable}},
+		{value: "PreDownloadImageForDaemonSetUpdate=true", wantEnabled: []featuregate.Feature{PreDownloadImageForDaemonSetUpdate}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.value, func(t *testing.T) {

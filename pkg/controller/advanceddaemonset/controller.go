@@ -111,6 +111,9 @@ type Controller struct {
 	nodes        corelisters.NodeLister
 	cachesSynced []cache.InformerSynced
 
+	// imagePullJobs is nil unless UseImagePullJobs was called: image pre-download is off.
+	imagePullJobs appsv1alpha1listers.ImagePullJobLister
+
 	queue workqueue.TypedRateLimitingInterface[string]
 	// syncHandler is syncDaemonSet; tests replace it to watch the worker loop.
 	syncHandler queue.SyncFunc[string]
@@ -121,8 +124,9 @@ type Controller struct {
 // informers start. Events are recorded through recorder, whose source should be
 // ControllerName. Of the options it reads the clock (availability, expectation expiry,
 // failed-pod backoff, condition and lifecycle times), the feature gate
-// (AdvancedDaemonSetStrictMaxUnavailable) and the burst size, used for DaemonSets without
-// spec.burstReplicas (default 250).
+// (AdvancedDaemonSetStrictMaxUnavailable, PreDownloadImageForDaemonSetUpdate) and the
+// burst size, used for DaemonSets without spec.burstReplicas (default 250). Image
+// pre-download also needs UseImagePullJobs.
 func NewController(ctx context.Context,
 	dsInformer appsv1alpha1informers.DaemonSetInformer,
 	revisionInformer appsinformers.ControllerRevisionInformer,

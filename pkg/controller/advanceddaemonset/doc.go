@@ -16,7 +16,12 @@
 //  1. the DaemonSet's pods are claimed, and its ControllerRevisions claimed and brought in
 //     line with its template (the current revision found by byte-equal data, created,
 //     de-duplicated or renumbered after a rollback);
-//  2. unless earlier creates, deletes or pod updates have yet to show in the cache,
+//  2. unless earlier creates, deletes or pod updates have yet to show in the cache, and
+//     with feature PreDownloadImageForDaemonSetUpdate on and ImagePullJobs served, the
+//     images a new revision introduces are pulled ahead of the rollout by one ImagePullJob
+//     per changed container over the nodes of pods on older revisions (once per revision,
+//     recorded by a label on it; skipped when every pod moves in one batch), and the
+//     DaemonSet's ImagePullJobs are deleted once every pod is updated; then
 //     "manage" creates missing pods (slow-start batches, bound to their node by node
 //     affinity, at most burstReplicas per sync) and deletes failed pods (with a per-node
 //     backoff), surplus pods, pods on nodes that no longer tolerate them and pending pods
@@ -43,8 +48,7 @@
 // condition True once such a pod exists. Pods created earlier, without the gate, are not
 // marked (the kubelet would ignore the condition).
 //
-// Left out on purpose: image pre-download through ImagePullJobs (an optional OpenKruise
-// alpha feature), pruning ineligible nodes from the rollout budget, and binding pods by
+// Left out on purpose: pruning ineligible nodes from the rollout budget, and binding pods by
 // spec.nodeName (the scheduler binds). Kept from OpenKruise: removing a node from the
 // rolling selector does not roll its pod back (#1871), and burstReplicas given as a
 // percentage is taken of the desired number of nodes, rounded down (but never below 1).

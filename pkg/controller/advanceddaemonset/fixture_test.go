@@ -57,11 +57,17 @@ type fixture struct {
 	queue       *queuetest.Recorder
 	c           *Controller
 	created     *podCreateReactor
+
+	// jobIndexer is the ImagePullJob cache; nil unless fixtureOption.imagePullJobs.
+	jobIndexer cache.Indexer
 }
 
 type fixtureOption struct {
 	gates map[featuregate.Feature]bool
 	burst int
+	// imagePullJobs hands the controller an ImagePullJob informer, as the manager does
+	// when the API server serves ImagePullJobs and the pre-download gate is on.
+	imagePullJobs bool
 }
 
 // newFixture builds a controller; every object goes into the caches and the clientsets.
@@ -70,14 +76,16 @@ func newFixture(t *testing.T, opt fixtureOption, objects ...runtime.Object) *fix
 	_, ctx := ktesting.NewTestContext(t)
 	var kubeObjects, bosunObjects []runtime.Object
 	for _, obj := range objects {
-		if _, ok := obj.(*appsv1alpha1.DaemonSet); ok {
+		switch obj.(type) {
+		case *appsv1alpha1.DaemonSet, *appsv1alpha1.ImagePullJob:
 			bosunObjects = append(bosunObjects, obj)
-		} else {
+		default:
 			kubeObjects = append(kubeObjects, obj)
 		}
 	}
 	kubeClient := fake.NewClientset(kubeObjects...)
-	bosunClient := bosunfake.NewClientset(bosunObjects...)
+	// The simple clientset: the generated field-managed one has no schema for ImagePullJobs.
+	bosunClient := bosunfake.NewSimpleClientset(bosunObjects...)
 	factory := informers.NewSharedInformerFactory(kubeClient, 0)
 	bosunFactory := bosuninformers.NewSharedInformerFactory(bosunClient, 0)
 	dsInformer := bosunFactory.Apps().V1alpha1().DaemonSets()
@@ -101,6 +109,12 @@ func newFixture(t *testing.T, opt fixtureOption, objects ...runtime.Object) *fix
 	if err != nil {
 		t.Fatalf("NewController: %v", err)
 	}
+	var jobIndexer cache.Indexer
+	if opt.imagePullJobs {
+		jobInformer := bosunFactory.Apps().V1alpha1().ImagePullJobs()
+		c.UseImagePullJobs(jobInformer)
+		jobIndexer = jobInformer.Informer().GetIndexer()
+	}
 	q := queuetest.NewRecorder(c.queue)
 	c.queue = q
 	t.Cleanup(q.ShutDown)
@@ -109,7 +123,7 @@ func newFixture(t *testing.T, opt fixtureOption, objects ...runtime.Object) *fix
 		t: t, ctx: ctx, kubeClient: kubeClient, bosunClient: bosunClient,
 		dsIndexer: dsInformer.Informer().GetIndexer(), revIndexer: revInformer.Informer().GetIndexer(),
 		podIndexer: podInformer.Informer().GetIndexer(), nodeIndexer: nodeInformer.Informer().GetIndexer(),
-		clock: clk, recorder: recorder, queue: q, c: c, created: &podCreateReactor{},
+		clock: clk, recorder: recorder, queue: q, c: c, created: &podCreateReactor{}, jobIndexer: jobIndexer,
 	}
 	f.created.install(kubeClient)
 	bumpPodVersions(kubeClient)
@@ -131,6 +145,8 @@ func (f *fixture) cacheAdd(obj runtime.Object) {
 		indexer = f.podIndexer
 	case *corev1.Node:
 		indexer = f.nodeIndexer
+	case *appsv1alpha1.ImagePullJob:
+		indexer = f.jobIndexer
 	default:
 		f.t.Fatalf("no cache for %T", obj)
 	}

@@ -182,14 +182,20 @@ func (c *Controller) syncDaemonSet(ctx context.Context, key string) error {
 		return c.finish(ctx, key, v, false, &again, nil)
 	}
 
+	// Pre-download comes before manage so that the jobs for a new revision exist before the
+	// first pod is replaced. Its failures do not hold the rollout back.
+	var errs []error
+	if err := c.preDownloadImages(ctx, v, history); err != nil {
+		errs = append(errs, fmt.Errorf("pre-downloading images: %w", err))
+	}
 	if err := c.manage(ctx, v, &again); err != nil {
-		return c.finish(ctx, key, v, false, &again, fmt.Errorf("managing daemon pods: %w", err))
+		errs = append(errs, fmt.Errorf("managing daemon pods: %w", err))
+		return c.finish(ctx, key, v, false, &again, errors.Join(errs...))
 	}
 	if satisfied, wait := c.expectationsSatisfied(ctx, key); !satisfied {
 		again.after(wait)
-		return c.finish(ctx, key, v, false, &again, nil)
+		return c.finish(ctx, key, v, false, &again, errors.Join(errs...))
 	}
-	var errs []error
 	if err := c.refreshPodConditions(ctx, v); err != nil {
 		errs = append(errs, fmt.Errorf("refreshing pod conditions: %w", err))
 	}

@@ -7,14 +7,17 @@ import (
 	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/discovery"
+	"k8s.io/klog/v2"
 
 	"github.com/bosun-dev/bosun/pkg/controller/advanceddaemonset"
 	"github.com/bosun-dev/bosun/pkg/controller/options"
 	"github.com/bosun-dev/bosun/pkg/controllermanager/registry"
+	"github.com/bosun-dev/bosun/pkg/features"
 )
 
 // newAdvancedDaemonSetController builds the Advanced DaemonSet controller on the shared
-// informers: bosun's for DaemonSets, the built-in ones for revisions, pods and nodes.
+// informers: bosun's for DaemonSets (and ImagePullJobs, for image pre-download), the
+// built-in ones for revisions, pods and nodes.
 func newAdvancedDaemonSetController(ctx context.Context, cc *registry.ControllerContext) (registry.Controller, error) {
 	client, err := cc.Client()
 	if err != nil {
@@ -45,6 +48,20 @@ func newAdvancedDaemonSetController(ctx context.Context, cc *registry.Controller
 	)
 	if err != nil {
 		return nil, fmt.Errorf("building the %s: %w", advanceddaemonset.ControllerName, err)
+	}
+	if cc.FeatureGate.Enabled(features.PreDownloadImageForDaemonSetUpdate) {
+		// The ImagePullJob informer is only started when the gate asks for it: without the
+		// gate the controller never reads ImagePullJobs, and the watch would be wasted.
+		served, err := servesResource(client.Discovery(), appsv1alpha1.SchemeGroupVersion.String(), "imagepulljobs")
+		if err != nil {
+			return nil, fmt.Errorf("looking up apps.kruise.io ImagePullJobs in discovery: %w", err)
+		}
+		if served {
+			c.UseImagePullJobs(cc.BosunInformerFactory.Apps().V1alpha1().ImagePullJobs())
+		} else {
+			klog.FromContext(ctx).Info("Image pre-download for DaemonSet updates is off: the API server does not serve apps.kruise.io/v1alpha1 imagepulljobs",
+				"controller", advanceddaemonset.ControllerName, "featureGate", features.PreDownloadImageForDaemonSetUpdate)
+		}
 	}
 	return withWorkers{run: c.Run, workers: int(cc.Config.AdvancedDaemonSet.ConcurrentSyncs)}, nil
 }
