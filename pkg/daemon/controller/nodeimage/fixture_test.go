@@ -27,6 +27,7 @@ import (
 	bosunfake "github.com/bosun-dev/client-go/clientset/versioned/fake"
 	bosuninformers "github.com/bosun-dev/client-go/informers/externalversions"
 
+	"github.com/bosun-dev/bosun/pkg/controller/nodeimage/nodeimageutil"
 	"github.com/bosun-dev/bosun/pkg/controller/options"
 	"github.com/bosun-dev/bosun/pkg/controller/queue/queuetest"
 	"github.com/bosun-dev/bosun/pkg/daemon/cri"
@@ -189,7 +190,7 @@ func (f *fixture) sync() {
 // tagStatus returns the status of image:tag in the API server, nil when there is none.
 func (f *fixture) tagStatus(image, tag string) *appsv1alpha1.ImageTagStatus {
 	f.t.Helper()
-	return findTagStatus(f.current().Status.ImageStatuses[image].Tags, tag)
+	return nodeimageutil.FindTagStatus(f.current().Status.ImageStatuses[image].Tags, tag)
 }
 
 // eventually waits until cond holds; it fails the test when it never does.

@@ -31,7 +31,7 @@ func (c *Controller) buildStatus(nodeImage *appsv1alpha1.NodeImage) (*appsv1alph
 			if pool := c.pools[name]; pool != nil && pool.workers[tag.Tag] != nil {
 				current := pool.workers[tag.Tag].currentStatus()
 				tagStatus = &current
-			} else if found := findTagStatus(nodeImage.Status.ImageStatuses[name].Tags, tag.Tag); found != nil {
+			} else if found := nodeimageutil.FindTagStatus(nodeImage.Status.ImageStatuses[name].Tags, tag.Tag); found != nil {
 				tagStatus = found.DeepCopy()
 			}
 			if tagStatus == nil || tagStatus.Version != tag.Version || tagStatus.CompletionTime == nil {

@@ -12,6 +12,8 @@ import (
 	"k8s.io/klog/v2"
 
 	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+
+	"github.com/bosun-dev/bosun/pkg/controller/nodeimage/nodeimageutil"
 )
 
 // syncNodeImage brings the pulls in line with the NodeImage's spec and writes its status.
@@ -109,7 +111,7 @@ func (c *Controller) syncTags(ctx context.Context, pool *imagePool, tags []appsv
 			delete(pool.workers, tag.Tag)
 			w = nil
 		}
-		if status := findTagStatus(statuses, tag.Tag); status != nil && status.Version == tag.Version && status.CompletionTime != nil {
+		if status := nodeimageutil.FindTagStatus(statuses, tag.Tag); status != nil && status.Version == tag.Version && status.CompletionTime != nil {
 			if w != nil {
 				// Our result was observed, or someone else (the manager) finished the tag.
 				w.cancel()
@@ -141,15 +143,6 @@ func (c *Controller) stopPools() {
 		pool.stop()
 		delete(c.pools, name)
 	}
-}
-
-func findTagStatus(statuses []appsv1alpha1.ImageTagStatus, tag string) *appsv1alpha1.ImageTagStatus {
-	for i := range statuses {
-		if statuses[i].Tag == tag {
-			return &statuses[i]
-		}
-	}
-	return nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {
