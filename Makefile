@@ -10,6 +10,7 @@ STAGING_MODULES := $(STAGING)/api $(STAGING)/client-go
 INTEGRATION_TIMEOUT ?= 40m
 E2E_TIMEOUT ?= 20m
 BENCH_FLAGS ?=
+KRUISE_E2E_FLAGS ?=
 
 # Stamped into the binaries; `--version` prints it.
 VERSION ?= v0.1.0-dev
@@ -29,7 +30,8 @@ build: ## Build both binaries into _output/bin.
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ $(addprefix ./cmd/,$(BINARIES))
 
 .PHONY: test
-test: verify test-unit test-integration test-e2e ## Everything CI runs: verify, unit, integration and end-to-end tests.
+test: verify test-unit test-integration test-e2e ## Everything CI runs: verify, unit, integration, end-to-end tests and OpenKruise's suite.
+	$(MAKE) test-kruise-e2e KRUISE_E2E_FLAGS="-skip-without-node $(KRUISE_E2E_FLAGS)"
 
 .PHONY: test-unit
 test-unit: ## Unit tests of the main module and the staging modules.
@@ -44,12 +46,21 @@ test-integration: test-servers ## Integration tests against a real etcd + kube-a
 test-e2e: test-servers build ## End-to-end tests on a local cluster with a real node (as root; skipped with the reason otherwise).
 	BOSUN_E2E=1 $(GO) test -count=1 -timeout $(E2E_TIMEOUT) -p 1 -v ./test/e2e/...
 
+.PHONY: test-kruise-e2e
+test-kruise-e2e: test-servers build ## OpenKruise's own e2e suite against bosun on a local cluster (as root); fails unless it matches test/kruise-e2e/expectations.txt.
+	$(GO) run ./test/kruise-e2e $(KRUISE_E2E_FLAGS)
+
+.PHONY: build-kruise
+build-kruise: ## Build kruise-manager, kruise-daemon and OpenKruise's e2e suite (v1.9.0) from the Go module proxy into _output/tools/bin (cached).
+	hack/build-kruise.sh
+
 .PHONY: test-servers
 test-servers: ## Build etcd, kube-apiserver, kubectl and kube-controller-manager from the Go module proxy (cached).
 	hack/build-test-servers.sh
 
 .PHONY: bench
-bench: build test-servers ## Benchmark bosun against upstream kube-controller-manager (not in `make test`; BENCH_FLAGS=-help lists flags).
+bench: build test-servers ## Benchmark bosun against upstream kube-controller-manager and kruise-manager (not in `make test`; BENCH_FLAGS=-help lists flags).
+	hack/build-kruise.sh kruise-manager
 	$(GO) run ./test/bench $(BENCH_FLAGS)
 
 .PHONY: verify

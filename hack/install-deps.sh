@@ -33,6 +33,7 @@ requirements=(
   "/usr/lib/cni/loopback    containernetworking-plugins"
   "docker-registry   docker-registry"
   "htpasswd          apache2-utils"
+  "/bin/busybox      busybox-static"
 )
 
 missing_packages=()

@@ -51,6 +51,9 @@ type Options struct {
 	// ManagerBinary and DaemonBinary are bosun's binaries; _output/bin's when empty
 	// (`make build` writes them there).
 	ManagerBinary, DaemonBinary string
+	// ManagerFeatureGates is bosun-controller-manager's --feature-gates, empty for the
+	// defaults: OpenKruise's suite runs with the gates OpenKruise's own CI turns on.
+	ManagerFeatureGates string
 	// StartTimeout bounds Start; DefaultStartTimeout when zero.
 	StartTimeout time.Duration
 }
@@ -60,10 +63,10 @@ type Cluster struct {
 	dir      string
 	nodeName string
 
-	controlPlane *framework.ControlPlane
-	registries   []*registry
-	slowRegistry *throttledProxy
-	containerd   *containerd
+	controlPlane   *framework.ControlPlane
+	registries     []*registry
+	slowRegistries []*throttledProxy
+	containerd     *containerd
 	// components are every long-running process in start order, registries and control
 	// plane excluded (they are watched through their own handles).
 	components []*component
@@ -269,7 +272,7 @@ func (c *Cluster) startControllers(ctx context.Context, opts Options) error {
 	}
 	bosun, err := framework.StartControllerManager(ctx, "bosun-controller-manager", opts.ManagerBinary,
 		framework.BosunControllerManagerArgs(cp, framework.ControllerManagerOptions{
-			Controllers: opts.Controllers, Kubeconfig: kubeconfig,
+			Controllers: opts.Controllers, Kubeconfig: kubeconfig, FeatureGates: opts.ManagerFeatureGates,
 			// On --webhook-port's default, as on a control-plane node: the API server calls
 			// https://127.0.0.1:9876.
 			Webhooks: true,
@@ -366,8 +369,8 @@ func (c *Cluster) Stop() error {
 				errs = append(errs, err)
 			}
 		}
-		if c.slowRegistry != nil {
-			c.slowRegistry.stop()
+		for _, proxy := range c.slowRegistries {
+			proxy.stop()
 		}
 		for _, r := range c.registries {
 			r.Stop(framework.DefaultStopGracePeriod)
@@ -470,8 +473,8 @@ func (c *Cluster) Describe() string {
 	for _, r := range c.registries {
 		fmt.Fprintf(&b, "  %-26s %s\n", r.Name(), r.describe())
 	}
-	if c.slowRegistry != nil {
-		fmt.Fprintf(&b, "  %-26s http://%s (the private registry at %d KiB/s)\n", "slow-registry", SlowRegistryHost, SlowRegistryBytesPerSecond>>10)
+	for _, proxy := range c.slowRegistries {
+		fmt.Fprintf(&b, "  %-26s http://%s (http://%s at %d KiB/s)\n", "slow-registry", proxy.host, proxy.target, SlowRegistryBytesPerSecond>>10)
 	}
 	return b.String()
 }

@@ -87,8 +87,8 @@ const cniConfig = `{
 }
 `
 
-// registryHosts points containerd at a loopback registry over plain HTTP.
-const registryHosts = `server = "http://%[1]s"
+// registryHostsFile points containerd at a loopback registry over plain HTTP.
+const registryHostsFile = `server = "http://%[1]s"
 
 [host."http://%[1]s"]
   capabilities = ["pull", "resolve"]
@@ -104,8 +104,8 @@ func (c *Cluster) startContainerd(ctx context.Context) error {
 			PauseImage, cniBinDir, cniConfDir, hostsDir, runcRoot(c.dir)),
 		filepath.Join(cniConfDir, "10-bosun.conflist"): fmt.Sprintf(cniConfig, bridgeName, podSubnet, filepath.Join(dir, "cni", "ipam"), networkName),
 	}
-	for _, host := range []string{RegistryHost, PrivateRegistryHost, SlowRegistryHost} {
-		files[filepath.Join(hostsDir, host, "hosts.toml")] = fmt.Sprintf(registryHosts, host)
+	for _, host := range registryHosts {
+		files[filepath.Join(hostsDir, host, "hosts.toml")] = fmt.Sprintf(registryHostsFile, host)
 	}
 	for path, content := range files {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

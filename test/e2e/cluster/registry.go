@@ -31,7 +31,14 @@ const (
 	// takes seconds, as over a slow network, long enough to watch its progress.
 	SlowRegistryHost           = "127.0.0.1:5102"
 	SlowRegistryBytesPerSecond = 1 << 20
+	// SlowOpenRegistryHost is the open registry behind a proxy of the same speed: images
+	// pulled through it take as long as over a real network, which timing assumptions of
+	// OpenKruise's suite rely on.
+	SlowOpenRegistryHost = "127.0.0.1:5103"
 )
+
+// registryHosts are the addresses of every registry the node pulls from.
+var registryHosts = []string{RegistryHost, PrivateRegistryHost, SlowRegistryHost, SlowOpenRegistryHost}
 
 // registry is a CNCF distribution registry (Debian's docker-registry) on loopback.
 type registry struct {
@@ -63,11 +70,16 @@ func (c *Cluster) startRegistries(ctx context.Context) error {
 		}
 		c.registries = append(c.registries, r)
 	}
-	proxy, err := startThrottledProxy(SlowRegistryHost, PrivateRegistryHost, SlowRegistryBytesPerSecond)
-	if err != nil {
-		return fmt.Errorf("starting the slow registry: %w", err)
+	for _, slow := range []struct{ host, target string }{
+		{SlowRegistryHost, PrivateRegistryHost},
+		{SlowOpenRegistryHost, RegistryHost},
+	} {
+		proxy, err := startThrottledProxy(slow.host, slow.target, SlowRegistryBytesPerSecond)
+		if err != nil {
+			return fmt.Errorf("starting the slow registry in front of %s: %w", slow.target, err)
+		}
+		c.slowRegistries = append(c.slowRegistries, proxy)
 	}
-	c.slowRegistry = proxy
 	return nil
 }
 
@@ -75,7 +87,7 @@ func (c *Cluster) startRegistries(ctx context.Context) error {
 // local cluster (or an end-to-end run) on this machine, with which this one would share
 // the ports and the node's bridge.
 func checkNoOtherCluster() error {
-	for _, host := range []string{RegistryHost, PrivateRegistryHost, SlowRegistryHost} {
+	for _, host := range registryHosts {
 		if conn, err := net.DialTimeout("tcp", host, time.Second); err == nil {
 			conn.Close()
 			return fmt.Errorf("%s is already in use: is another bosun local cluster running on this machine? "+

@@ -49,6 +49,10 @@ type File struct {
 	Mode int64
 	// Data is the file's content.
 	Data []byte
+	// Link, when set, makes the entry a symbolic link to Link instead of a regular
+	// file: Data must then be empty and Mode is ignored. Multi-call binaries such as
+	// busybox need one link per command they answer to.
+	Link string
 }
 
 // Config is the run-time configuration of the image: the "config" object of
@@ -137,10 +141,12 @@ func Build(files []File, cfg Config) (*Image, error) {
 	}, nil
 }
 
-// tarEntry is one member of the layer tar: a file, or a directory (data nil).
+// tarEntry is one member of the layer tar: a file, a symbolic link (link set), or a
+// directory (data nil).
 type tarEntry struct {
 	name string // relative to the root, without a leading or trailing slash
 	dir  bool
+	link string
 	mode int64
 	data []byte
 }
@@ -159,6 +165,12 @@ func buildTar(files []File) ([]byte, error) {
 		if mode == 0 {
 			mode = 0o644
 		}
+		if f.Link != "" {
+			if len(f.Data) != 0 {
+				return nil, fmt.Errorf("file %s: a symbolic link has no data", f.Path)
+			}
+			mode = 0o777
+		}
 		if mode&^0o7777 != 0 {
 			return nil, fmt.Errorf("file %s: mode %#o has bits beyond the permission bits", f.Path, f.Mode)
 		}
@@ -168,7 +180,7 @@ func buildTar(files []File) ([]byte, error) {
 			}
 			return nil, fmt.Errorf("file %s: given twice", f.Path)
 		}
-		entries[name] = tarEntry{name: name, mode: mode, data: f.Data}
+		entries[name] = tarEntry{name: name, mode: mode, data: f.Data, link: f.Link}
 
 		for dir := path.Dir(name); dir != "."; dir = path.Dir(dir) {
 			if prev, ok := entries[dir]; ok {
@@ -199,10 +211,14 @@ func buildTar(files []File) ([]byte, error) {
 			Gid:     0,
 			ModTime: epoch,
 		}
-		if e.dir {
+		switch {
+		case e.dir:
 			hdr.Typeflag = tar.TypeDir
 			hdr.Name += "/"
-		} else {
+		case e.link != "":
+			hdr.Typeflag = tar.TypeSymlink
+			hdr.Linkname = e.link
+		default:
 			hdr.Typeflag = tar.TypeReg
 			hdr.Size = int64(len(e.data))
 		}

@@ -271,3 +271,38 @@ func TestBuildEmpty(t *testing.T) {
 		t.Errorf("empty build gave layer size %d, diff ID %q", img.Layer.Size, img.DiffID)
 	}
 }
+
+func TestSymbolicLinks(t *testing.T) {
+	img := mustBuild(t, []File{
+		{Path: "/bin/busybox", Mode: 0o755, Data: []byte("#!binary\n")},
+		{Path: "/bin/sh", Link: "busybox"},
+	}, Config{})
+	zr, err := gzip.NewReader(bytes.NewReader(img.Layer.Data))
+	if err != nil {
+		t.Fatalf("layer is not gzip: %v", err)
+	}
+	tr := tar.NewReader(zr)
+	links := map[string]string{}
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("reading layer tar: %v", err)
+		}
+		if hdr.Typeflag == tar.TypeSymlink {
+			links[hdr.Name] = hdr.Linkname
+			if hdr.Size != 0 {
+				t.Errorf("link %s has size %d, want 0", hdr.Name, hdr.Size)
+			}
+		}
+	}
+	if diff := cmp.Diff(map[string]string{"bin/sh": "busybox"}, links); diff != "" {
+		t.Errorf("symbolic links (-want +got):\n%s", diff)
+	}
+
+	if _, err := Build([]File{{Path: "/bin/sh", Link: "busybox", Data: []byte("x")}}, Config{}); err == nil {
+		t.Error("Build accepted a symbolic link with data")
+	}
+}

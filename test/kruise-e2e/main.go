@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/bosun-dev/bosun/test/e2e/cluster"
+	"github.com/bosun-dev/bosun/test/integration/framework"
+)
+
+// defaultLabelFilter selects the specs of the kinds bosun serves.
+const defaultLabelFilter = "DaemonSet || PodUnavailableBudget || ContainerRecreateRequest || PullImage || PullImages"
+
+// kruiseCIGates turns on, in bosun-controller-manager, every gate that shares its name with
+// one of OpenKruise's: OpenKruise's own CI runs its suite with all alpha and beta gates on,
+// and specs such as PodUnavailableBudget's in-place update protection need them. bosun's
+// own alpha gates stay off; they change behaviour beyond OpenKruise's.
+const kruiseCIGates = "PodUnavailableBudgetDeleteGate=true,PodUnavailableBudgetUpdateGate=true," +
+	"KruiseDaemon=true,ImagePullJobGate=true,PreDownloadImageForDaemonSetUpdate=true"
+
+type options struct {
+	labelFilter  string
+	focus        string
+	expectations string
+	repeat       int
+	skipNoNode   bool
+	timeout      time.Duration
+}
+
+func main() {
+	klog.InitFlags(nil)
+	var o options
+	flag.StringVar(&o.labelFilter, "label-filter", defaultLabelFilter, "Ginkgo label filter of the specs to run")
+	flag.StringVar(&o.focus, "focus", "", "Ginkgo focus regular expression, to run fewer specs while working on one (the expectations are then checked only for the specs that ran)")
+	flag.StringVar(&o.expectations, "expectations", "test/kruise-e2e/expectations.txt", "the expectation file, relative to the repository's root")
+	flag.IntVar(&o.repeat, "repeat", 1, "run the suite this many times in a row on the same cluster; every run must match the expectations")
+	flag.BoolVar(&o.skipNoNode, "skip-without-node", false, "report the run skipped, instead of failing, on a machine that cannot run a real node (not root, packages missing)")
+	flag.DurationVar(&o.timeout, "timeout", 50*time.Minute, "how long one run of the suite may take")
+	flag.Parse()
+	if o.repeat < 1 {
+		fmt.Fprintln(os.Stderr, "kruise-e2e: -repeat must be at least 1")
+		os.Exit(2)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx = klog.NewContext(ctx, klog.Background())
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "kruise-e2e:", err)
+		os.Exit(1)
+	}
+}
+
+// errExpectations is returned when a run did not match the expectation file; what did not
+// match has been printed.
+var errExpectations = errors.New("the suite did not match the expectations")
+
+func run(ctx context.Context, o options) error {
+	root, err := framework.RepoRoot()
+	if err != nil {
+		return err
+	}
+	expectationsPath := filepath.Join(root, o.expectations)
+	f, err := os.Open(expectationsPath)
+	if err != nil {
+		return err
+	}
+	expected, err := parseExpectations(f)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("%s: %w", o.expectations, err)
+	}
+	if err := cluster.CheckHost(); err != nil {
+		if o.skipNoNode {
+			fmt.Println("kruise-e2e: SKIP: OpenKruise's suite needs a real node:", err)
+			return nil
+		}
+		return fmt.Errorf("OpenKruise's suite needs a real node: %w", err)
+	}
+
+	suiteBinary, agnhost, err := buildSuite(ctx, root)
+	if err != nil {
+		return err
+	}
+
+	began := time.Now()
+	c, err := cluster.Start(ctx, cluster.Options{Dir: filepath.Join(root, "_output", "kruise-e2e"), ManagerFeatureGates: kruiseCIGates})
+	if err != nil {
+		return fmt.Errorf("starting the local cluster: %w", err)
+	}
+	defer func() {
+		if err := c.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "kruise-e2e: stopping the local cluster:", err)
+		}
+	}()
+	if err := pushImages(ctx, agnhost); err != nil {
+		return err
+	}
+	work := filepath.Join(c.Dir(), "suite")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return err
+	}
+	imageList := filepath.Join(work, "image-list.yaml")
+	if err := os.WriteFile(imageList, []byte(imageListFile()), 0o644); err != nil {
+		return err
+	}
+	fmt.Printf("kruise-e2e: local cluster up with OpenKruise's images in %v; logs in %s\n", time.Since(began).Round(time.Second), c.LogDir())
+
+	mismatched := 0
+	for i := 1; i <= o.repeat; i++ {
+		v, err := runSuite(ctx, o, suiteRun{
+			binary: suiteBinary, kubeconfig: c.KubeconfigPath(), imageList: imageList,
+			report: filepath.Join(work, "report-"+strconv.Itoa(i)+".json"),
+			log:    filepath.Join(c.LogDir(), "kruise-e2e-"+strconv.Itoa(i)+".log"),
+		}, expected)
+		if err != nil {
+			return err
+		}
+		if c.Err() != nil {
+			return fmt.Errorf("the local cluster broke during the suite: %w", c.Err())
+		}
+		if o.repeat > 1 {
+			fmt.Printf("kruise-e2e: run %d of %d: ", i, o.repeat)
+		}
+		writeVerdict(os.Stdout, v, o.expectations)
+		if !v.ok() {
+			mismatched++
+		}
+	}
+	if mismatched > 0 {
+		return errExpectations
+	}
+	return nil
+}
+
+// buildSuite builds OpenKruise's e2e test binary and agnhost (cached by hack/build-kruise.sh).
+func buildSuite(ctx context.Context, root string) (suite, agnhost string, err error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "build-kruise.sh"), "kruise-e2e.test", "agnhost")
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", "", fmt.Errorf("building OpenKruise's e2e suite: %w", err)
+	}
+	if suite, err = framework.ToolPath("kruise-e2e.test"); err != nil {
+		return "", "", err
+	}
+	agnhost, err = framework.ToolPath("agnhost")
+	return suite, agnhost, err
+}
+
+type suiteRun struct {
+	binary, kubeconfig, imageList, report, log string
+}
+
+// runSuite runs OpenKruise's suite once and judges its report. The suite's own exit status
+// says only whether every spec passed, which is not the question: the report is.
+func runSuite(ctx context.Context, o options, r suiteRun, expected map[specKey]expectation) (verdict, error) {
+	args := []string{
+		"--ginkgo.label-filter=" + o.labelFilter,
+		"--ginkgo.json-report=" + r.report,
+		"--ginkgo.no-color",
+		"--ginkgo.timeout=" + o.timeout.String(),
+		"-test.timeout=" + (o.timeout + 5*time.Minute).String(),
+	}
+	if o.focus != "" {
+		args = append(args, "--ginkgo.focus="+o.focus)
+	}
+	logFile, err := os.Create(r.log)
+	if err != nil {
+		return verdict{}, err
+	}
+	defer logFile.Close()
+	cmd := exec.CommandContext(ctx, r.binary, args...)
+	cmd.Dir = filepath.Dir(r.report)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+r.kubeconfig, "KUBE_TEST_REPO_LIST="+r.imageList)
+	cmd.Stdout = io.MultiWriter(logFile, &progressWriter{out: os.Stdout})
+	cmd.Stderr = logFile
+	fmt.Printf("kruise-e2e: running OpenKruise's suite (%s); its log: %s\n", o.labelFilter, r.log)
+	began := time.Now()
+	runErr := cmd.Run()
+	var exit *exec.ExitError
+	if runErr != nil && !errors.As(runErr, &exit) {
+		return verdict{}, fmt.Errorf("running OpenKruise's suite: %w", runErr)
+	}
+	fmt.Printf("kruise-e2e: the suite ran for %v\n", time.Since(began).Round(time.Second))
+	outcomes, err := readOutcomes(r.report)
+	if err != nil {
+		return verdict{}, fmt.Errorf("%w (the suite exited with %v; see %s)", err, runErr, r.log)
+	}
+	if o.focus != "" {
+		expected = onlyRan(expected, outcomes)
+	}
+	return judge(expected, outcomes), nil
+}
+
+// onlyRan keeps the expectations of the specs that ran: with a focus, the others are not
+// missing, just not asked for.
+func onlyRan(expected map[specKey]expectation, outcomes []outcome) map[specKey]expectation {
+	out := map[specKey]expectation{}
+	for _, o := range outcomes {
+		if e, ok := expected[o.key]; ok {
+			out[o.key] = e
+		}
+	}
+	return out
+}

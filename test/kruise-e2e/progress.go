@@ -1,0 +1,42 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"strings"
+)
+
+// progressWriter passes on only the suite's progress lines (a line per spec and the
+// closing summary); the failure details are in the suite's log, and the verdict names every
+// spec that matters.
+type progressWriter struct {
+	out     io.Writer
+	pending []byte
+}
+
+func (w *progressWriter) Write(p []byte) (int, error) {
+	w.pending = append(w.pending, p...)
+	for {
+		i := bytes.IndexByte(w.pending, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		line := string(w.pending[:i+1])
+		w.pending = w.pending[i+1:]
+		if isProgress(line) {
+			if _, err := io.WriteString(w.out, line); err != nil {
+				return len(p), err
+			}
+		}
+	}
+}
+
+func isProgress(line string) bool {
+	trimmed := strings.TrimLeft(line, "S")
+	for _, prefix := range []string{"•", "Ran ", "SUCCESS!", "FAIL!"} {
+		if strings.HasPrefix(trimmed, prefix) {
+			return true
+		}
+	}
+	return false
+}
