@@ -42,6 +42,37 @@ func (b *simpleBuilder) Client(name string) (kubernetes.Interface, error) {
 	return clientFor(b, name)
 }
 
+// Limits is a client's token bucket: QPS requests per second on average, at most Burst at
+// once.
+type Limits struct {
+	QPS   float32
+	Burst int
+}
+
+// WithLimits returns a Builder that builds b's clients with limits instead of the base
+// configuration's QPS and burst. Each client still gets a token bucket of its own.
+func WithLimits(b Builder, limits Limits) Builder {
+	return &limitedBuilder{inner: b, limits: limits}
+}
+
+type limitedBuilder struct {
+	inner  Builder
+	limits Limits
+}
+
+func (b *limitedBuilder) Config(name string) (*rest.Config, error) {
+	config, err := b.inner.Config(name)
+	if err != nil {
+		return nil, err
+	}
+	config.QPS, config.Burst = b.limits.QPS, b.limits.Burst
+	return config, nil
+}
+
+func (b *limitedBuilder) Client(name string) (kubernetes.Interface, error) {
+	return clientFor(b, name)
+}
+
 // namedCopy copies config for the named client.
 func namedCopy(config *rest.Config, name string) *rest.Config {
 	c := rest.CopyConfig(config)

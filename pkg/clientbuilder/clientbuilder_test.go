@@ -45,6 +45,47 @@ func TestSimpleBuilderGivesEachClientItsOwnConfig(t *testing.T) {
 	}
 }
 
+func TestWithLimitsOverridesOnlyTheLimits(t *testing.T) {
+	base := &rest.Config{Host: "https://example.invalid", QPS: 20, Burst: 30, BearerToken: "manager-token"}
+	limited := WithLimits(NewSimpleBuilder(base), Limits{QPS: 50, Burst: 100})
+
+	ads, err := limited.Config("advanced-daemonset-controller")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ads.QPS != 50 || ads.Burst != 100 {
+		t.Errorf("limited config QPS/burst = %v/%d, want 50/100", ads.QPS, ads.Burst)
+	}
+	if !strings.HasSuffix(ads.UserAgent, "/advanced-daemonset-controller") || ads.BearerToken != "manager-token" || ads.RateLimiter != nil {
+		t.Errorf("limited config lost what the inner builder set: User-Agent %q, token %q, shared limiter %v", ads.UserAgent, ads.BearerToken, ads.RateLimiter != nil)
+	}
+	if base.QPS != 20 || base.Burst != 30 {
+		t.Errorf("the base changed to %v/%d", base.QPS, base.Burst)
+	}
+
+	// Every client built through it, typed or bosun's, runs its own bucket at the limits.
+	client, err := limited.Client("advanced-daemonset-controller")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bosunClient, err := BosunClient(limited, "advanced-daemonset-controller")
+	if err != nil {
+		t.Fatal(err)
+	}
+	typedLimiter := client.CoreV1().RESTClient().GetRateLimiter()
+	bosunLimiter := bosunClient.AppsV1alpha1().RESTClient().GetRateLimiter()
+	if typedLimiter.QPS() != 50 || bosunLimiter.QPS() != 50 || typedLimiter == bosunLimiter {
+		t.Errorf("client limiters: typed %v, bosun %v (shared: %v), want 50 each, separate", typedLimiter.QPS(), bosunLimiter.QPS(), typedLimiter == bosunLimiter)
+	}
+	unlimited, err := NewSimpleBuilder(base).Client("replicaset-controller")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := unlimited.CoreV1().RESTClient().GetRateLimiter().QPS(); got != 20 {
+		t.Errorf("a client of the plain builder runs at %v QPS, want the base's 20", got)
+	}
+}
+
 // fakeTokenAPI makes a fake clientset issue tokens "<sa>-<n>" valid for an hour from now() for
 // ServiceAccounts that exist in its tracker.
 func fakeTokenAPI(now func() time.Time) *fake.Clientset {

@@ -61,10 +61,11 @@ func New[T comparable](name string) workqueue.TypedRateLimitingInterface[T] {
 type SyncFunc[T comparable] func(ctx context.Context, item T) error
 
 // ErrRequeue, returned by a SyncFunc (alone or wrapping the reason), requeues the item with
-// rate limiting like any error but logs it only at verbosity 4: the item is not failing, it
-// has to be looked at again later. The garbage collector uses it for owners it has not
-// observed yet and for kinds the API server does not serve (yet), which would otherwise
-// log an error on every retry.
+// rate limiting like any error but logs it only at verbosity 4, however often it comes
+// back: the item is not failing, it has to be looked at again later. The garbage collector
+// uses it for owners it has not observed yet and for kinds the API server does not serve
+// (yet), which would otherwise log an error on every retry. Conflicts and CacheBehindErrors
+// need no marker: IsNormalWait recognises them.
 var ErrRequeue = errors.New("requeued")
 
 // RunWorkers starts workers goroutines that process q with syncItem and blocks until they have
@@ -105,17 +106,32 @@ func ProcessNextItem[T comparable](ctx context.Context, q workqueue.TypedRateLim
 	defer q.Done(item)
 
 	if err := syncItem(ctx, item); err != nil {
-		if errors.Is(err, ErrRequeue) {
-			klog.FromContext(ctx).V(4).Info("Requeued item", "item", item, "reason", err.Error())
-		} else {
-			utilruntime.HandleErrorWithContext(ctx, err, "Sync failed; retrying with backoff", "item", item)
-		}
+		logSyncError(ctx, item, q.NumRequeues(item), err)
 		q.AddRateLimited(item)
 		return true
 	}
 	q.Forget(item)
 	klog.FromContext(ctx).V(5).Info("Synced item", "item", item)
 	return true
+}
+
+// logSyncError logs the error a sync of item returned; failures counts the item's failures
+// in a row before this one. A normal wait (IsNormalWait) is logged at verbosity 4 with its
+// reason: a conflict or a cache behind the controller's own write is what a busy controller
+// meets every few seconds, and an error line for it would bury real failures. A conflict or
+// lagging cache that has lasted PersistentWaitRequeues failures is a failure after all;
+// ErrRequeue never is, since the sync chose it.
+func logSyncError[T comparable](ctx context.Context, item T, failures int, err error) {
+	reason, wait := IsNormalWait(err)
+	switch {
+	case !wait:
+		utilruntime.HandleErrorWithContext(ctx, err, "Sync failed; retrying with backoff", "item", item)
+	case reason != WaitRequeued && failures >= PersistentWaitRequeues:
+		utilruntime.HandleErrorWithContext(ctx, err, "Sync still waiting after many retries; retrying with backoff",
+			"item", item, "reason", reason, "failures", failures+1)
+	default:
+		klog.FromContext(ctx).V(4).Info("Waiting to sync item again", "item", item, "reason", reason, "err", err)
+	}
 }
 
 // RunController is the body of every controller's Run: it logs the controller's start and

@@ -3,7 +3,6 @@ package replicaset
 import (
 	"cmp"
 	"errors"
-	"fmt"
 	"slices"
 	"sync"
 
@@ -100,8 +99,8 @@ func (t *writeTracker) wrote(key string, uid types.UID, resource schema.GroupRes
 	record.written[resource] = resourceVersion
 }
 
-// ensureObserved returns an error if a cache has not yet observed one of key's recorded
-// writes. Writes that have been observed are forgotten, and so are versions that cannot be
+// ensureObserved returns a *queue.CacheBehindError if a cache has not yet observed one of
+// key's recorded writes: the worker loop requeues the ReplicaSet without logging an error. Writes that have been observed are forgotten, and so are versions that cannot be
 // compared: the guard must never block a ReplicaSet forever.
 func (t *writeTracker) ensureObserved(key string) error {
 	if t == nil {
@@ -130,7 +129,7 @@ func (t *writeTracker) ensureObserved(key string) error {
 		order, err := compareResourceVersions(read, written)
 		if err == nil && order < 0 {
 			staleSyncSkips.WithLabelValues(resource.Group, resource.Resource).Inc()
-			return fmt.Errorf("the %s cache is at resourceVersion %s, behind this controller's own write at %s; waiting for it to catch up", resource, read, written)
+			return &queue.CacheBehindError{Resource: resource.String(), Observed: read, Written: written}
 		}
 		delete(record.written, resource)
 	}

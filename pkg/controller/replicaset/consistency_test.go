@@ -14,6 +14,7 @@ import (
 	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/utils/ptr"
 
+	"github.com/bosun-dev/bosun/pkg/controller/queue"
 	"github.com/bosun-dev/bosun/pkg/features"
 )
 
@@ -148,6 +149,10 @@ func TestWriteTracker(t *testing.T) {
 			}
 			if tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Fatalf("ensureObserved error = %v, want one containing %q", err, tc.wantErr)
+			}
+			// The worker loop must log the wait as what it is, not as a failed sync.
+			if reason, wait := queue.IsNormalWait(err); tc.wantErr != "" && (!wait || reason != queue.WaitCacheBehind) {
+				t.Errorf("ensureObserved error classified as (%q, %v), want a %s wait", reason, wait, queue.WaitCacheBehind)
 			}
 			if _, kept := w.records["ns/a"]; kept != tc.wantRecordKept {
 				t.Errorf("record kept = %v, want %v", kept, tc.wantRecordKept)

@@ -25,10 +25,15 @@ func NewControllerRegistry() *registry.Registry {
 // the constructor in this package's <alias>.go, and the admission webhooks of its resources
 // if it has any.
 func builtinControllers() []registry.Descriptor {
-	return []registry.Descriptor{
+	// kube-controller-manager's controllers keep its client limits (--kube-api-qps and
+	// --kube-api-burst), so that swapping one manager for the other changes nothing.
+	upstream := []registry.Descriptor{
 		{Name: replicaset.ControllerName, Aliases: []string{"replicaset"}, ClientName: replicaset.ControllerName, Constructor: newReplicaSetController},
 		{Name: deployment.ControllerName, Aliases: []string{"deployment"}, ClientName: deployment.ControllerName, Constructor: newDeploymentController},
 		{Name: garbagecollector.ControllerName, Aliases: []string{"garbagecollector"}, ClientName: "generic-garbage-collector", Constructor: newGarbageCollector},
+	}
+	// kruise-manager's controllers have limits of their own (--kruise-controllers-kube-api-*).
+	openKruise := []registry.Descriptor{
 		{Name: advanceddaemonset.ControllerName, Aliases: []string{"advanceddaemonset"}, ClientName: advanceddaemonset.ControllerName,
 			Constructor: newAdvancedDaemonSetController, Webhooks: registry.Static(daemonsetwebhook.Registrations)},
 		podUnavailableBudgetDescriptor(),
@@ -36,6 +41,10 @@ func builtinControllers() []registry.Descriptor {
 		nodeImageDescriptor(),
 		imagePullJobDescriptor(),
 	}
+	for i := range openKruise {
+		openKruise[i].KruiseClientLimits = true
+	}
+	return append(upstream, openKruise...)
 }
 
 // withWorkers adapts a controller whose Run takes its number of workers (the

@@ -57,10 +57,13 @@ type controllerManager struct {
 	rootBuilder   clientbuilder.Builder
 	clientBuilder clientbuilder.Builder
 	rootClient    kubernetes.Interface
-	config        *config.Configuration
-	featureGate   featuregate.FeatureGate
-	eventRecorder registry.EventRecorderFactory
-	health        *healthChecks
+	// kruiseClientLimits replace the base client limits for the controllers whose
+	// Descriptor asks for KruiseClientLimits.
+	kruiseClientLimits clientbuilder.Limits
+	config             *config.Configuration
+	featureGate        featuregate.FeatureGate
+	eventRecorder      registry.EventRecorderFactory
+	health             *healthChecks
 	// debugMux receives /debug/controllers/<name>/ handlers.
 	debugMux serving.Handle
 
@@ -247,6 +250,9 @@ func (m *controllerManager) buildControllers(ctx context.Context, controllerCont
 		}
 		cc := *controllerContext.ControllerContext
 		cc.ClientName = descriptor.ClientName
+		if descriptor.KruiseClientLimits {
+			cc.ClientBuilder = clientbuilder.WithLimits(cc.ClientBuilder, m.kruiseClientLimits)
+		}
 		controllerCtx := klog.NewContext(ctx, klog.LoggerWithName(logger, name))
 
 		logger.V(1).Info("Building controller", "controller", name)

@@ -19,7 +19,9 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	metadatafake "k8s.io/client-go/metadata/fake"
 	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/rest"
 
+	"github.com/bosun-dev/bosun/pkg/clientbuilder"
 	"github.com/bosun-dev/bosun/pkg/controllermanager/config"
 	"github.com/bosun-dev/bosun/pkg/controllermanager/registry"
 	"github.com/bosun-dev/bosun/pkg/features"
@@ -324,5 +326,59 @@ func TestRunsWithZeroControllers(t *testing.T) {
 	}
 	if code, body := get(t, tm.mux, "/healthz?verbose"); code != 200 || body != "[+]leaderElection ok\nhealthz check passed\n" {
 		t.Errorf("/healthz?verbose = %d %q", code, body)
+	}
+}
+
+// The controllers whose Descriptor asks for KruiseClientLimits build their clients with
+// those limits; every other controller keeps the base ones.
+func TestKruiseClientLimitsReachOnlyTheirControllers(t *testing.T) {
+	seen := map[string]*rest.Config{}
+	var mu sync.Mutex
+	recordConfig := func(name string) registry.Constructor {
+		return func(_ context.Context, cc *registry.ControllerContext) (registry.Controller, error) {
+			config, err := cc.ClientConfig()
+			if err != nil {
+				return nil, err
+			}
+			mu.Lock()
+			seen[name] = config
+			mu.Unlock()
+			return &fakeController{}, nil
+		}
+	}
+	kruise := registry.Descriptor{Name: "kruise-like-controller", KruiseClientLimits: true, Constructor: recordConfig("kruise-like-controller")}
+	upstream := registry.Descriptor{Name: "upstream-like-controller", Constructor: recordConfig("upstream-like-controller")}
+	tm := newTestManager(t, []string{"kruise-like-controller", "upstream-like-controller"}, kruise, upstream)
+	tm.lc.ClientBuilder = clientbuilder.NewSimpleBuilder(&rest.Config{Host: "https://127.0.0.1:1", QPS: 20, Burst: 30})
+	tm.kruiseClientLimits = clientbuilder.Limits{QPS: 50, Burst: 100}
+
+	if _, err := tm.buildControllers(context.Background(), tm.lc); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]clientbuilder.Limits{
+		"kruise-like-controller":   {QPS: 50, Burst: 100},
+		"upstream-like-controller": {QPS: 20, Burst: 30},
+	} {
+		config := seen[name]
+		if config == nil {
+			t.Errorf("%s was not built", name)
+			continue
+		}
+		if got := (clientbuilder.Limits{QPS: config.QPS, Burst: config.Burst}); got != want {
+			t.Errorf("%s client limits %+v, want %+v", name, got, want)
+		}
+		if !strings.HasSuffix(config.UserAgent, "/"+name) {
+			t.Errorf("%s client User-Agent %q lacks its client name", name, config.UserAgent)
+		}
+	}
+}
+
+// kube-controller-manager's controllers keep its limits; kruise-manager's get their own.
+func TestBuiltinControllersClientLimits(t *testing.T) {
+	reg := NewControllerRegistry()
+	want := []string{"advanced-daemonset-controller", "containerrecreaterequest-controller", "imagepulljob-controller",
+		"nodeimage-controller", "podunavailablebudget-controller"}
+	if got := reg.WithKruiseClientLimits(); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("controllers with the OpenKruise-compatible limits: %v, want %v", got, want)
 	}
 }

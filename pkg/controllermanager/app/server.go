@@ -98,19 +98,23 @@ func Run(ctx context.Context, o *options.Options, reg *registry.Registry) error 
 	}
 
 	m := &controllerManager{
-		registry:      reg,
-		enabled:       enabled,
-		rootBuilder:   rootBuilder,
-		clientBuilder: builder,
-		rootClient:    rootClient,
-		config:        o.ControllerConfiguration(),
-		featureGate:   o.FeatureGate,
-		eventRecorder: events.RecorderFor,
-		health:        health,
-		debugMux:      mux,
-		startInterval: o.ControllerStartInterval,
+		registry:           reg,
+		enabled:            enabled,
+		rootBuilder:        rootBuilder,
+		clientBuilder:      builder,
+		rootClient:         rootClient,
+		kruiseClientLimits: o.KruiseClientLimits(),
+		config:             o.ControllerConfiguration(),
+		featureGate:        o.FeatureGate,
+		eventRecorder:      events.RecorderFor,
+		health:             health,
+		debugMux:           mux,
+		startInterval:      o.ControllerStartInterval,
 	}
 	logger.Info("Enabled controllers", "controllers", m.enabled)
+	// Each client has a bucket of its own; these are the two sizes in use.
+	logger.Info("Client-side rate limits", "kubeAPIQPS", baseConfig.QPS, "kubeAPIBurst", baseConfig.Burst,
+		"kruiseControllersQPS", m.kruiseClientLimits.QPS, "kruiseControllersBurst", m.kruiseClientLimits.Burst)
 
 	if o.LeaderElection.LeaderElect {
 		return runWithLeaderElection(ctx, o, baseConfig, m, events.RecorderFor(componentName))

@@ -49,9 +49,12 @@ func webhookRegistrations(reg *registry.Registry, enabled []string, wc *registry
 }
 
 // newWebhookContext returns the context the enabled controllers' webhooks are built from,
-// with informer factories of its own that live as long as the process.
-func newWebhookContext(ctx context.Context, builder clientbuilder.Builder, recorders registry.EventRecorderFactory,
-	gates featuregate.FeatureGate) (*registry.WebhookContext, error) {
+// with informer factories of its own that live as long as the process. Every webhook
+// belongs to an OpenKruise-compatible resource (the pod webhook spends
+// PodUnavailableBudgets), so its clients have those controllers' limits.
+func newWebhookContext(ctx context.Context, builder clientbuilder.Builder, limits clientbuilder.Limits,
+	recorders registry.EventRecorderFactory, gates featuregate.FeatureGate) (*registry.WebhookContext, error) {
+	builder = clientbuilder.WithLimits(builder, limits)
 	client, err := builder.Client(webhookClientName)
 	if err != nil {
 		return nil, err
@@ -219,7 +222,7 @@ func serveWebhooks(ctx context.Context, o *options.Options, rootClient kubernete
 	if !o.Webhook.Enabled() {
 		return startWebhooks(ctx, o.Webhook, rootClient, nil, nil, readyz, fail)
 	}
-	wc, err := newWebhookContext(ctx, builder, recorders, o.FeatureGate)
+	wc, err := newWebhookContext(ctx, builder, o.KruiseClientLimits(), recorders, o.FeatureGate)
 	if err != nil {
 		return fmt.Errorf("building the admission webhooks' clients: %w", err)
 	}

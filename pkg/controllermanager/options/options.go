@@ -83,7 +83,16 @@ type Options struct {
 	ControllerShutdownTimeout    time.Duration
 	UseServiceAccountCredentials bool
 
-	Client         *clientconfig.Options
+	Client *clientconfig.Options
+	// ClientLimitsGiven records that the command line gave --kube-api-qps or
+	// --kube-api-burst; the OpenKruise-compatible controllers then follow them (see
+	// KruiseClientLimits).
+	ClientLimitsGiven bool
+	// KruiseControllersQPS and KruiseControllersBurst are --kruise-controllers-kube-api-qps
+	// and --kruise-controllers-kube-api-burst; 0 means not given.
+	KruiseControllersQPS   float32
+	KruiseControllersBurst int32
+
 	LeaderElection componentbaseconfig.LeaderElectionConfiguration
 	Serving        *serving.Options
 	Webhook        *WebhookOptions
@@ -183,6 +192,7 @@ func (o *Options) Flags(reg *registry.Registry) cliflag.NamedFlagSets {
 
 	client := fss.FlagSet(groupClient)
 	o.Client.AddFlags(client)
+	o.addClientLimitFlags(client, reg)
 	o.Client.AddContentTypeFlag(client)
 
 	componentbaseoptions.BindLeaderElectionFlags(&o.LeaderElection, fss.FlagSet(groupLeaderElection))
@@ -245,6 +255,7 @@ func (o *Options) Validate(reg *registry.Registry) error {
 		errs = append(errs, fmt.Errorf("--controller-shutdown-timeout must be greater than 0, got %v", o.ControllerShutdownTimeout))
 	}
 	errs = append(errs, o.Client.Validate()...)
+	errs = append(errs, o.validateClientLimits()...)
 	errs = append(errs, validateLeaderElection(&o.LeaderElection)...)
 	errs = append(errs, o.Serving.Validate()...)
 	errs = append(errs, o.Webhook.Validate()...)

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 
+	"github.com/bosun-dev/bosun/pkg/clientbuilder"
 	"github.com/bosun-dev/bosun/pkg/cmdutil"
 	"github.com/bosun-dev/bosun/pkg/controllermanager/registry"
 	"github.com/bosun-dev/bosun/pkg/features"
@@ -62,6 +63,10 @@ func TestDefaults(t *testing.T) {
 		{"webhook service port", o.Webhook.ServicePort, int32(443)},
 		{"qps", o.Client.QPS, float32(20)},
 		{"burst", o.Client.Burst, int32(30)},
+		{"client limits given", o.ClientLimitsGiven, false},
+		{"kruise controllers qps flag", o.KruiseControllersQPS, float32(0)},
+		{"kruise controllers burst flag", o.KruiseControllersBurst, int32(0)},
+		{"kruise controllers limits", o.KruiseClientLimits(), clientbuilder.Limits{QPS: 50, Burst: 100}},
 		{"content type", o.Client.ContentType, "application/vnd.kubernetes.protobuf"},
 		{"min resync", o.MinResyncPeriod, 12 * time.Hour},
 		{"start interval", o.ControllerStartInterval, time.Duration(0)},
@@ -121,6 +126,10 @@ func TestValidate(t *testing.T) {
 		{name: "shutdown timeout", args: []string{"--controller-shutdown-timeout=0s"}, wantErrs: []string{"--controller-shutdown-timeout"}},
 		{name: "client", args: []string{"--kube-api-qps=0", "--kube-api-burst=0", "--kube-api-content-type=text/plain"},
 			wantErrs: []string{"--kube-api-qps", "--kube-api-burst", "--kube-api-content-type"}},
+		{name: "kruise controllers' limits unset", args: []string{"--kruise-controllers-kube-api-qps=0", "--kruise-controllers-kube-api-burst=0"}},
+		{name: "kruise controllers' limits", args: []string{"--kruise-controllers-kube-api-qps=-1", "--kruise-controllers-kube-api-burst=-5"},
+			wantErrs: []string{"--kruise-controllers-kube-api-qps must not be negative (0 means unset), got -1",
+				"--kruise-controllers-kube-api-burst must not be negative (0 means unset), got -5"}},
 		{
 			name:     "lease not longer than renew deadline",
 			args:     []string{"--leader-elect-lease-duration=10s", "--leader-elect-renew-deadline=10s"},
@@ -228,6 +237,82 @@ func TestFlagGroupsAndHelp(t *testing.T) {
 	help := fss.FlagSets["controllers"].Lookup("controllers").Usage
 	if !strings.Contains(help, "All controllers: deployment-controller (alias deployment), replicaset-controller (alias replicaset)") {
 		t.Errorf("--controllers help %q does not list the controllers", help)
+	}
+}
+
+func TestKruiseClientLimits(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		// wantGeneral is what --kube-api-qps/--kube-api-burst give the other clients.
+		wantGeneral, wantKruise clientbuilder.Limits
+	}{
+		{name: "defaults", wantGeneral: clientbuilder.Limits{QPS: 20, Burst: 30}, wantKruise: clientbuilder.Limits{QPS: 50, Burst: 100}},
+		// Operators who set the general flags keep what they had: every controller at them.
+		{name: "general qps given", args: []string{"--kube-api-qps=100"},
+			wantGeneral: clientbuilder.Limits{QPS: 100, Burst: 30}, wantKruise: clientbuilder.Limits{QPS: 100, Burst: 30}},
+		{name: "general burst given", args: []string{"--kube-api-burst=7"},
+			wantGeneral: clientbuilder.Limits{QPS: 20, Burst: 7}, wantKruise: clientbuilder.Limits{QPS: 20, Burst: 7}},
+		{name: "general flags given at their defaults", args: []string{"--kube-api-qps=20", "--kube-api-burst=30"},
+			wantGeneral: clientbuilder.Limits{QPS: 20, Burst: 30}, wantKruise: clientbuilder.Limits{QPS: 20, Burst: 30}},
+		{name: "general flags given for a benchmark", args: []string{"--kube-api-qps=1000", "--kube-api-burst=1000"},
+			wantGeneral: clientbuilder.Limits{QPS: 1000, Burst: 1000}, wantKruise: clientbuilder.Limits{QPS: 1000, Burst: 1000}},
+		{name: "kruise qps alone", args: []string{"--kruise-controllers-kube-api-qps=200"},
+			wantGeneral: clientbuilder.Limits{QPS: 20, Burst: 30}, wantKruise: clientbuilder.Limits{QPS: 200, Burst: 100}},
+		{name: "kruise flags over general ones", args: []string{"--kube-api-qps=10", "--kube-api-burst=15", "--kruise-controllers-kube-api-burst=60"},
+			wantGeneral: clientbuilder.Limits{QPS: 10, Burst: 15}, wantKruise: clientbuilder.Limits{QPS: 10, Burst: 60}},
+		{name: "kruise flags at 0 are unset", args: []string{"--kruise-controllers-kube-api-qps=0", "--kruise-controllers-kube-api-burst=0"},
+			wantGeneral: clientbuilder.Limits{QPS: 20, Burst: 30}, wantKruise: clientbuilder.Limits{QPS: 50, Burst: 100}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := parse(t, tc.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := o.Validate(testRegistry()); err != nil {
+				t.Fatal(err)
+			}
+			if general := (clientbuilder.Limits{QPS: o.Client.QPS, Burst: int(o.Client.Burst)}); general != tc.wantGeneral {
+				t.Errorf("--kube-api-qps/--kube-api-burst = %+v, want %+v", general, tc.wantGeneral)
+			}
+			if got := o.KruiseClientLimits(); got != tc.wantKruise {
+				t.Errorf("KruiseClientLimits() = %+v, want %+v", got, tc.wantKruise)
+			}
+		})
+	}
+}
+
+func TestClientLimitFlagsHelp(t *testing.T) {
+	reg := testRegistry()
+	reg.MustRegister(registry.Descriptor{Name: "advanced-daemonset-controller", KruiseClientLimits: true,
+		Constructor: func(context.Context, *registry.ControllerContext) (registry.Controller, error) { return noop{}, nil }})
+	client := NewOptions(features.NewFeatureGate()).Flags(reg).FlagSets["client"]
+	for flag, want := range map[string]string{
+		"kube-api-qps": "float32", "kube-api-burst": "int32",
+		"kruise-controllers-kube-api-qps": "float32", "kruise-controllers-kube-api-burst": "int32",
+	} {
+		f := client.Lookup(flag)
+		if f == nil {
+			t.Errorf("--%s is not in the client group", flag)
+			continue
+		}
+		// Wrapping the general flags must not change how --help shows them.
+		if f.Value.Type() != want {
+			t.Errorf("--%s has type %q, want %q", flag, f.Value.Type(), want)
+		}
+	}
+	if def := client.Lookup("kube-api-qps").DefValue; def != "20" {
+		t.Errorf("--kube-api-qps default %q, want 20", def)
+	}
+	help := client.Lookup("kruise-controllers-kube-api-qps").Usage
+	for _, want := range []string{"(advanced-daemonset-controller) and of the admission webhooks", "otherwise 50"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("--kruise-controllers-kube-api-qps help %q lacks %q", help, want)
+		}
+	}
+	if _, err := parse(t, "--kube-api-qps=fast"); err == nil || !strings.Contains(err.Error(), "kube-api-qps") {
+		t.Errorf("a malformed --kube-api-qps parsed: %v", err)
 	}
 }
 

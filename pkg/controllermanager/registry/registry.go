@@ -55,6 +55,10 @@ type Descriptor struct {
 	Constructor Constructor
 	// DisabledByDefault keeps the controller out of "*"; it runs only when named explicitly.
 	DisabledByDefault bool
+	// KruiseClientLimits gives the controller's clients the limits of the OpenKruise-compatible
+	// controllers (--kruise-controllers-kube-api-qps and --kruise-controllers-kube-api-burst)
+	// instead of kube-controller-manager's --kube-api-qps and --kube-api-burst.
+	KruiseClientLimits bool
 	// Webhooks returns the admission webhooks of the controller's resources, served by every
 	// replica (leader or not) whenever the controller is enabled. Nil means none.
 	Webhooks WebhooksFunc
@@ -147,6 +151,18 @@ func (r *Registry) DisabledByDefault() []string {
 	var names []string
 	for _, name := range r.Names() {
 		if r.descriptors[name].DisabledByDefault {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// WithKruiseClientLimits returns the canonical names of controllers whose clients have the
+// OpenKruise-compatible controllers' limits, sorted.
+func (r *Registry) WithKruiseClientLimits() []string {
+	var names []string
+	for _, name := range r.Names() {
+		if r.descriptors[name].KruiseClientLimits {
 			names = append(names, name)
 		}
 	}

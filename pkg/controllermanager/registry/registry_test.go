@@ -165,3 +165,19 @@ func TestNotBuilt(t *testing.T) {
 		t.Error("ordinary error reported as not built")
 	}
 }
+
+func TestWithKruiseClientLimits(t *testing.T) {
+	r := testRegistry(t)
+	if got := r.WithKruiseClientLimits(); len(got) != 0 {
+		t.Errorf("no descriptor asks for them, got %v", got)
+	}
+	for _, name := range []string{"pod-controller", "advanced-daemonset-controller"} {
+		r.MustRegister(Descriptor{Name: name, Constructor: construct, KruiseClientLimits: true})
+	}
+	if got, want := r.WithKruiseClientLimits(), []string{"advanced-daemonset-controller", "pod-controller"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("WithKruiseClientLimits() = %v, want %v", got, want)
+	}
+	if d, _ := r.Get("replicaset"); d.KruiseClientLimits {
+		t.Error("Register turned on KruiseClientLimits for a descriptor without it")
+	}
+}
