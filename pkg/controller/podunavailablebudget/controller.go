@@ -119,7 +119,8 @@ type Controller struct {
 // pods need their controller chain looked up) and the resync period (0: none).
 func NewController(ctx context.Context,
 	budgets policyinformers.PodUnavailableBudgetInformer, pods coreinformers.PodInformer,
-	deployments appsinformers.DeploymentInformer, statefulSets appsinformers.StatefulSetInformer,
+	deployments appsinformers.DeploymentInformer, replicaSets appsinformers.ReplicaSetInformer,
+	statefulSets appsinformers.StatefulSetInformer,
 	daemonSets kruiseappsinformers.DaemonSetInformer, finder *workload.Finder,
 	client kubernetes.Interface, bosunClient bosunclientset.Interface, budgetCache *budget.Cache,
 	recorder record.EventRecorder, opts ...options.Option) (*Controller, error) {
@@ -137,7 +138,7 @@ func NewController(ctx context.Context,
 		pods:         pods.Lister(),
 		cachesSynced: []cache.InformerSynced{
 			budgets.Informer().HasSynced, pods.Informer().HasSynced,
-			deployments.Informer().HasSynced, statefulSets.Informer().HasSynced,
+			deployments.Informer().HasSynced, replicaSets.Informer().HasSynced, statefulSets.Informer().HasSynced,
 		},
 		noPods: map[string]types.UID{},
 		queue:  queue.New[string](queueName),
@@ -153,6 +154,7 @@ func NewController(ctx context.Context,
 	registrations := []registration{
 		{budgets.Informer(), "PodUnavailableBudget", informers.Handlers{Add: c.addBudget, Update: c.updateBudget, Delete: c.deleteBudget}},
 		{deployments.Informer(), "Deployment", workloadHandlers},
+		{replicaSets.Informer(), "ReplicaSet", informers.Handlers{Update: c.updateReplicaSet, Delete: c.deleteReplicaSet}},
 		{statefulSets.Informer(), "StatefulSet", workloadHandlers},
 	}
 	if daemonSets != nil {
@@ -165,11 +167,11 @@ func NewController(ctx context.Context,
 		}
 	}
 	// The pod handlers need to know whether an added pod comes from the informer's initial
-	// list, which informers.Handlers does not pass on (see addPod). Pod deletions concern
-	// no budget.
+	// list, which informers.Handlers does not pass on (see addPod).
 	if _, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc:    func(obj any, isInInitialList bool) { c.addPod(ctx, obj, isInInitialList) },
 		UpdateFunc: func(old, cur any) { c.updatePod(ctx, old, cur) },
+		DeleteFunc: func(obj any) { c.deletePod(ctx, obj) },
 	}); err != nil {
 		return nil, fmt.Errorf("adding pod event handlers: %w", err)
 	}
@@ -308,6 +310,35 @@ func (c *Controller) updatePod(ctx context.Context, old, cur any) {
 	}
 }
 
+// deletePod queues the budgets a pod still counted for when it was deleted: the one it is
+// tagged with and every budget covering it. A pod removed at once (bound to no node, or
+// deleted with no grace period) never shows a deletion timestamp, so no update announced
+// its going, and until its budget is synced the budget counts it as available and holds
+// the webhook's record of its deletion. A pod that was already terminating or finished
+// counted for nothing; its budget was queued when its deletion started. obj may be a
+// tombstone.
+func (c *Controller) deletePod(ctx context.Context, obj any) {
+	pod, ok := queue.FromTombstone[*corev1.Pod](obj)
+	if !ok {
+		utilruntime.HandleErrorWithContext(ctx, nil, "Pod event carries an unexpected object", "type", fmt.Sprintf("%T", obj))
+		return
+	}
+	if !pubutil.IsActive(pod) {
+		return
+	}
+	keys := map[string]bool{}
+	if name := pubutil.RelatedBudget(pod); name != "" && c.budgetExists(pod.Namespace, name) {
+		keys[name] = true
+	}
+	for _, pub := range c.budgetsCovering(ctx, pod) {
+		keys[pub.Name] = true
+	}
+	for _, name := range slices.Sorted(maps.Keys(keys)) {
+		klog.FromContext(ctx).V(4).Info("Pod deleted", "pod", klog.KObj(pod), "podUnavailableBudget", klog.KRef(pod.Namespace, name))
+		c.enqueue(pod.Namespace, name, 0)
+	}
+}
+
 // budgetExists reports whether the informer knows the budget namespace/name.
 func (c *Controller) budgetExists(namespace, name string) bool {
 	_, err := c.budgets.PodUnavailableBudgets(namespace).Get(name)
@@ -316,44 +347,55 @@ func (c *Controller) budgetExists(namespace, name string) bool {
 
 // budgetsCovering returns the budgets of pod's namespace whose selector matches the pod or
 // whose targetRef names one of its owners or, through the controller chain (see
-// followsChain), a workload above its controller. A failed chain lookup is logged and
-// leaves the targetRef budgets unmatched: the periodic resync catches up with them.
+// followsChain), a workload above its controller.
 func (c *Controller) budgetsCovering(ctx context.Context, pod *corev1.Pod) []*policyv1alpha1.PodUnavailableBudget {
-	all, err := c.budgets.PodUnavailableBudgets(pod.Namespace).List(labels.Everything())
+	ref := metav1.GetControllerOfNoCopy(pod)
+	if ref != nil && !c.followsChain(ref) {
+		ref = nil
+	}
+	return c.budgetsMatching(ctx, pod.Namespace, pod.Labels, pod.OwnerReferences, ref)
+}
+
+// budgetsMatching returns the budgets of namespace whose selector matches podLabels, or
+// whose targetRef names one of owners or a workload of the controller chain starting at
+// chainFrom (nil: none). A failed chain lookup is logged and leaves the budgets it would
+// have decided unmatched: the periodic resync catches up with them.
+func (c *Controller) budgetsMatching(ctx context.Context, namespace string, podLabels map[string]string,
+	owners []metav1.OwnerReference, chainFrom *metav1.OwnerReference) []*policyv1alpha1.PodUnavailableBudget {
+	all, err := c.budgets.PodUnavailableBudgets(namespace).List(labels.Everything())
 	if err != nil {
 		return nil
 	}
-	var covering, undecided []*policyv1alpha1.PodUnavailableBudget
+	var matching, undecided []*policyv1alpha1.PodUnavailableBudget
 	for _, pub := range all {
 		switch {
 		case pub.Spec.TargetReference == nil:
-			if selects(pub, pod.Labels) {
-				covering = append(covering, pub)
+			if selects(pub, podLabels) {
+				matching = append(matching, pub)
 			}
-		case slices.ContainsFunc(pod.OwnerReferences, func(ref metav1.OwnerReference) bool {
+		case slices.ContainsFunc(owners, func(ref metav1.OwnerReference) bool {
 			return targets(pub, groupKindOf(ref.APIVersion, ref.Kind), ref.Name)
 		}):
-			covering = append(covering, pub)
+			matching = append(matching, pub)
 		default:
 			undecided = append(undecided, pub)
 		}
 	}
-	ref := metav1.GetControllerOfNoCopy(pod)
-	if len(undecided) == 0 || ref == nil || !c.followsChain(ref) {
-		return covering
+	if len(undecided) == 0 || chainFrom == nil {
+		return matching
 	}
-	chain, err := c.finder.Chain(ctx, pod.Namespace, ref)
+	chain, err := c.finder.Chain(ctx, namespace, chainFrom)
 	if err != nil {
-		klog.FromContext(ctx).V(2).Info("Cannot look up the controllers of a pod; its budgets wait for their resync",
-			"pod", klog.KObj(pod), "err", err)
-		return covering
+		klog.FromContext(ctx).V(2).Info("Cannot look up a controller chain; the budgets it decides wait for their resync",
+			"kind", chainFrom.Kind, "controller", klog.KRef(namespace, chainFrom.Name), "err", err)
+		return matching
 	}
 	for _, pub := range undecided {
 		if slices.ContainsFunc(chain, func(w *workload.Workload) bool { return targets(pub, w.GroupKind(), w.Name) }) {
-			covering = append(covering, pub)
+			matching = append(matching, pub)
 		}
 	}
-	return covering
+	return matching
 }
 
 // followsChain reports whether the workloads above ref (a pod's controller) can matter to
@@ -429,6 +471,72 @@ func (c *Controller) deleteWorkload(ctx context.Context, obj any) {
 		return
 	}
 	c.enqueueForWorkload(ctx, w, "deleted")
+}
+
+// updateReplicaSet queues the budgets of a ReplicaSet, before and after, whose change moves
+// the count or the coverage of its pods: its re-creation, a change of spec.replicas (the
+// count of a ReplicaSet without a Deployment), the start of its deletion (its pods leave a
+// Deployment's budget), and a change of its controller (orphaned or adopted: the garbage
+// collector drops the reference to a deleted Deployment when it keeps the ReplicaSet).
+func (c *Controller) updateReplicaSet(ctx context.Context, old, cur any) {
+	oldRS, ok1 := old.(*appsv1.ReplicaSet)
+	curRS, ok2 := cur.(*appsv1.ReplicaSet)
+	if !ok1 || !ok2 || oldRS.ResourceVersion == curRS.ResourceVersion {
+		return
+	}
+	var what string
+	switch {
+	case oldRS.UID != curRS.UID:
+		what = "re-created"
+	case ptr.Deref(oldRS.Spec.Replicas, 1) != ptr.Deref(curRS.Spec.Replicas, 1):
+		what = "resized"
+	case (oldRS.DeletionTimestamp == nil) != (curRS.DeletionTimestamp == nil):
+		what = "being deleted"
+	case !reflect.DeepEqual(metav1.GetControllerOfNoCopy(oldRS), metav1.GetControllerOfNoCopy(curRS)):
+		what = "controller changed"
+	default:
+		return
+	}
+	c.enqueueForReplicaSets(ctx, what, oldRS, curRS)
+}
+
+// deleteReplicaSet queues the budgets of a deleted ReplicaSet: its pods no longer count
+// towards anything, and until their budgets are synced the webhook keeps refusing the
+// garbage collector's deletions of them. obj may be a tombstone.
+func (c *Controller) deleteReplicaSet(ctx context.Context, obj any) {
+	rs, ok := queue.FromTombstone[*appsv1.ReplicaSet](obj)
+	if !ok {
+		utilruntime.HandleErrorWithContext(ctx, nil, "ReplicaSet event carries an unexpected object", "type", fmt.Sprintf("%T", obj))
+		return
+	}
+	c.enqueueForReplicaSets(ctx, "deleted", rs)
+}
+
+// enqueueForReplicaSets queues, once each, the budgets that may cover the pods of any of
+// versions (of one ReplicaSet): those whose selector matches its pod template, and those
+// whose targetRef names the ReplicaSet, one of its owners or, with feature
+// PodUnavailableBudgetOwnerChain, a workload further up its controller chain.
+func (c *Controller) enqueueForReplicaSets(ctx context.Context, what string, versions ...*appsv1.ReplicaSet) {
+	keys := map[string]bool{}
+	for _, rs := range versions {
+		self := metav1.OwnerReference{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: replicaSetKind.Kind, Name: rs.Name, UID: rs.UID}
+		owners := append([]metav1.OwnerReference{self}, rs.OwnerReferences...)
+		// Without the gate the chain above a ReplicaSet ends at its Deployment, which is
+		// among its owners already.
+		var chainFrom *metav1.OwnerReference
+		if c.gates.Enabled(features.PodUnavailableBudgetOwnerChain) {
+			chainFrom = metav1.GetControllerOfNoCopy(rs)
+		}
+		for _, pub := range c.budgetsMatching(ctx, rs.Namespace, rs.Spec.Template.Labels, owners, chainFrom) {
+			keys[pub.Name] = true
+		}
+	}
+	rs := versions[len(versions)-1]
+	for _, name := range slices.Sorted(maps.Keys(keys)) {
+		klog.FromContext(ctx).V(4).Info("ReplicaSet "+what, "replicaSet", klog.KObj(rs),
+			"replicas", ptr.Deref(rs.Spec.Replicas, 1), "podUnavailableBudget", klog.KRef(rs.Namespace, name))
+		c.enqueue(rs.Namespace, name, 0)
+	}
 }
 
 // enqueueForWorkload queues the budgets of w's namespace that target w or whose selector

@@ -257,8 +257,8 @@ func TestWorkloadHandlers(t *testing.T) {
 
 func TestNewControllerWithoutDaemonSets(t *testing.T) {
 	f := newFixture(t, fixtureOption{noDaemonSets: true}, append(deploymentWithPods("web", 2, 2), selectorBudget("pub", "web", intstr.FromInt32(1)))...)
-	if got := len(f.c.cachesSynced); got != 4 {
-		t.Errorf("%d caches waited for, want 4 (no DaemonSets)", got)
+	if got := len(f.c.cachesSynced); got != 5 {
+		t.Errorf("%d caches waited for, want 5 (no DaemonSets)", got)
 	}
 	f.sync("pub")
 	if got := countsOf(f.status("pub")); got != (counts{2, 1, 2, 1}) {
@@ -292,4 +292,125 @@ func TestRun(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+// TestDeletePod: a pod removed while it still counted queues its budgets, whose counts and
+// records it leaves; one that was terminating or finished already leaves nothing to redo.
+func TestDeletePod(t *testing.T) {
+	f := podFixture(t, nil)
+	active := tagged(webPod("p"), "tagged")
+	terminating := active.DeepCopy()
+	terminating.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
+	finished := active.DeepCopy()
+	finished.Status.Phase = corev1.PodFailed
+	// The garbage collector deletes the pods of a ReplicaSet that is gone already.
+	orphanRef := controllerRef(replicaSetGVK, "gone-rs", "uid-gone-rs")
+	orphan := tagged(newPod("o", map[string]string{"app": "web"}, &orphanRef), "by-label")
+	dbRef := controllerRef(statefulSetGVK, "db", "uid-db")
+	allWeb := []string{"ns/by-deployment", "ns/by-label", "ns/tagged"}
+
+	for _, tc := range []struct {
+		name string
+		obj  any
+		want []string
+	}{
+		{"active", active, allWeb},
+		{"tombstone", cache.DeletedFinalStateUnknown{Key: "ns/p", Obj: active}, allWeb},
+		{"untagged", newPod("db-0", map[string]string{"app": "db"}, &dbRef), []string{"ns/by-statefulset"}},
+		{"ReplicaSet gone", orphan, []string{"ns/by-label"}},
+		{"terminating", terminating, nil},
+		{"finished", finished, nil},
+		{"not a pod", cache.DeletedFinalStateUnknown{Key: "ns/x", Obj: &appsv1.ReplicaSet{}}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f.queue.Reset()
+			f.c.deletePod(f.ctx, tc.obj)
+			if got := f.queue.AddedKeys(); !slices.Equal(got, tc.want) {
+				t.Errorf("queued %v, want %v", got, tc.want)
+			}
+			if got := f.queue.Delayed(); len(got) != 0 {
+				t.Errorf("queued later %v, want nothing", got)
+			}
+		})
+	}
+}
+
+// TestReplicaSetHandlers: changes of a ReplicaSet that move the count or the coverage of its
+// pods queue every budget that may cover them, before and after the change.
+func TestReplicaSetHandlers(t *testing.T) {
+	f := podFixture(t, nil)
+	f.add(targetBudget("by-replicaset", replicaSetGVK, "web-rs", intstr.FromInt32(1)))
+	dRef := controllerRef(deploymentGVK, "web", "uid-web")
+	base := newReplicaSet("web-rs", 2, &dRef)
+	base.Spec.Template.Labels = map[string]string{"app": "web"}
+	next := func(change func(rs *appsv1.ReplicaSet)) *appsv1.ReplicaSet {
+		rs := base.DeepCopy()
+		rs.ResourceVersion = "2"
+		change(rs)
+		return rs
+	}
+	allWeb := []string{"ns/by-deployment", "ns/by-label", "ns/by-replicaset"}
+
+	for _, tc := range []struct {
+		name   string
+		handle func()
+		want   []string
+	}{
+		{"resync", func() { f.c.updateReplicaSet(f.ctx, base, base.DeepCopy()) }, nil},
+		{"irrelevant change", func() {
+			f.c.updateReplicaSet(f.ctx, base, next(func(rs *appsv1.ReplicaSet) { rs.Status.ReadyReplicas = 1 }))
+		}, nil},
+		{"resized", func() {
+			f.c.updateReplicaSet(f.ctx, base, next(func(rs *appsv1.ReplicaSet) { rs.Spec.Replicas = ptr.To[int32](3) }))
+		}, allWeb},
+		{"being deleted", func() {
+			f.c.updateReplicaSet(f.ctx, base, next(func(rs *appsv1.ReplicaSet) { rs.DeletionTimestamp = ptr.To(metav1.NewTime(t0)) }))
+		}, allWeb},
+		// The Deployment's budget loses the pods: queued from the version before.
+		{"orphaned", func() {
+			f.c.updateReplicaSet(f.ctx, base, next(func(rs *appsv1.ReplicaSet) { rs.OwnerReferences = nil }))
+		}, allWeb},
+		{"re-created", func() {
+			f.c.updateReplicaSet(f.ctx, base, next(func(rs *appsv1.ReplicaSet) { rs.UID = "uid-web-rs-2" }))
+		}, allWeb},
+		{"deleted", func() { f.c.deleteReplicaSet(f.ctx, base) }, allWeb},
+		{"deleted, tombstone", func() {
+			f.c.deleteReplicaSet(f.ctx, cache.DeletedFinalStateUnknown{Key: "ns/web-rs", Obj: base})
+		}, allWeb},
+		{"deleted, not a ReplicaSet", func() { f.c.deleteReplicaSet(f.ctx, &appsv1.Deployment{}) }, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f.queue.Reset()
+			tc.handle()
+			if got := f.queue.AddedKeys(); !slices.Equal(got, tc.want) {
+				t.Errorf("queued %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestReplicaSetHandlersOwnerChain: with the gate, a budget targeting a workload above the
+// ReplicaSet's Deployment is queued too; without it, as in OpenKruise, no chain leads there.
+func TestReplicaSetHandlersOwnerChain(t *testing.T) {
+	for _, ownerChain := range []bool{false, true} {
+		gates := map[featuregate.Feature]bool{features.PodUnavailableBudgetOwnerChain: ownerChain}
+		f := podFixture(t, gates)
+		widgetRef := controllerRef(widgetKind, "w", "uid-w")
+		managed := newDeployment("managed", 2)
+		managed.OwnerReferences = []metav1.OwnerReference{widgetRef}
+		f.add(managed)
+		f.add(targetBudget("by-widget", widgetKind, "w", intstr.FromInt32(1)))
+		mRef := controllerRef(deploymentGVK, managed.Name, managed.UID)
+		rs := newReplicaSet("managed-rs", 2, &mRef)
+
+		f.queue.Reset()
+		f.c.deleteReplicaSet(f.ctx, rs)
+		var want []string
+		if ownerChain {
+			want = []string{"ns/by-widget"}
+		}
+		if got := f.queue.AddedKeys(); !slices.Equal(got, want) {
+			t.Errorf("ownerChain=%v: queued %v, want %v", ownerChain, got, want)
+		}
+	}
 }

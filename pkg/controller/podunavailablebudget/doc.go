@@ -37,12 +37,21 @@
 // annotation; a Deployment's or StatefulSet's creation, deletion or change of spec.replicas,
 // and an Advanced DaemonSet's creation, deletion or change of status.desiredNumberScheduled
 // (its count with feature PodUnavailableBudgetDaemonSetReplicas), for the budgets of the
-// namespace that target the workload or whose selector matches its pod template. Pod
-// deletions queue nothing: the pod has already left the covered set when its deletion
-// started, and a disruption entry that outlives it is dropped at the next sync.
+// namespace that target the workload or whose selector matches its pod template.
 //
 // Beyond OpenKruise:
 //
+//   - the removal of a pod that was still active queues the budgets it counted for: a pod
+//     bound to no node, or deleted with no grace period, goes at once without ever showing
+//     a deletion timestamp, and its budget would go on counting it, and holding the
+//     webhook's record of its deletion, until the next resync. A pod that was terminating
+//     or finished already queues nothing;
+//   - a ReplicaSet's deletion, the start of its deletion, its re-creation and a change of
+//     its spec.replicas or of its controller queue the budgets that may cover its pods
+//     (selector matching its pod template, targetRef naming it, one of its owners or, with
+//     feature PodUnavailableBudgetOwnerChain, a workload above it), before and after the
+//     change: when a Deployment is deleted its ReplicaSet goes next, then the garbage
+//     collector deletes the pods, and each step changes what the budget counts;
 //   - a pod's creation also queues every budget of the namespace whose selector matches
 //     the pod, or whose targetRef is the pod's workload (anywhere in its controller chain),
 //     and a change of a pod's labels or owner references queues the budgets matching the
@@ -71,6 +80,12 @@
 // pub.kruise.io/protect-total-replicas; a targetRef to a workload scaled to zero covers no
 // pods; pods are tagged only when they carry no related-pub annotation at all (a pod tagged
 // with another budget keeps its tag).
+//
+// Also kept from OpenKruise: in selector mode a ReplicaSet whose Deployment is gone (or
+// re-created) counts as unknownReplicas, not as its own replicas, so that the pods the
+// garbage collector is about to delete with it are not kept protected by a count nobody
+// maintains any more (with feature PodUnavailableBudgetOwnerChain, any workload whose
+// controller is gone).
 //
 // Choices where OpenKruise has no clear answer: in targetRef mode a workload without a
 // replica count expects zero pods unless the annotation says otherwise, but its pods are

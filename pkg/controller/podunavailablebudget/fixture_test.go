@@ -142,7 +142,7 @@ func newFixture(t *testing.T, opt fixtureOption, objects ...runtime.Object) *fix
 	if opt.noDaemonSets {
 		daemonSets = nil
 	}
-	c, err := NewController(ctx, budgetInformer, podInformer, deployInformer, stsInformer, daemonSets, finder,
+	c, err := NewController(ctx, budgetInformer, podInformer, deployInformer, rsInformer, stsInformer, daemonSets, finder,
 		kubeClient, server, budgetCache, recorder,
 		options.WithClock(clk), options.WithFeatureGate(gates), options.WithResyncPeriod(opt.resync))
 	if err != nil {
@@ -211,6 +211,10 @@ func (f *fixture) remove(obj runtime.Object) {
 		indexer = "budget"
 	case *corev1.Pod:
 		indexer = "pod"
+	case *appsv1.Deployment:
+		indexer = "deployment"
+	case *appsv1.ReplicaSet:
+		indexer = "replicaset"
 	default:
 		f.t.Fatalf("remove of %T", obj)
 	}

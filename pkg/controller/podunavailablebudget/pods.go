@@ -168,7 +168,10 @@ func ownedBy(pod *corev1.Pod, uid types.UID) bool {
 // CountingOwner: the Deployment of a ReplicaSet's pods, or the top of the chain with
 // feature PodUnavailableBudgetOwnerChain). Pods without a controller add nothing, nor does
 // an owner that is gone or being deleted; an owner without a replica count adds
-// unknownReplicas. With override the owners are not looked up at all.
+// unknownReplicas, and so does one whose own controller is gone (a ReplicaSet whose
+// Deployment was just deleted, which the garbage collector is about to delete with its
+// pods: its replicas must not keep those pods protected, and OpenKruise too stops counting
+// them once the Deployment is gone). With override the owners are not looked up at all.
 func (c *Controller) selectorCoverage(ctx context.Context, pub *policyv1alpha1.PodUnavailableBudget, override *int32) (coverage, error) {
 	selector, err := budgetSelector(pub)
 	if err != nil {
@@ -199,7 +202,7 @@ func (c *Controller) selectorCoverage(ctx context.Context, pub *policyv1alpha1.P
 			continue
 		}
 		counted[owner.UID] = true
-		if owner.HasReplicas {
+		if owner.HasReplicas && !owner.ControllerGone {
 			cov.expected += owner.Replicas
 		} else {
 			cov.expected += unknownReplicas

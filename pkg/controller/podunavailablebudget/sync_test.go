@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -494,5 +495,75 @@ func TestSyncInvalidSelector(t *testing.T) {
 	}
 	if len(f.patchedPods()) != 0 || f.statusWrites() != 0 {
 		t.Error("a budget with an empty selector tagged pods or wrote status")
+	}
+}
+
+// TestSyncWhileDeploymentIsCollected follows a selector budget with maxUnavailable 0 through
+// the deletion of its Deployment as the garbage collector carries it out. Once the
+// Deployment is gone, or being deleted, its ReplicaSets' replicas no longer keep the pods
+// protected: the collector must be let delete them.
+func TestSyncWhileDeploymentIsCollected(t *testing.T) {
+	objects := deploymentWithPods("web", 2, 2)
+	web, rs := objects[0].(*appsv1.Deployment), objects[1].(*appsv1.ReplicaSet)
+	pods := []*corev1.Pod{objects[2].(*corev1.Pod), objects[3].(*corev1.Pod)}
+	deleting := func(obj metav1.Object) { obj.SetDeletionTimestamp(ptr.To(metav1.NewTime(t0))) }
+
+	for _, tc := range []struct {
+		name string
+		// collect changes the caches from the protected state.
+		collect func(f *fixture)
+		want    counts
+	}{
+		// Background propagation: the Deployment goes first; its ReplicaSet, naming a
+		// controller that is gone, counts as unknown (-1), as in OpenKruise.
+		{"Deployment gone", func(f *fixture) { f.remove(web) }, counts{-1, 0, 2, 2}},
+		{"Deployment re-created", func(f *fixture) {
+			recreated := web.DeepCopy()
+			recreated.UID = "uid-web-2"
+			f.add(recreated)
+		}, counts{-1, 0, 2, 2}},
+		// Then the ReplicaSet: its pods have no owner left to count.
+		{"Deployment and ReplicaSet gone", func(f *fixture) { f.remove(web); f.remove(rs) }, counts{0, 0, 2, 2}},
+		// Foreground propagation: the Deployment waits, being deleted, for its dependents.
+		{"Deployment being deleted", func(f *fixture) {
+			d := web.DeepCopy()
+			deleting(d)
+			f.add(d)
+		}, counts{0, 0, 2, 2}},
+		{"Deployment and ReplicaSet being deleted", func(f *fixture) {
+			d, r := web.DeepCopy(), rs.DeepCopy()
+			deleting(d)
+			deleting(r)
+			f.add(d)
+			f.add(r)
+		}, counts{0, 0, 2, 2}},
+		// Orphan propagation: the ReplicaSet lives on without a controller and counts itself.
+		{"ReplicaSet orphaned", func(f *fixture) {
+			r := rs.DeepCopy()
+			r.OwnerReferences = nil
+			f.remove(web)
+			f.add(r)
+		}, counts{2, 2, 2, 0}},
+		// The pods are gone: nothing is left to count.
+		{"everything gone", func(f *fixture) {
+			f.remove(web)
+			f.remove(rs)
+			for _, pod := range pods {
+				f.remove(pod)
+			}
+		}, counts{0, 0, 0, 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, fixtureOption{}, slices.Concat(objects, []runtime.Object{selectorBudget("pub", "web", intstr.FromInt32(0))})...)
+			f.sync("pub")
+			if got := countsOf(f.status("pub")); got != (counts{2, 2, 2, 0}) {
+				t.Fatalf("before the deletion: status %+v, want {2 2 2 0}", got)
+			}
+			tc.collect(f)
+			f.sync("pub")
+			if got := countsOf(f.status("pub")); got != tc.want {
+				t.Errorf("status %+v, want %+v", got, tc.want)
+			}
+		})
 	}
 }

@@ -16,7 +16,8 @@ const maxChainLength = 10
 
 // CountingOwner returns the workload whose replica count covers an object controlled by
 // ref: the last workload of Chain. It returns nil, nil when ref is nil or its workload is
-// gone.
+// gone. An owner marked ControllerGone is on its way out with its pods, so its own replica
+// count says nothing about how many pods are expected.
 func (f *Finder) CountingOwner(ctx context.Context, namespace string, ref *metav1.OwnerReference) (*Workload, error) {
 	chain, err := f.Chain(ctx, namespace, ref)
 	if err != nil || len(chain) == 0 {
@@ -29,8 +30,8 @@ func (f *Finder) CountingOwner(ctx context.Context, namespace string, ref *metav
 // WithOwnerChain it follows controller references to the top, at most maxChainLength
 // workloads, stopping before a workload already in the chain. Without it, it follows only
 // a ReplicaSet's reference to its Deployment. A controller that is gone (or re-created)
-// ends the chain at the workload that names it. It returns nil, nil when ref is nil or its
-// own workload is gone.
+// ends the chain at the workload that names it, which is then marked ControllerGone. It
+// returns nil, nil when ref is nil or its own workload is gone.
 func (f *Finder) Chain(ctx context.Context, namespace string, ref *metav1.OwnerReference) ([]*Workload, error) {
 	if ref == nil {
 		return nil, nil
@@ -56,6 +57,7 @@ func (f *Finder) Chain(ctx context.Context, namespace string, ref *metav1.OwnerR
 			return nil, fmt.Errorf("following the controller of %s %s: %w", last.GroupKind(), klog.KRef(last.Namespace, last.Name), err)
 		}
 		if w == nil {
+			last.ControllerGone = true
 			break
 		}
 		chain = append(chain, w)

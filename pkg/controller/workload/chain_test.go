@@ -36,6 +36,7 @@ func chainCluster() cluster {
 			rs("lost-1", controllerRef(deploymentKind, "gone", "uid-gone")),
 			rs("stale-1", controllerRef(deploymentKind, "web", "uid-earlier-web")),
 			rs("canary-1", controllerRef(rolloutKind, "canary", "uid-canary")),
+			rs("adrift-1", controllerRef(rolloutKind, "vanished", "uid-vanished")),
 			deployment("managed", controllerRef(widgetKind, "platform", "uid-platform")),
 			rs("managed-1", controllerRef(deploymentKind, "managed", "uid-managed")),
 			rs("loop-b", controllerRef(deploymentKind, "loop-a", "uid-loop-a")),
@@ -79,6 +80,9 @@ func TestChainAndCountingOwner(t *testing.T) {
 		// wantOff and wantOn are the chains without and with WithOwnerChain; the counting
 		// owner is their last workload.
 		wantOff, wantOn []string
+		// goneOff and goneOn say whether the chain ended at a controller that is missing,
+		// which marks its last workload ControllerGone.
+		goneOff, goneOn bool
 	}{
 		{name: "no controller"},
 		{name: "controller gone", ref: rsRef("nope")},
@@ -129,12 +133,30 @@ func TestChainAndCountingOwner(t *testing.T) {
 			ref:     rsRef("lost-1"),
 			wantOff: []string{"ReplicaSet/lost-1"},
 			wantOn:  []string{"ReplicaSet/lost-1"},
+			goneOff: true,
+			goneOn:  true,
 		},
 		{
 			name:    "ReplicaSet whose Deployment was re-created",
 			ref:     rsRef("stale-1"),
 			wantOff: []string{"ReplicaSet/stale-1"},
 			wantOn:  []string{"ReplicaSet/stale-1"},
+			goneOff: true,
+			goneOn:  true,
+		},
+		{
+			// Without the owner chain only a Deployment is followed, so nothing is missed.
+			name:    "ReplicaSet whose other rollout controller is gone",
+			ref:     rsRef("adrift-1"),
+			wantOff: []string{"ReplicaSet/adrift-1"},
+			wantOn:  []string{"ReplicaSet/adrift-1"},
+			goneOn:  true,
+		},
+		{
+			name:    "Widget under a Widget, followed only with the owner chain",
+			ref:     controllerRef(widgetKind, "child-of-broken", "uid-child-of-broken"),
+			wantOff: []string{"Widget/child-of-broken"},
+			wantOn:  []string{"Widget/child-of-broken", "Widget/broken"},
 		},
 		{
 			name:    "cycle of two",
@@ -159,9 +181,9 @@ func TestChainAndCountingOwner(t *testing.T) {
 	for _, tc := range tests {
 		for _, ownerChain := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/ownerChain=%v", tc.name, ownerChain), func(t *testing.T) {
-				want := tc.wantOff
+				want, wantGone := tc.wantOff, tc.goneOff
 				if ownerChain {
-					want = tc.wantOn
+					want, wantGone = tc.wantOn, tc.goneOn
 				}
 				f := newFixture(t, chainCluster(), WithOwnerChain(ownerChain))
 
@@ -171,6 +193,11 @@ func TestChainAndCountingOwner(t *testing.T) {
 				}
 				if diff := cmp.Diff(want, names(chain)); diff != "" {
 					t.Errorf("Chain (-want +got):\n%s", diff)
+				}
+				for i, w := range chain {
+					if gone := wantGone && i == len(chain)-1; w.ControllerGone != gone {
+						t.Errorf("%s/%s: ControllerGone %v, want %v", w.Kind, w.Name, w.ControllerGone, gone)
+					}
 				}
 
 				owner, err := f.finder.CountingOwner(f.ctx, ns, tc.ref)
@@ -219,6 +246,14 @@ func TestCountingOwnerReplicas(t *testing.T) {
 			opts: []Option{WithOwnerChain(true)},
 			want: &view{APIVersion: "example.com/v1", Kind: "Widget", Namespace: ns, Name: "platform", UID: "uid-platform",
 				Replicas: 9, HasReplicas: true, Selector: "app=platform"},
+		},
+		{
+			// Its own count still shows; the mark tells callers not to believe it.
+			name: "ReplicaSet whose Deployment is gone",
+			ref:  controllerRef(replicaSetKind, "lost-1", "uid-lost-1"),
+			want: &view{APIVersion: "apps/v1", Kind: "ReplicaSet", Namespace: ns, Name: "lost-1", UID: "uid-lost-1",
+				Replicas: 2, HasReplicas: true, Selector: "rs=lost-1", Controller: controllerRef(deploymentKind, "gone", "uid-gone"),
+				ControllerGone: true},
 		},
 		{
 			name: "Advanced DaemonSet without a count",

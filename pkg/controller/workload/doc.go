@@ -28,4 +28,8 @@
 //     of a ReplicaSet driven by some other rollout controller is counted against that
 //     controller. The walk stops at a missing owner (the last workload found counts), at a
 //     cycle, and after ten links.
+//
+// Either way, a walk that stops because the next controller is missing marks the workload
+// it stops at ControllerGone: a ReplicaSet whose Deployment was just deleted is about to be
+// collected with its pods, and its own replica count must not keep them protected.
 package workload

@@ -190,6 +190,7 @@ type view struct {
 	Selector                          string
 	Deleting                          bool
 	Controller                        *metav1.OwnerReference
+	ControllerGone                    bool
 }
 
 func viewOf(w *Workload) *view {
@@ -199,6 +200,7 @@ func viewOf(w *Workload) *view {
 	v := &view{
 		APIVersion: w.APIVersion, Kind: w.Kind, Namespace: w.Namespace, Name: w.Name, UID: w.UID,
 		Replicas: w.Replicas, HasReplicas: w.HasReplicas, Selector: "<nil>", Deleting: w.Deleting, Controller: w.Controller,
+		ControllerGone: w.ControllerGone,
 	}
 	if w.Selector != nil {
 		v.Selector = w.Selector.String()

@@ -35,6 +35,11 @@ type Workload struct {
 	Deleting bool
 	// Controller is the workload's own controller reference, if any (a copy).
 	Controller *metav1.OwnerReference
+	// ControllerGone is set by Chain, on the workload it ends with, when the chain ended
+	// because Controller names an object that is gone (or re-created, or of a kind the API
+	// server does not serve): the garbage collector is about to delete the workload with its
+	// pods, or to drop the reference. Get never sets it.
+	ControllerGone bool
 }
 
 // GroupKind returns the workload's API group and kind, the pair references are matched by.

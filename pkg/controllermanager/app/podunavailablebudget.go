@@ -81,6 +81,7 @@ func newPodUnavailableBudgetController(ctx context.Context, cc *registry.Control
 		cc.BosunInformerFactory.Policy().V1alpha1().PodUnavailableBudgets(),
 		cc.InformerFactory.Core().V1().Pods(),
 		cc.InformerFactory.Apps().V1().Deployments(),
+		cc.InformerFactory.Apps().V1().ReplicaSets(),
 		cc.InformerFactory.Apps().V1().StatefulSets(),
 		daemonSets,
 		finder,

@@ -5,11 +5,12 @@
 // kube-apiserver serving bosun's CRDs, and the real kubectl. One test per acceptance scenario
 // of the budget, one per behaviour bosun adds to OpenKruise's (reconciling budgets that
 // matched no pod when created, DaemonSet-sized budgets, owner chains, retryable eviction
-// denials, protecting NotReady pods), `kubectl drain` against a budget, and an eviction storm
-// through two manager replicas behind a load balancer.
+// denials, protecting NotReady pods), `kubectl drain` against a budget, an eviction storm
+// through two manager replicas behind a load balancer, and the garbage collector deleting a
+// Deployment's pods under a budget.
 //
-// No kubelet, scheduler or ReplicaSet controller runs unless a test starts one: the tests
-// create pods themselves (owned by a ReplicaSet no controller acts on, so that the budget has
+// No kubelet, scheduler, ReplicaSet controller or garbage collector runs unless a test
+// starts one: the tests create pods themselves (owned by a ReplicaSet no controller acts on, so that the budget has
 // a replica count and nothing replaces a deleted pod behind the test's back), bind them to
 // Nodes they create, and write pod status as a kubelet would. Every test uses its own
 // namespace and its own manager.
