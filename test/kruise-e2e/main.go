@@ -95,41 +95,11 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 
-	began := time.Now()
-	c, err := cluster.Start(ctx, cluster.Options{Dir: filepath.Join(root, "_output", "kruise-e2e"), ManagerFeatureGates: kruiseCIGates})
-	if err != nil {
-		return fmt.Errorf("starting the local cluster: %w", err)
-	}
-	defer func() {
-		if err := c.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "kruise-e2e: stopping the local cluster:", err)
-		}
-	}()
-	if err := pushImages(ctx, agnhost); err != nil {
-		return err
-	}
-	work := filepath.Join(c.Dir(), "suite")
-	if err := os.MkdirAll(work, 0o755); err != nil {
-		return err
-	}
-	imageList := filepath.Join(work, "image-list.yaml")
-	if err := os.WriteFile(imageList, []byte(imageListFile()), 0o644); err != nil {
-		return err
-	}
-	fmt.Printf("kruise-e2e: local cluster up with OpenKruise's images in %v; logs in %s\n", time.Since(began).Round(time.Second), c.LogDir())
-
 	mismatched := 0
 	for i := 1; i <= o.repeat; i++ {
-		v, err := runSuite(ctx, o, suiteRun{
-			binary: suiteBinary, kubeconfig: c.KubeconfigPath(), imageList: imageList,
-			report: filepath.Join(work, "report-"+strconv.Itoa(i)+".json"),
-			log:    filepath.Join(c.LogDir(), "kruise-e2e-"+strconv.Itoa(i)+".log"),
-		}, expected)
+		v, err := runOnFreshCluster(ctx, o, root, i, suiteBinary, agnhost, expected)
 		if err != nil {
 			return err
-		}
-		if c.Err() != nil {
-			return fmt.Errorf("the local cluster broke during the suite: %w", c.Err())
 		}
 		if o.repeat > 1 {
 			fmt.Printf("kruise-e2e: run %d of %d: ", i, o.repeat)
@@ -143,6 +113,71 @@ func run(ctx context.Context, o options) error {
 		return errExpectations
 	}
 	return nil
+}
+
+// runOnFreshCluster starts the local cluster, fills its registry with the suite's images,
+// runs the suite once and stops the cluster. Every run gets a new cluster, as in OpenKruise's
+// own CI: a node that has already pulled the suite's images answers the ImagePullJob specs
+// at once, which they do not expect.
+func runOnFreshCluster(ctx context.Context, o options, root string, run int, suiteBinary, agnhost string, expected map[specKey]expectation) (verdict, error) {
+	began := time.Now()
+	c, err := cluster.Start(ctx, cluster.Options{Dir: filepath.Join(root, "_output", "kruise-e2e"), ManagerFeatureGates: kruiseCIGates})
+	if err != nil {
+		return verdict{}, fmt.Errorf("starting the local cluster: %w", err)
+	}
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		if err := c.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "kruise-e2e: stopping the local cluster:", err)
+		}
+	}
+	defer stop()
+	if err := pushImages(ctx, agnhost); err != nil {
+		return verdict{}, err
+	}
+	work := filepath.Join(c.Dir(), "suite")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return verdict{}, err
+	}
+	imageList := filepath.Join(work, "image-list.yaml")
+	if err := os.WriteFile(imageList, []byte(imageListFile()), 0o644); err != nil {
+		return verdict{}, err
+	}
+	fmt.Printf("kruise-e2e: local cluster up with OpenKruise's images in %v; logs in %s\n", time.Since(began).Round(time.Second), c.LogDir())
+	v, err := runSuite(ctx, o, suiteRun{
+		binary: suiteBinary, kubeconfig: c.KubeconfigPath(), imageList: imageList,
+		report: filepath.Join(work, "report.json"),
+		log:    filepath.Join(c.LogDir(), "kruise-e2e.log"),
+	}, expected)
+	if err != nil {
+		return verdict{}, err
+	}
+	if c.Err() != nil {
+		return verdict{}, fmt.Errorf("the local cluster broke during the suite: %w", c.Err())
+	}
+	stop()
+	// The next run's start empties the cluster's directory: keep this run's logs and report.
+	if o.repeat > 1 {
+		keep := filepath.Join(root, "_output", "kruise-e2e-runs", strconv.Itoa(run))
+		if err := os.RemoveAll(keep); err != nil {
+			return verdict{}, err
+		}
+		if err := os.MkdirAll(filepath.Dir(keep), 0o755); err != nil {
+			return verdict{}, err
+		}
+		if err := os.Rename(c.LogDir(), keep); err != nil {
+			return verdict{}, err
+		}
+		if err := os.Rename(filepath.Join(work, "report.json"), filepath.Join(keep, "report.json")); err != nil {
+			return verdict{}, err
+		}
+		fmt.Printf("kruise-e2e: run %d's logs and report: %s\n", run, keep)
+	}
+	return v, nil
 }
 
 // buildSuite builds OpenKruise's e2e test binary and agnhost (cached by hack/build-kruise.sh).
