@@ -19,7 +19,7 @@ func TestProgressWriter(t *testing.T) {
 		}
 		input = input[n:]
 	}
-	want := "SSSS• [FAILED] [6.1 seconds]\n•••\nRan 55 of 337 Specs in 900 seconds\nFAIL! -- 20 Passed | 35 Failed\n"
+	want := "SSSS• [FAILED] [6.1 seconds]\n•••\nRan 55 of 337 Specs in 900 seconds\n"
 	if out.String() != want {
 		t.Errorf("passed on\n%q\nwant\n%q", out.String(), want)
 	}
