@@ -80,11 +80,12 @@ type tarMember struct {
 	Uid, Gid int
 	ModTime  int64
 	Data     string
+	Linkname string
 }
 
-func TestLayerContent(t *testing.T) {
-	img := mustBuild(t, testFiles(), testConfig())
-
+// readLayer returns the members of img's layer, checking that it is gzip with an empty header.
+func readLayer(t *testing.T, img *Image) []tarMember {
+	t.Helper()
 	zr, err := gzip.NewReader(bytes.NewReader(img.Layer.Data))
 	if err != nil {
 		t.Fatalf("layer is not gzip: %v", err)
@@ -93,12 +94,12 @@ func TestLayerContent(t *testing.T) {
 		t.Errorf("gzip header carries name %q, mtime %v, comment %q; want none", zr.Name, zr.ModTime, zr.Comment)
 	}
 
-	var got []tarMember
+	var members []tarMember
 	tr := tar.NewReader(zr)
 	for {
 		hdr, err := tr.Next()
 		if err == io.EOF {
-			break
+			return members
 		}
 		if err != nil {
 			t.Fatalf("reading layer tar: %v", err)
@@ -107,7 +108,7 @@ func TestLayerContent(t *testing.T) {
 		if err != nil {
 			t.Fatalf("reading %s: %v", hdr.Name, err)
 		}
-		got = append(got, tarMember{
+		members = append(members, tarMember{
 			Name:     hdr.Name,
 			Typeflag: hdr.Typeflag,
 			Mode:     hdr.Mode,
@@ -115,8 +116,13 @@ func TestLayerContent(t *testing.T) {
 			Gid:      hdr.Gid,
 			ModTime:  hdr.ModTime.Unix(),
 			Data:     string(data),
+			Linkname: hdr.Linkname,
 		})
 	}
+}
+
+func TestLayerContent(t *testing.T) {
+	got := readLayer(t, mustBuild(t, testFiles(), testConfig()))
 
 	want := []tarMember{
 		{Name: "etc/", Typeflag: tar.TypeDir, Mode: 0o755},
@@ -277,29 +283,13 @@ func TestSymbolicLinks(t *testing.T) {
 		{Path: "/bin/busybox", Mode: 0o755, Data: []byte("#!binary\n")},
 		{Path: "/bin/sh", Link: "busybox"},
 	}, Config{})
-	zr, err := gzip.NewReader(bytes.NewReader(img.Layer.Data))
-	if err != nil {
-		t.Fatalf("layer is not gzip: %v", err)
+	want := []tarMember{
+		{Name: "bin/", Typeflag: tar.TypeDir, Mode: 0o755},
+		{Name: "bin/busybox", Typeflag: tar.TypeReg, Mode: 0o755, Data: "#!binary\n"},
+		{Name: "bin/sh", Typeflag: tar.TypeSymlink, Mode: 0o777, Linkname: "busybox"},
 	}
-	tr := tar.NewReader(zr)
-	links := map[string]string{}
-	for {
-		hdr, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatalf("reading layer tar: %v", err)
-		}
-		if hdr.Typeflag == tar.TypeSymlink {
-			links[hdr.Name] = hdr.Linkname
-			if hdr.Size != 0 {
-				t.Errorf("link %s has size %d, want 0", hdr.Name, hdr.Size)
-			}
-		}
-	}
-	if diff := cmp.Diff(map[string]string{"bin/sh": "busybox"}, links); diff != "" {
-		t.Errorf("symbolic links (-want +got):\n%s", diff)
+	if diff := cmp.Diff(want, readLayer(t, img)); diff != "" {
+		t.Errorf("layer members (-want +got):\n%s", diff)
 	}
 
 	if _, err := Build([]File{{Path: "/bin/sh", Link: "busybox", Data: []byte("x")}}, Config{}); err == nil {
