@@ -169,7 +169,7 @@ func runGCCascade(ctx context.Context, o *options, name, upstreamBinary string, 
 		}
 		env := &workloadEnv{client: client, namespace: benchNamespace, pid: c.Pid(), timeout: o.timeout}
 		if o.profileSeconds > 0 {
-			env.profiler = newProfiler(c.Pid(), c.Port, cp.Config().BearerToken, o.profileSeconds, logDir)
+			env.profiler = newProfiler(c.Pid(), securePort(c.Port), cp.Config().BearerToken, o.profileSeconds, logDir)
 		}
 		m, err := env.deleteAndWaitForEmpty(ctx, workload, func(ctx context.Context, options metav1.DeleteOptions) error {
 			if err := client.AppsV1().ReplicaSets(benchNamespace).Delete(ctx, rsName, options); err != nil {
@@ -283,7 +283,7 @@ func runGCCluster(ctx context.Context, o *options, name, upstreamBinary, logDir 
 		// ?gc=1 collects first, so the heap is what the collector keeps, not garbage that
 		// happens to await the next cycle; debug=1 appends runtime.MemStats in text.
 		heapFile := filepath.Join(logDir, "heap-after-sync.txt")
-		if err := newProfiler(c.Pid(), c.Port, token, 0, logDir).fetch(ctx, "/debug/pprof/heap?gc=1&debug=1", heapFile); err != nil {
+		if err := newProfiler(c.Pid(), securePort(c.Port), token, 0, logDir).fetch(ctx, "/debug/pprof/heap?gc=1&debug=1", heapFile); err != nil {
 			return runResult{}, err
 		}
 		profile, err := os.ReadFile(heapFile)

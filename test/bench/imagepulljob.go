@@ -36,9 +36,9 @@ import (
 	"github.com/bosun-dev/bosun/test/integration/framework"
 )
 
-// partImagePullJob measures bosun's ImagePullJob fan-out alone: the manager side, with the
-// node agents' status writes simulated by the bench. OpenKruise's manager cannot run here,
-// so there is no upstream side.
+// partImagePullJob measures the ImagePullJob fan-out of bosun and kruise-manager: the
+// manager side, with the node agents' status writes simulated by the bench. Upstream has no
+// such API, so there is no upstream side.
 const partImagePullJob = "imagepulljob"
 
 const (
@@ -64,8 +64,10 @@ const (
 	agentUserAgent = "bosun-bench-agent"
 	// managerUserAgentPrefix starts the User-Agent of every client of
 	// bosun-controller-manager (client-go's default agent of the binary, then the client's
-	// name).
+	// name); kruiseUserAgentPrefix that of kruise-manager's ("kruise-manager", or
+	// "kruise-manager/<client name>").
 	managerUserAgentPrefix = "bosun-controller-manager/"
+	kruiseUserAgentPrefix  = "kruise-manager"
 	// benchUserAgent is the User-Agent of benchClientConfig, which creates the job.
 	benchUserAgent = "bosun-bench"
 )
@@ -184,7 +186,7 @@ func writeLatencies(events []auditv1.Event, since time.Time, actor, resource str
 // actorOf names the client behind a User-Agent.
 func actorOf(userAgent string) string {
 	switch {
-	case strings.HasPrefix(userAgent, managerUserAgentPrefix):
+	case strings.HasPrefix(userAgent, managerUserAgentPrefix), strings.HasPrefix(userAgent, kruiseUserAgentPrefix):
 		return actorManager
 	case userAgent == agentUserAgent:
 		return actorAgents
@@ -197,6 +199,8 @@ func actorOf(userAgent string) string {
 
 // imagePullJobRun is one repetition's figures.
 type imagePullJobRun struct {
+	// Manager is the manager measured: bosun or kruise.
+	Manager string
 	// Wall runs from the job's create to the bench seeing its completionTime; CPUSeconds
 	// and PeakRSS are the manager's over that time, IdleRSS its resident set before.
 	Wall       time.Duration
@@ -218,40 +222,56 @@ type imagePullJobRun struct {
 	LoadAverage float64
 }
 
-// imagePullJobResults are the part's runs, in order.
+// imagePullJobResults are the part's runs by manager, in order.
 type imagePullJobResults struct {
-	runs []imagePullJobRun
+	runs map[string][]imagePullJobRun
 }
 
 func newImagePullJobResults() *imagePullJobResults {
-	return &imagePullJobResults{}
+	return &imagePullJobResults{runs: map[string][]imagePullJobRun{}}
 }
 
-// runImagePullJobPart runs one repetition of the imagepulljob part on a fresh control plane
-// with bosun's CRDs and an audit log of writes.
+// runImagePullJobPart runs one repetition of the imagepulljob part: each chosen manager on a
+// fresh control plane with an audit log of writes and its own CRDs (bosun's, or OpenKruise's
+// NodeImage and ImagePullJob CRDs alone, so that kruise-manager's other controllers idle).
 func runImagePullJobPart(ctx context.Context, o *options, res *imagePullJobResults, logRoot string, rep int) error {
 	ipj := o.imagePullJob
-	klog.FromContext(ctx).Info("Running the ImagePullJob fan-out", "nodes", ipj.nodes, "parallelism", ipj.parallelism,
-		"pullDuration", ipj.pullDuration, "repetition", rep)
-	logDir := fmt.Sprintf("%s/imagepulljob-%d", logRoot, rep)
-	opts := framework.Options{BosunCRDs: true, AuditPolicy: ipjAuditPolicy}
-	_, err := withControlPlaneOptions(ctx, logDir, opts, func(ctx context.Context, cp *framework.ControlPlane, client kubernetes.Interface) (runResult, error) {
-		r, err := runImagePullJob(ctx, o, cp, client, logDir)
+	for _, name := range o.imagePullJobManagers {
+		klog.FromContext(ctx).Info("Running the ImagePullJob fan-out", "manager", name, "nodes", ipj.nodes, "parallelism", ipj.parallelism,
+			"pullDuration", ipj.pullDuration, "repetition", rep)
+		logDir := fmt.Sprintf("%s/imagepulljob-%s-%d", logRoot, name, rep)
+		opts := framework.Options{BosunCRDs: name != managerKruise, AuditPolicy: ipjAuditPolicy}
+		_, err := withControlPlaneOptions(ctx, logDir, opts, func(ctx context.Context, cp *framework.ControlPlane, client kubernetes.Interface) (runResult, error) {
+			if name == managerKruise {
+				if err := installKruise(ctx, o, cp, "NodeImage", "ImagePullJob"); err != nil {
+					return runResult{}, err
+				}
+			}
+			r, err := runImagePullJob(ctx, o, cp, client, name, logDir)
+			if err != nil {
+				return runResult{}, err
+			}
+			res.runs[name] = append(res.runs[name], r)
+			return runResult{}, nil
+		})
 		if err != nil {
-			return runResult{}, err
+			return fmt.Errorf("imagepulljob %s, run %d: %w", name, rep, err)
 		}
-		res.runs = append(res.runs, r)
-		return runResult{}, nil
-	})
-	if err != nil {
-		return fmt.Errorf("imagepulljob, run %d: %w", rep, err)
 	}
 	return nil
 }
 
+// kruiseImagePullJobControllers are kruise-manager's controllers of this part, whose
+// workers the bench waits for.
+var kruiseImagePullJobControllers = []string{"imagepulljob-controller", "nodeimage-controller"}
+
 // imagePullJobManager runs bosun with the job and NodeImage controllers and their webhooks
-// on a free loopback port, as a cluster runs them.
-func imagePullJobManager(o *options, cp *framework.ControlPlane) (managerSpec, error) {
+// on a free loopback port, as a cluster runs them, or kruise-manager, which runs its job and
+// NodeImage controllers and webhooks because only those CRDs are installed.
+func imagePullJobManager(o *options, cp *framework.ControlPlane, name string) (managerSpec, error) {
+	if name == managerKruise {
+		return kruiseManager(o, cp, partImagePullJob, o.limits, kruiseImagePullJobControllers...)
+	}
 	ports, err := framework.FreeLoopbackPorts(1)
 	if err != nil {
 		return managerSpec{}, err
@@ -269,7 +289,7 @@ func imagePullJobManager(o *options, cp *framework.ControlPlane) (managerSpec, e
 
 // runImagePullJob creates the NodeImages, starts the manager and the simulated agents, and
 // measures one ImagePullJob over every NodeImage from its create to its completion.
-func runImagePullJob(ctx context.Context, o *options, cp *framework.ControlPlane, client kubernetes.Interface, logDir string) (imagePullJobRun, error) {
+func runImagePullJob(ctx context.Context, o *options, cp *framework.ControlPlane, client kubernetes.Interface, name, logDir string) (imagePullJobRun, error) {
 	ipj := o.imagePullJob
 	logger := klog.FromContext(ctx)
 	bosun, err := bosunClientFor(benchClientConfig(cp))
@@ -282,7 +302,7 @@ func runImagePullJob(ctx context.Context, o *options, cp *framework.ControlPlane
 		return imagePullJobRun{}, err
 	}
 
-	spec, err := imagePullJobManager(o, cp)
+	spec, err := imagePullJobManager(o, cp, name)
 	if err != nil {
 		return imagePullJobRun{}, err
 	}
@@ -323,7 +343,7 @@ func runImagePullJob(ctx context.Context, o *options, cp *framework.ControlPlane
 	}
 	env := &workloadEnv{client: client, namespace: benchNamespace, pid: m.Pid(), timeout: o.timeout}
 	if o.profileSeconds > 0 {
-		env.profiler = newProfiler(m.Pid(), m.Port, cp.Config().BearerToken, o.profileSeconds, logDir)
+		env.profiler = m.profiler(cp.Config().BearerToken, o.profileSeconds, logDir)
 	}
 
 	jobs := bosun.AppsV1alpha1().ImagePullJobs(benchNamespace)
@@ -364,6 +384,7 @@ func runImagePullJob(ctx context.Context, o *options, cp *framework.ControlPlane
 		return imagePullJobRun{}, err
 	}
 	r := imagePullJobRun{
+		Manager:                 name,
 		Wall:                    measured.Wall,
 		CPUSeconds:              measured.CPUSeconds,
 		PeakRSS:                 measured.PeakRSS,
@@ -379,7 +400,7 @@ func runImagePullJob(ctx context.Context, o *options, cp *framework.ControlPlane
 		logger.Info("The ImagePullJob went wrong", "problem", p)
 	}
 	nodeImageWrites := r.Writes[actorManager]["nodeimages"]
-	logger.Info("Measured the ImagePullJob fan-out", "nodes", ipj.nodes, "wall", r.Wall.Round(time.Millisecond), "cpuSeconds", r.CPUSeconds,
+	logger.Info("Measured the ImagePullJob fan-out", "manager", name, "nodes", ipj.nodes, "wall", r.Wall.Round(time.Millisecond), "cpuSeconds", r.CPUSeconds,
 		"peakRSSMiB", r.PeakRSS/mebibyte, "managerNodeImageWrites", nodeImageWrites.Requests, "managerWrites", r.Writes[actorManager],
 		"agentWrites", r.Writes[actorAgents], "nodeImageWriteP50", percentile(r.NodeImageWriteLatencies, 50),
 		"nodeImageWriteP99", percentile(r.NodeImageWriteLatencies, 99), "peakPulling", r.PeakPulling, "status", r.Status, "loadAverage", load)

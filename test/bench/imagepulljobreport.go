@@ -120,72 +120,142 @@ func wallsSummary(walls []time.Duration) string {
 	return strings.Join(parts, ", ")
 }
 
+// ipjManagerOrder is the order of the managers' columns.
+var ipjManagerOrder = []string{managerBosun, managerKruise}
+
+// targetIPJWallRatio is the issue's target for the fan-out: bosun no slower than
+// kruise-manager.
+const targetIPJWallRatio = 1.0
+
 // markdown writes the imagepulljob part's section; "" when it did not run.
 func (r *imagePullJobResults) markdown(o *options) string {
-	if len(r.runs) == 0 {
+	var columns []string
+	figures := map[string]ipjFigures{}
+	for _, name := range ipjManagerOrder {
+		if len(r.runs[name]) > 0 {
+			columns = append(columns, name)
+			figures[name] = ipjMedian(r.runs[name])
+		}
+	}
+	if len(columns) == 0 {
 		return ""
 	}
 	ipj := o.imagePullJob
-	f := ipjMedian(r.runs)
 	waves, floor := pullWaves(ipj.nodes, ipj.parallelism, ipj.pullDuration)
 	var b strings.Builder
 	b.WriteString("## ImagePullJob fan-out (manager side)\n\n")
-	fmt.Fprintf(&b, "bosun alone: OpenKruise's manager cannot run here, so there is no upstream side. A fresh control plane with bosun's "+
-		"CRDs and an audit log of every write; %d NodeImages created by the bench before the manager starts (no Nodes: labelled "+
-		"`apps.kruise.io/fake-nodeimage`, and node-like labels); bosun-controller-manager `--controllers=%s` with its webhooks on a "+
-		"loopback port, `--kube-api-qps=%s --kube-api-burst=%d`. The node agents are simulated by the bench: one watch over the "+
+	fmt.Fprintf(&b, "Upstream has no such API, so bosun is compared with kruise-manager v1.9.0 alone. Each manager on a fresh control plane with "+
+		"an audit log of every write: bosun-controller-manager `--controllers=%s` with its webhooks on a loopback port, with bosun's CRDs; "+
+		"kruise-manager with %s, %s. Client limits `--kube-api-qps=%s --kube-api-burst=%d` (kruise-manager "+
+		"`--rest-config-qps`/`--rest-config-burst`). %d NodeImages created by the bench before the manager starts (no Nodes: labelled "+
+		"`apps.kruise.io/fake-nodeimage`, and node-like labels). The node agents are simulated by the bench: one watch over the "+
 		"NodeImages, reacting to spec changes; for each tag without a current status it writes the whole status (counters "+
 		"included) with Pulling at once and, %v later, Succeeded (progress 100, imageID `<name>@sha256:<hex>`), through "+
-		"UpdateStatus with conflict retry, all agents together limited to %s requests/s (burst %d). One ImagePullJob `%s`, "+
-		"parallelism %d, completionPolicy Always with activeDeadlineSeconds %d, no selector (every NodeImage). Time to completion "+
-		"runs from its create to the bench seeing its `completionTime` (polled every %v); manager CPU-s and peak RSS over that "+
-		"time; writes are the API server's audit events (by User-Agent) from the create until %s after completion. Median of %d run(s).\n\n",
-		ipj.nodes, bosunImagePullJobControllers, strconv.FormatFloat(o.limits.QPS, 'g', -1, 64), o.limits.Burst,
+		"UpdateStatus (apps.kruise.io/v1alpha1) with conflict retry, all agents together limited to %s requests/s (burst %d). One "+
+		"apps.kruise.io/v1alpha1 ImagePullJob `%s`, parallelism %d, completionPolicy Always with activeDeadlineSeconds %d, no selector "+
+		"(every NodeImage). Time to completion runs from its create to the bench seeing its `completionTime` (polled every %v); manager "+
+		"CPU-s and peak RSS over that time; writes are the API server's audit events (by User-Agent) from the create until %s after "+
+		"completion. Median of %d run(s).\n\n",
+		bosunImagePullJobControllers, o.kruiseCRDsLabel("OpenKruise's NodeImage and ImagePullJob CRDs installed, besides only a "+
+			"placeholder CRD that makes the policy.kruise.io group exist without budgets (its job and NodeImage controllers and webhooks run, its "+
+			"other controllers and its pod webhooks idle)"), o.kruiseGatesLabel(partImagePullJob), strconv.FormatFloat(o.limits.QPS, 'g', -1, 64), o.limits.Burst, ipj.nodes,
 		ipj.pullDuration, strconv.FormatFloat(ipj.agentQPS, 'g', -1, 64), ipj.agentBurst, ipjImage,
 		ipj.parallelism, ipjActiveDeadlineSeconds, completionPollInterval, settleTime, o.repeat)
 
-	b.WriteString("| Figure | value |\n|---|---:|\n")
-	fmt.Fprintf(&b, "| **time to completion** (job create → completionTime, %s nodes) | **%s** |\n", thousands(ipj.nodes), latency(f.wall))
-	fmt.Fprintf(&b, "| floor: ⌈%d / %d⌉ = %d rounds × %s simulated pull | %s |\n", ipj.nodes, ipj.parallelism, waves, ipj.pullDuration, latency(floor))
-	fmt.Fprintf(&b, "| **manager CPU-s** | **%.2f** |\n", f.cpu)
-	fmt.Fprintf(&b, "| manager peak RSS MiB (idle after start-up) | %s (%s) |\n", mib(true, f.peakRSS), mib(true, f.idleRSS))
-	manager := f.writes[actorManager]
-	fmt.Fprintf(&b, "| **manager writes per NodeImage**: `nodeimages` (spec) | **%s** |\n", perNode(manager["nodeimages"].requests, ipj.nodes))
-	fmt.Fprintf(&b, "| API server time per manager NodeImage write (webhooks included), p50 / p99 | %s / %s |\n", latency(f.writeP50), latency(f.writeP99))
-	fmt.Fprintf(&b, "| manager writes per NodeImage: `nodeimages/status` | %s |\n", perNode(manager["nodeimages/status"].requests, ipj.nodes))
-	fmt.Fprintf(&b, "| manager writes to the ImagePullJob: object / status | %s / %s |\n",
-		writesCell(manager["imagepulljobs"]), writesCell(manager["imagepulljobs/status"]))
-	agentStatus := f.writes[actorAgents]["nodeimages/status"]
-	fmt.Fprintf(&b, "| simulated agents' writes per NodeImage: `nodeimages/status` | %s |\n", perNode(agentStatus.requests, ipj.nodes))
-	fmt.Fprintf(&b, "| most NodeImages pulling at once (seen by the agents; parallelism %d) | %.0f |\n", ipj.parallelism, f.peakPulling)
-	fmt.Fprintf(&b, "| job status at the end: succeeded / failed of desired | %.0f / %.0f of %.0f |\n\n", f.succeeded, f.failed, f.desired)
+	compare := len(columns) == 2
+	b.WriteString("| Figure |")
+	for _, name := range columns {
+		fmt.Fprintf(&b, " %s |", managerLabel(name))
+	}
+	if compare {
+		b.WriteString(" bosun ÷ kruise-manager |")
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---:|", len(columns)) + map[bool]string{true: "---:|", false: ""}[compare] + "\n")
+	row := func(label string, cell func(ipjFigures) string, value func(ipjFigures) float64) {
+		fmt.Fprintf(&b, "| %s |", label)
+		for _, name := range columns {
+			fmt.Fprintf(&b, " %s |", cell(figures[name]))
+		}
+		if compare {
+			r := "—"
+			if value != nil {
+				r = ratio(true, value(figures[managerBosun]), value(figures[managerKruise]))
+			}
+			fmt.Fprintf(&b, " %s |", r)
+		}
+		b.WriteString("\n")
+	}
+	row(fmt.Sprintf("**time to completion** (job create → completionTime, %s nodes)", thousands(ipj.nodes)),
+		func(f ipjFigures) string { return "**" + latency(f.wall) + "**" }, func(f ipjFigures) float64 { return f.wall.Seconds() })
+	row(fmt.Sprintf("floor: ⌈%d / %d⌉ = %d rounds × %s simulated pull", ipj.nodes, ipj.parallelism, waves, ipj.pullDuration),
+		func(ipjFigures) string { return latency(floor) }, nil)
+	row("**manager CPU-s**", func(f ipjFigures) string { return fmt.Sprintf("**%.2f**", f.cpu) }, func(f ipjFigures) float64 { return f.cpu })
+	row("manager peak RSS MiB (idle after start-up)", func(f ipjFigures) string { return fmt.Sprintf("%s (%s)", mib(true, f.peakRSS), mib(true, f.idleRSS)) },
+		func(f ipjFigures) float64 { return float64(f.peakRSS) })
+	row("**manager writes per NodeImage**: `nodeimages` (spec)", func(f ipjFigures) string {
+		return "**" + perNode(f.writes[actorManager]["nodeimages"].requests, ipj.nodes) + "**"
+	}, nil)
+	row("API server time per manager NodeImage write (webhooks included), p50 / p99", func(f ipjFigures) string {
+		return latency(f.writeP50) + " / " + latency(f.writeP99)
+	}, nil)
+	row("manager writes per NodeImage: `nodeimages/status`", func(f ipjFigures) string {
+		return perNode(f.writes[actorManager]["nodeimages/status"].requests, ipj.nodes)
+	}, nil)
+	row("manager writes to the ImagePullJob: object / status", func(f ipjFigures) string {
+		return writesCell(f.writes[actorManager]["imagepulljobs"]) + " / " + writesCell(f.writes[actorManager]["imagepulljobs/status"])
+	}, nil)
+	row("simulated agents' writes per NodeImage: `nodeimages/status`", func(f ipjFigures) string {
+		return perNode(f.writes[actorAgents]["nodeimages/status"].requests, ipj.nodes)
+	}, nil)
+	row(fmt.Sprintf("most NodeImages pulling at once (seen by the agents; parallelism %d)", ipj.parallelism), func(f ipjFigures) string {
+		return fmt.Sprintf("%.0f", f.peakPulling)
+	}, nil)
+	row("job status at the end: succeeded / failed of desired", func(f ipjFigures) string {
+		return fmt.Sprintf("%.0f / %.0f of %.0f", f.succeeded, f.failed, f.desired)
+	}, nil)
+	b.WriteString("\n")
 
 	b.WriteString("Every write in the window, by client and resource (median requests over the runs; conflicts and failures are among them):\n\n")
-	b.WriteString("| Client | Resource | requests | per NodeImage |\n|---|---|---:|---:|\n")
-	for _, actor := range []string{actorManager, actorAgents, actorBench, actorOther} {
-		for _, resource := range slices.Sorted(maps.Keys(f.writes[actor])) {
-			w := f.writes[actor][resource]
-			fmt.Fprintf(&b, "| %s | `%s` | %s | %s |\n", ipjActorLabel(actor), resource, writesCell(w), perNode(w.requests, ipj.nodes))
+	b.WriteString("| Manager measured | Client | Resource | requests | per NodeImage |\n|---|---|---|---:|---:|\n")
+	for _, name := range columns {
+		f := figures[name]
+		for _, actor := range []string{actorManager, actorAgents, actorBench, actorOther} {
+			for _, resource := range slices.Sorted(maps.Keys(f.writes[actor])) {
+				w := f.writes[actor][resource]
+				fmt.Fprintf(&b, "| %s | %s | `%s` | %s | %s |\n", managerLabel(name), ipjActorLabel(actor, name), resource, writesCell(w), perNode(w.requests, ipj.nodes))
+			}
 		}
 	}
 	b.WriteString("\n")
-	fmt.Fprintf(&b, "- time to completion of each run: %s\n", wallsSummary(f.walls))
-	fmt.Fprintf(&b, "- load average (1 min) before each job: %s\n", loadsSummary(f.loads))
-	if f.completedByDeadline {
-		b.WriteString("- **a job completed by its deadline, not by its nodes**\n")
-	}
-	for i, run := range r.runs {
-		for _, p := range run.problems(ipj, int(run.Status.Succeeded), nil) {
-			fmt.Fprintf(&b, "- **run %d: %s**\n", i+1, p)
+	for _, name := range columns {
+		f := figures[name]
+		fmt.Fprintf(&b, "- %s, time to completion of each run: %s\n", managerLabel(name), wallsSummary(f.walls))
+		fmt.Fprintf(&b, "- %s, load average (1 min) before each job: %s\n", managerLabel(name), loadsSummary(f.loads))
+		if f.completedByDeadline {
+			fmt.Fprintf(&b, "- **%s: a job completed by its deadline, not by its nodes**\n", managerLabel(name))
+		}
+		for i, run := range r.runs[name] {
+			for _, p := range run.problems(ipj, int(run.Status.Succeeded), nil) {
+				fmt.Fprintf(&b, "- **%s, run %d: %s**\n", managerLabel(name), i+1, p)
+			}
 		}
 	}
 	b.WriteString("\n")
+	if compare {
+		x, z := figures[managerBosun], figures[managerKruise]
+		fmt.Fprintf(&b, "Target (bosun ÷ kruise-manager, time to completion): ≤ %.2g×: %s.\n\n", targetIPJWallRatio,
+			verdict(x.wall.Seconds()/z.wall.Seconds(), targetIPJWallRatio))
+	}
 	return b.String()
 }
 
-func ipjActorLabel(actor string) string {
+// ipjActorLabel names a client in the writes table of the run of manager.
+func ipjActorLabel(actor, manager string) string {
 	switch actor {
 	case actorManager:
+		if manager == managerKruise {
+			return "kruise-manager"
+		}
 		return "bosun-controller-manager"
 	case actorAgents:
 		return "simulated agents"

@@ -1,10 +1,12 @@
 // Command bench measures bosun-controller-manager against upstream kube-controller-manager
-// (built by hack/build-test-servers.sh from k8s.io/kubernetes at the same version) on the same
-// workloads: scale a ReplicaSet from 0 to 5,000 pods, create a 1,000-replica Deployment and
-// roll it once, and delete both. Each manager gets a fresh etcd + kube-apiserver with the same
-// flags, the same client rate limits and the equivalent controllers, its own garbage collector
-// among them, so the delete workloads measure bosun's collector against upstream's. For every
-// workload it reports the wall time and the measured manager's CPU time and peak RSS.
+// (built by hack/build-test-servers.sh from k8s.io/kubernetes at the same version) and, for
+// bosun's OpenKruise controllers, against OpenKruise's own kruise-manager (v1.9.0, built by
+// hack/build-kruise.sh from the Go module proxy) on the same workloads: scale a ReplicaSet
+// from 0 to 5,000 pods, create a 1,000-replica Deployment and roll it once, and delete both.
+// Each manager gets a fresh etcd + kube-apiserver with the same flags, the same client rate
+// limits and the equivalent controllers, its own garbage collector among them, so the delete
+// workloads measure bosun's collector against upstream's. For every workload it reports the
+// wall time and the measured manager's CPU time and peak RSS.
 //
 // A second part runs bosun without client-side rate limits and compares its scale-up with
 // the API server's own ceiling: the same number of pods created by N parallel clients.
@@ -18,24 +20,28 @@
 // peak RSS and its Go heap per graph node.
 //
 // A fourth part ("daemonset") measures the DaemonSet controllers alone: bosun's Advanced
-// DaemonSet (apps.kruise.io/v1alpha1, --controllers=advanced-daemonset-controller) and
-// upstream's (apps/v1, --controllers=daemonset), each creating a DaemonSet over 1,000
-// simulated nodes and rolling its image once with maxUnavailable 10%. A fifth ("webhook")
-// measures the admission latency of bosun's two DaemonSet webhooks under 50 parallel
-// clients that POST AdmissionReviews straight to the manager's webhook port.
+// DaemonSet (apps.kruise.io/v1alpha1, --controllers=advanced-daemonset-controller),
+// kruise-manager's (the same API, with only OpenKruise's DaemonSet CRD installed, so that its
+// other controllers idle) and upstream's (apps/v1, --controllers=daemonset), each creating a
+// DaemonSet over 1,000 simulated nodes and rolling its image once with maxUnavailable 10%,
+// at the given client limits and, as a second row set, with each binary's own defaults. A
+// fifth ("webhook") measures the admission latency of bosun's two DaemonSet webhooks under
+// 50 parallel clients that POST AdmissionReviews straight to the manager's webhook port.
 //
 // A sixth ("pub") measures eviction budgets: bosun's PodUnavailableBudget
-// (--controllers=podunavailablebudget-controller with its pod webhooks) against the API
-// server's own PodDisruptionBudget check (upstream --controllers=disruption), each with
-// --pub-evictions (200) concurrent evictions of Ready pods under a budget that allows them
-// all, one that allows a few, and none (the API server's floor): client-side latency,
-// admitted evictions per second, and bosun's eviction webhook histogram.
+// (--controllers=podunavailablebudget-controller with its pod webhooks) and kruise-manager's
+// (its PodUnavailableBudget CRD alone) against the API server's own PodDisruptionBudget check
+// (upstream --controllers=disruption), each with --pub-evictions (200) concurrent evictions of
+// Ready pods under a budget that allows them all, one that allows a few, and none (the API
+// server's floor): client-side latency, admitted evictions per second, and the eviction
+// webhook's histogram.
 //
-// A seventh ("imagepulljob") measures bosun alone (OpenKruise's manager cannot run here):
-// one ImagePullJob over --imagepulljob-nodes (500) simulated NodeImages, the node agents'
-// status writes played by the bench, with bosun-controller-manager
-// --controllers=imagepulljob,nodeimage and its webhooks: time to completion, the manager's
-// CPU-seconds, and its API writes per node from the API server's audit log.
+// A seventh ("imagepulljob") measures the ImagePullJob fan-out of bosun and kruise-manager
+// (its NodeImage and ImagePullJob CRDs alone; upstream has no such API): one ImagePullJob over
+// --imagepulljob-nodes (500) simulated NodeImages, the node agents' status writes played by
+// the bench, with bosun-controller-manager --controllers=imagepulljob,nodeimage and its
+// webhooks: time to completion, the manager's CPU-seconds, and its API writes per node from
+// the API server's audit log.
 //
 // `make bench` runs it; it is not part of `make test`, and its figures are recorded in
 // docs/benchmarks.md. It prints a Markdown report and writes it to _output/bench/results.md.
@@ -84,35 +90,39 @@ const benchNamespace = "bench"
 
 // options are the command-line flags.
 type options struct {
-	limits              clientLimits
-	unlimited           clientLimits
-	rsReplicas          int
-	deployReplicas      int
-	baselineClients     []int
-	runs                []string
-	bosunControllers    string
-	upstreamControllers string
-	readierWorkers      int
-	repeat              int
-	verbosity           int
-	timeout             time.Duration
-	bosunBinary         string
-	outDir              string
-	profileSeconds      int
-	gcPods              int
-	gcObjects           int
-	gcManagers          []string
-	gcCreateClients     int
-	daemonSetNodes      int
-	daemonSetManagers   []string
-	daemonSetWebhooks   bool
-	webhookRequests     int
-	webhookClients      int
-	pubEvictions        int
-	pubTightAllowed     int
-	pubManagers         []string
-	pubScenarios        []string
-	imagePullJob        imagePullJobOptions
+	limits               clientLimits
+	unlimited            clientLimits
+	rsReplicas           int
+	deployReplicas       int
+	baselineClients      []int
+	runs                 []string
+	bosunControllers     string
+	upstreamControllers  string
+	readierWorkers       int
+	repeat               int
+	verbosity            int
+	timeout              time.Duration
+	bosunBinary          string
+	outDir               string
+	profileSeconds       int
+	gcPods               int
+	gcObjects            int
+	gcManagers           []string
+	gcCreateClients      int
+	daemonSetNodes       int
+	daemonSetManagers    []string
+	daemonSetLimits      []string
+	daemonSetWebhooks    bool
+	webhookRequests      int
+	webhookClients       int
+	pubEvictions         int
+	pubTightAllowed      int
+	pubManagers          []string
+	pubScenarios         []string
+	imagePullJob         imagePullJobOptions
+	imagePullJobManagers []string
+	kruiseFeatureGates   string
+	kruiseCRDs           string
 }
 
 func parseFlags() (*options, error) {
@@ -144,20 +154,33 @@ func parseFlags() (*options, error) {
 		"(kube-controller-manager --controllers=garbagecollector), bosun (bosun-controller-manager --controllers=garbagecollector)")
 	flag.IntVar(&o.gcCreateClients, "gc-create-clients", 64, "gc part: parallel clients that create the objects before a collector starts")
 	flag.IntVar(&o.daemonSetNodes, "daemonset-nodes", 1000, "daemonset part: simulated nodes (Ready, untainted, no kubelet) the DaemonSet runs on")
-	dsManagers := flag.String("daemonset-managers", "upstream,bosun", "daemonset part: comma-separated managers to run: upstream "+
-		"(kube-controller-manager --controllers=daemonset, apps/v1), bosun (bosun-controller-manager --controllers=advanced-daemonset-controller, apps.kruise.io/v1alpha1)")
+	dsManagers := flag.String("daemonset-managers", "upstream,bosun,kruise", "daemonset part: comma-separated managers to run: upstream "+
+		"(kube-controller-manager --controllers=daemonset, apps/v1), bosun (bosun-controller-manager --controllers=advanced-daemonset-controller, "+
+		"apps.kruise.io/v1alpha1), kruise (kruise-manager v1.9.0 with OpenKruise's DaemonSet CRD alone)")
+	dsLimits := flag.String("daemonset-client-limits", "given,defaults", "daemonset part: comma-separated client-limit settings to run every "+
+		"manager with: given (--kube-api-qps and --kube-api-burst), defaults (no rate-limit flag at all: each binary's own defaults)")
 	flag.BoolVar(&o.daemonSetWebhooks, "daemonset-webhooks", true, "daemonset part: bosun serves its admission webhooks, as it does by default "+
 		"(the DaemonSet is written fully defaulted either way); false runs it with --webhook-port=0")
 	flag.IntVar(&o.webhookRequests, "webhook-requests", 20000, "webhook part: measured requests per webhook (mutating and validating)")
 	flag.IntVar(&o.webhookClients, "webhook-clients", 50, "webhook part: parallel clients, each with its own TLS connection")
 	flag.IntVar(&o.pubEvictions, "pub-evictions", 200, "pub part: concurrent evictions, one client each, of as many Ready pods (plus one pod the budget keeps)")
 	flag.IntVar(&o.pubTightAllowed, "pub-tight-allowed", 5, "pub part: evictions the tight scenario's budget allows")
-	pubManagers := flag.String("pub-managers", "upstream,bosun", "pub part: comma-separated sides to run: upstream "+
+	pubManagers := flag.String("pub-managers", "upstream,bosun,kruise", "pub part: comma-separated sides to run: upstream "+
 		"(kube-controller-manager --controllers=disruption, a PodDisruptionBudget), bosun (bosun-controller-manager "+
-		"--controllers=podunavailablebudget-controller with its webhooks, a PodUnavailableBudget)")
+		"--controllers=podunavailablebudget-controller with its webhooks, a PodUnavailableBudget), kruise (kruise-manager v1.9.0 with "+
+		"OpenKruise's PodUnavailableBudget CRD alone)")
 	pubScenarios := flag.String("pub-scenarios", "none,roomy,tight", "pub part: comma-separated scenarios: none (no budget: the API "+
 		"server's floor, and bosun's webhook alone), roomy (the budget allows every eviction), tight (it allows --pub-tight-allowed)")
 	o.imagePullJob.register(flag.CommandLine)
+	kruiseCRDs := flag.String("kruise-crds", kruiseCRDsNeeded, "OpenKruise CRDs installed for kruise-manager: needed (the part's kinds and "+
+		"those kruise-manager cannot run them without, so that its other controllers and pod webhooks idle), all (every OpenKruise CRD, as its "+
+		"installation applies them: every controller runs, and its pod webhooks are called)")
+	ipjManagers := flag.String("imagepulljob-managers", "bosun,kruise", "imagepulljob part: comma-separated managers to run: bosun "+
+		"(bosun-controller-manager --controllers=imagepulljob,nodeimage with its webhooks), kruise (kruise-manager v1.9.0 with OpenKruise's "+
+		"NodeImage and ImagePullJob CRDs alone)")
+	flag.StringVar(&o.kruiseFeatureGates, "kruise-feature-gates", "", "--feature-gates of kruise-manager in every part; by default "+
+		"its own defaults, which equal bosun's for the gates the compared controllers consult, and "+kruiseImagePullJobGates+" in the imagepulljob "+
+		"part (on in bosun by default, off in kruise-manager). OpenKruise's CI uses "+framework.KruiseCIFeatureGates)
 	flag.IntVar(&o.readierWorkers, "readier-workers", 32, "parallel writers of the helper that marks pods Ready (the same in every run)")
 	flag.IntVar(&o.repeat, "repeat", 3, "how often every part runs; the report shows the median of each figure")
 	flag.IntVar(&o.verbosity, "manager-v", 2, "--v of every controller manager")
@@ -169,6 +192,7 @@ func parseFlags() (*options, error) {
 	flag.StringVar(&o.outDir, "out", "", "directory for results.md and the process logs (default <repo>/_output/bench)")
 	flag.Parse()
 
+	var err error
 	for _, field := range strings.Split(*clients, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(field))
 		if err != nil || n < 1 {
@@ -192,22 +216,23 @@ func parseFlags() (*options, error) {
 			return nil, fmt.Errorf("--gc-managers: unknown collector %q", name)
 		}
 	}
-	for _, name := range strings.Split(*dsManagers, ",") {
-		switch name = strings.TrimSpace(name); name {
-		case managerUpstream, managerBosun:
-			o.daemonSetManagers = append(o.daemonSetManagers, name)
-		default:
-			return nil, fmt.Errorf("--daemonset-managers: unknown manager %q", name)
-		}
+	if o.daemonSetManagers, err = parseNames("--daemonset-managers", *dsManagers, managerUpstream, managerBosun, managerKruise); err != nil {
+		return nil, err
 	}
-	for _, name := range strings.Split(*pubManagers, ",") {
-		switch name = strings.TrimSpace(name); name {
-		case managerUpstream, managerBosun:
-			o.pubManagers = append(o.pubManagers, name)
-		default:
-			return nil, fmt.Errorf("--pub-managers: unknown side %q", name)
-		}
+	if o.daemonSetLimits, err = parseNames("--daemonset-client-limits", *dsLimits, limitsGiven, limitsDefaults); err != nil {
+		return nil, err
 	}
+	if o.pubManagers, err = parseNames("--pub-managers", *pubManagers, managerUpstream, managerBosun, managerKruise); err != nil {
+		return nil, err
+	}
+	if o.imagePullJobManagers, err = parseNames("--imagepulljob-managers", *ipjManagers, managerBosun, managerKruise); err != nil {
+		return nil, err
+	}
+	crds, err := parseNames("--kruise-crds", *kruiseCRDs, kruiseCRDsNeeded, kruiseCRDsAll)
+	if err != nil || len(crds) != 1 {
+		return nil, fmt.Errorf("--kruise-crds: one of %s, %s", kruiseCRDsNeeded, kruiseCRDsAll)
+	}
+	o.kruiseCRDs = crds[0]
 	for _, name := range strings.Split(*pubScenarios, ",") {
 		switch name = strings.TrimSpace(name); name {
 		case pubRoomy, pubTight, pubNone:
@@ -231,6 +256,11 @@ func parseFlags() (*options, error) {
 	if o.gcPods < 1 || o.gcObjects < 0 || o.gcCreateClients < 1 {
 		return nil, fmt.Errorf("--gc-pods and --gc-create-clients must be at least 1, --gc-objects at least 0")
 	}
+	if o.needsKruise() {
+		if _, err := kruiseQPS(o.limits.QPS); err != nil {
+			return nil, fmt.Errorf("--kube-api-qps: %w", err)
+		}
+	}
 	root, err := framework.RepoRoot()
 	if err != nil {
 		return nil, err
@@ -248,12 +278,33 @@ func (o *options) wants(run string) bool {
 	return slices.Contains(o.runs, run)
 }
 
+// parseNames splits a comma-separated flag value and checks every name against allowed.
+func parseNames(flagName, value string, allowed ...string) ([]string, error) {
+	var names []string
+	for _, name := range strings.Split(value, ",") {
+		name = strings.TrimSpace(name)
+		if !slices.Contains(allowed, name) {
+			return nil, fmt.Errorf("%s: unknown value %q (one of %s)", flagName, name, strings.Join(allowed, ", "))
+		}
+		names = append(names, name)
+	}
+	return names, nil
+}
+
 // needsBosun reports whether any chosen part runs bosun-controller-manager.
 func (o *options) needsBosun() bool {
-	return o.wants(managerBosun) || o.wants(partUnlimited) || o.wants(partWebhook) || o.wants(partImagePullJob) ||
+	return o.wants(managerBosun) || o.wants(partUnlimited) || o.wants(partWebhook) ||
+		(o.wants(partImagePullJob) && slices.Contains(o.imagePullJobManagers, managerBosun)) ||
 		(o.wants(partGC) && slices.Contains(o.gcManagers, managerBosun)) ||
 		(o.wants(partDaemonSet) && slices.Contains(o.daemonSetManagers, managerBosun)) ||
 		(o.wants(partPUB) && slices.Contains(o.pubManagers, managerBosun))
+}
+
+// needsKruise reports whether any chosen part runs kruise-manager.
+func (o *options) needsKruise() bool {
+	return (o.wants(partDaemonSet) && slices.Contains(o.daemonSetManagers, managerKruise)) ||
+		(o.wants(partPUB) && slices.Contains(o.pubManagers, managerKruise)) ||
+		(o.wants(partImagePullJob) && slices.Contains(o.imagePullJobManagers, managerKruise))
 }
 
 func main() {
@@ -279,6 +330,11 @@ func run(ctx context.Context, o *options) error {
 	upstreamBinary, err := framework.ToolPath("kube-controller-manager")
 	if err != nil {
 		return fmt.Errorf("%w (run `make test-servers` first)", err)
+	}
+	if o.needsKruise() {
+		if _, err := framework.ToolPath(framework.KruiseManagerBinary); err != nil {
+			return fmt.Errorf("%w (run `hack/build-kruise.sh kruise-manager` first, or leave kruise out of the --*-managers flags)", err)
+		}
 	}
 	logRoot := filepath.Join(o.outDir, "logs")
 	if err := os.RemoveAll(logRoot); err != nil {
@@ -363,6 +419,8 @@ type runResult struct {
 	// IdleRSS is the manager's RSS after start-up, before any workload.
 	IdleRSS      uint64
 	Measurements []measurement
+	// LoadAverage is the machine's one-minute load average just before the first workload.
+	LoadAverage float64
 }
 
 // runManager measures one manager on the full workload sequence against a fresh control
@@ -420,8 +478,9 @@ func measureManager(ctx context.Context, o *options, cp *framework.ControlPlane,
 		timeout:        o.timeout,
 	}
 	if o.profileSeconds > 0 {
-		env.profiler = newProfiler(m.Pid(), m.Port, cp.Config().BearerToken, o.profileSeconds, logDir)
+		env.profiler = m.profiler(cp.Config().BearerToken, o.profileSeconds, logDir)
 	}
+	load := loadAverage()
 	measurements, err := workloads(env, ctx)
 	if aliveErr := m.checkAlive(); aliveErr != nil {
 		return runResult{}, aliveErr
@@ -429,7 +488,7 @@ func measureManager(ctx context.Context, o *options, cp *framework.ControlPlane,
 	if err != nil {
 		return runResult{}, fmt.Errorf("%w\nthe end of the %s log:\n%s", err, spec.Label, m.LogTail(20))
 	}
-	return runResult{IdleRSS: idle, Measurements: measurements}, nil
+	return runResult{IdleRSS: idle, Measurements: measurements, LoadAverage: load}, nil
 }
 
 // runBaseline creates rsReplicas pods with clients parallel clients against a fresh control

@@ -13,22 +13,26 @@ import (
 	"time"
 )
 
-// profiler fetches pprof profiles from a manager's /debug/pprof (both managers serve it
-// with --profiling, their default, to callers authorized for the non-resource URL). It is
+// profiler fetches pprof profiles from a manager's /debug/pprof (bosun's and upstream's
+// managers serve it with --profiling, their default, to callers authorized for the
+// non-resource URL; kruise-manager on a plain-HTTP port of its own, see kruiseManager). It is
 // for finding where the time and memory go, never for the reported figures: a CPU profile
 // costs the profiled process a few percent.
 type profiler struct {
-	pid     int
-	port    int
+	pid int
+	// base is the scheme, host and port the /debug/pprof paths are appended to.
+	base    string
 	token   string
 	seconds int
 	dir     string
 	client  *http.Client
 }
 
-func newProfiler(pid, port int, token string, seconds int, dir string) *profiler {
+// newProfiler profiles process pid through base (for example https://127.0.0.1:<port>),
+// sending token as a bearer token unless it is empty.
+func newProfiler(pid int, base, token string, seconds int, dir string) *profiler {
 	return &profiler{
-		pid: pid, port: port, token: token, seconds: seconds, dir: dir,
+		pid: pid, base: base, token: token, seconds: seconds, dir: dir,
 		// The managers serve a self-signed certificate on loopback.
 		client: &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}},
 	}
@@ -75,11 +79,13 @@ func (p *profiler) writeRSSSplit(file string) error {
 func (p *profiler) fetch(ctx context.Context, path, file string) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(p.seconds)*time.Second+time.Minute)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d%s", p.port, path), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.base+path, nil)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+p.token)
+	if p.token != "" {
+		req.Header.Set("Authorization", "Bearer "+p.token)
+	}
 	resp, err := p.client.Do(req)
 	if err != nil {
 		return fmt.Errorf("fetching %s: %w", path, err)
@@ -96,6 +102,11 @@ func (p *profiler) fetch(ctx context.Context, path, file string) error {
 		return fmt.Errorf("writing %s: %w", file, err)
 	}
 	return nil
+}
+
+// securePort is the base URL of a manager's secure port on loopback.
+func securePort(port int) string {
+	return fmt.Sprintf("https://127.0.0.1:%d", port)
 }
 
 // fileName turns a workload name into a file name.

@@ -18,8 +18,11 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -113,7 +116,8 @@ type pubBurst struct {
 	Wall, LastAdmitted time.Duration
 	// Remaining is the number of pods left, not being deleted, after the burst.
 	Remaining int
-	// Webhook is the change of bosun's eviction webhook histogram over the burst (bosun only).
+	// Webhook is the change of the eviction webhook's histogram over the burst (bosun and
+	// kruise-manager; upstream has no webhook).
 	Webhook *histogram
 	// CPU is the CPU time over the burst by process: the manager, kube-apiserver and etcd.
 	CPU map[string]float64
@@ -156,7 +160,8 @@ func (b pubBurst) admittedPerSecond() float64 {
 
 // problems lists what makes the burst's outcome wrong, not just slow: more evictions
 // admitted than the budget allowed, pods gone that no admitted eviction removed (or the
-// other way round), and, for bosun, evictions that never reached its webhook.
+// other way round), and, for bosun and kruise-manager, evictions that never reached the
+// webhook.
 func (b pubBurst) problems() []string {
 	var out []string
 	if b.Admitted > b.Budget.Allowed {
@@ -193,7 +198,18 @@ func runPUBPart(ctx context.Context, o *options, res *pubResults, upstreamBinary
 	for _, name := range o.pubManagers {
 		klog.FromContext(ctx).Info("Running the eviction budget part", "manager", name, "evictions", o.pubEvictions, "repetition", rep)
 		logDir := fmt.Sprintf("%s/pub-%s-%d", logRoot, name, rep)
-		_, err := withControlPlaneOptions(ctx, logDir, framework.Options{BosunCRDs: true}, func(ctx context.Context, cp *framework.ControlPlane, client kubernetes.Interface) (runResult, error) {
+		opts := framework.Options{BosunCRDs: true}
+		if name == managerKruise {
+			opts = framework.Options{}
+		}
+		_, err := withControlPlaneOptions(ctx, logDir, opts, func(ctx context.Context, cp *framework.ControlPlane, client kubernetes.Interface) (runResult, error) {
+			if name == managerKruise {
+				// OpenKruise's PodUnavailableBudget CRD (see installKruise): kruise-manager
+				// runs the controller of every installed CRD, so the others stay idle.
+				if err := installKruise(ctx, o, cp, "PodUnavailableBudget"); err != nil {
+					return runResult{}, err
+				}
+			}
 			bursts, err := runPUBSide(ctx, o, cp, client, name, upstreamBinary, logDir)
 			for _, b := range bursts {
 				res.add(b)
@@ -207,12 +223,21 @@ func runPUBPart(ctx context.Context, o *options, res *pubResults, upstreamBinary
 	return nil
 }
 
+// kruisePUBController is kruise-manager's PodUnavailableBudget controller, whose workers the
+// bench waits for.
+const kruisePUBController = "podunavailablebudget-controller"
+
 // pubManager runs bosun with the budget controller and its webhooks on a free loopback
-// port, or upstream with the PodDisruptionBudget controller. The CRDs are installed for
-// both, so that both API servers are configured alike.
+// port, upstream with the PodDisruptionBudget controller, or kruise-manager, which runs its
+// budget controller and pod webhooks because only its PodUnavailableBudget CRD is installed.
+// bosun's CRDs are installed for bosun and upstream, so that their API servers are
+// configured alike.
 func pubManager(o *options, name, upstreamBinary string, cp *framework.ControlPlane) (managerSpec, error) {
-	if name == managerUpstream {
+	switch name {
+	case managerUpstream:
 		return upstreamManager(upstreamBinary, cp, "kube-controller-manager", upstreamPDBController, o.limits, o.verbosity), nil
+	case managerKruise:
+		return kruiseManager(o, cp, partPUB, o.limits, kruisePUBController)
 	}
 	ports, err := framework.FreeLoopbackPorts(1)
 	if err != nil {
@@ -307,8 +332,8 @@ func runPUBScenario(ctx context.Context, o *options, cp *framework.ControlPlane,
 
 	token := cp.Config().BearerToken
 	var before *histogram
-	if name == managerBosun {
-		h, err := scrapeEvictionHistogram(m, token)
+	if name != managerUpstream {
+		h, err := scrapeEvictionHistogram(m, name, token)
 		if err != nil {
 			return pubBurst{}, err
 		}
@@ -331,13 +356,13 @@ func runPUBScenario(ctx context.Context, o *options, cp *framework.ControlPlane,
 	}
 	finishProfile := func() error { return nil }
 	if o.profileSeconds > 0 {
-		finishManager := newProfiler(m.Pid(), m.Port, token, o.profileSeconds, logDir).start(ctx, "pub "+scenario)
+		finishManager := m.profiler(token, o.profileSeconds, logDir).start(ctx, "pub "+scenario)
 		finishProfile = finishManager
 		// The API server does most of the work of an eviction on either side: profile it too.
 		if apiServer, port, err := apiServerProcess(cp); err != nil {
 			logger.Error(err, "Not profiling kube-apiserver")
 		} else {
-			finishServer := newProfiler(apiServer, port, token, o.profileSeconds, logDir).start(ctx, "pub "+scenario+" kube-apiserver")
+			finishServer := newProfiler(apiServer, securePort(port), token, o.profileSeconds, logDir).start(ctx, "pub "+scenario+" kube-apiserver")
 			finishProfile = func() error { return errors.Join(finishManager(), finishServer()) }
 		}
 	}
@@ -362,7 +387,7 @@ func runPUBScenario(ctx context.Context, o *options, cp *framework.ControlPlane,
 	b := pubBurst{Scenario: scenario, Manager: name, Budget: budget, CPU: cpu, LoadAverage: load}
 	summarizeBurst(&b, answers)
 	if before != nil {
-		after, err := scrapeEvictionHistogram(m, token)
+		after, err := scrapeEvictionHistogram(m, name, token)
 		if err != nil {
 			return pubBurst{}, err
 		}
@@ -464,6 +489,13 @@ func newBudgetDriver(manager string, cp *framework.ControlPlane, client kubernet
 	// Custom resources have no protobuf encoding.
 	config := benchClientConfig(cp)
 	config.ContentType = runtime.ContentTypeJSON
+	if manager == managerKruise {
+		dynamicClient, err := dynamic.NewForConfig(config)
+		if err != nil {
+			return nil, fmt.Errorf("creating a dynamic client: %w", err)
+		}
+		return &storedVersionPUBDriver{client: client, dynamic: dynamicClient}, nil
+	}
 	bosun, err := bosunclientset.NewForConfig(config)
 	if err != nil {
 		return nil, fmt.Errorf("creating the policy.kruise.io client: %w", err)
@@ -521,7 +553,14 @@ func (d *pubDriver) notReady(ctx context.Context, namespace string, budget pubBu
 		int(s.CurrentAvailable) != budget.Pods || int(s.UnavailableAllowed) != budget.Allowed {
 		return fmt.Sprintf("status %+v, generation %d", s, pub.Generation), nil
 	}
-	pods, err := d.client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "app=" + pubApp})
+	return podsUntagged(ctx, d.client, namespace, budget)
+}
+
+// podsUntagged says how many of the scenario's pods do not yet carry the budget's name in
+// either related-pub annotation ("" when all do): the eviction webhooks of bosun and
+// kruise-manager charge only tagged pods, so an untagged one would be evicted for free.
+func podsUntagged(ctx context.Context, client kubernetes.Interface, namespace string, budget pubBudget) (string, error) {
+	pods, err := client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "app=" + pubApp})
 	if err != nil {
 		return "", fmt.Errorf("listing pods: %w", err)
 	}
@@ -535,6 +574,63 @@ func (d *pubDriver) notReady(ctx context.Context, namespace string, budget pubBu
 		return fmt.Sprintf("%d of %d pods not tagged with the budget", untagged, len(pods.Items)), nil
 	}
 	return "", nil
+}
+
+// kruiseStoragePUBs is policy.kruise.io/v1beta1, the version OpenKruise v1.9 stores
+// PodUnavailableBudgets in and its controller reads.
+var kruiseStoragePUBs = schema.GroupVersionResource{Group: "policy.kruise.io", Version: "v1beta1", Resource: "podunavailablebudgets"}
+
+// storedVersionPUBDriver drives kruise-manager's budget in v1beta1. OpenKruise v1.9's CRD
+// converts between versions without a webhook (only the apiVersion changes), and its
+// controller reads spec.protectTotalReplicas, which v1beta1 has in place of v1alpha1's
+// pub.kruise.io/protect-total-replicas annotation; a v1alpha1 budget with the annotation
+// would count the bench's ownerless pods as expecting none. The budget is otherwise the same
+// as bosun's: the same selector and maxUnavailable.
+type storedVersionPUBDriver struct {
+	client  kubernetes.Interface
+	dynamic dynamic.Interface
+}
+
+// newKruisePUB is newBenchPUB in v1beta1: the expected count is spec.protectTotalReplicas.
+func newKruisePUB(budget pubBudget) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": kruiseStoragePUBs.GroupVersion().String(),
+		"kind":       "PodUnavailableBudget",
+		"metadata":   map[string]any{"name": pubBudgetName},
+		"spec": map[string]any{
+			"selector":             map[string]any{"matchLabels": map[string]any{"app": pubApp}},
+			"maxUnavailable":       int64(budget.Allowed),
+			"protectTotalReplicas": int64(budget.Pods),
+		},
+	}}
+}
+
+func (d *storedVersionPUBDriver) create(ctx context.Context, namespace string, budget pubBudget) error {
+	if _, err := d.dynamic.Resource(kruiseStoragePUBs).Namespace(namespace).Create(ctx, newKruisePUB(budget), metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating PodUnavailableBudget %s: %w", pubBudgetName, err)
+	}
+	return nil
+}
+
+func (d *storedVersionPUBDriver) notReady(ctx context.Context, namespace string, budget pubBudget) (string, error) {
+	pub, err := d.dynamic.Resource(kruiseStoragePUBs).Namespace(namespace).Get(ctx, pubBudgetName, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("reading PodUnavailableBudget %s: %w", pubBudgetName, err)
+	}
+	status := map[string]int64{}
+	for _, field := range []string{"observedGeneration", "totalReplicas", "desiredAvailable", "currentAvailable", "unavailableAllowed"} {
+		v, _, err := unstructured.NestedInt64(pub.Object, "status", field)
+		if err != nil {
+			return "", fmt.Errorf("reading status.%s of PodUnavailableBudget %s: %w", field, pubBudgetName, err)
+		}
+		status[field] = v
+	}
+	if status["observedGeneration"] < pub.GetGeneration() || int(status["totalReplicas"]) != budget.Pods ||
+		int(status["desiredAvailable"]) != budget.Desired || int(status["currentAvailable"]) != budget.Pods ||
+		int(status["unavailableAllowed"]) != budget.Allowed {
+		return fmt.Sprintf("status %v, generation %d", status, pub.GetGeneration()), nil
+	}
+	return podsUntagged(ctx, d.client, namespace, budget)
 }
 
 // pdbDriver drives a policy/v1 PodDisruptionBudget.
@@ -693,13 +789,24 @@ func fireEvictions(ctx context.Context, clients []*evictionClient) ([]evictionAn
 	return answers, nil
 }
 
-// scrapeEvictionHistogram reads bosun's eviction webhook latency histogram from the
-// manager's /metrics. Before the first request it has no series, which is an empty
-// histogram.
-func scrapeEvictionHistogram(m *manager, token string) (histogram, error) {
+// kruiseWebhookDurationMetric is controller-runtime's webhook latency histogram, which
+// kruise-manager serves; its webhook label is the handler's path, and kruise-manager answers
+// evictions (vpodeviction.kb.io) and pod updates and deletes (vpod.kb.io) on one path.
+const (
+	kruiseWebhookDurationMetric = "controller_runtime_webhook_latency_seconds"
+	kruisePodValidatingPath     = "/validate-pod"
+)
+
+// scrapeEvictionHistogram reads the eviction webhook's latency histogram from the manager's
+// /metrics: bosun's vpodeviction.kb.io series, or kruise-manager's /validate-pod one. Before
+// the first request there is no series, which is an empty histogram.
+func scrapeEvictionHistogram(m *manager, name, token string) (histogram, error) {
 	metrics, err := m.Metrics(token)
 	if err != nil {
 		return histogram{}, err
+	}
+	if name == managerKruise {
+		return parseHistogram(metrics, kruiseWebhookDurationMetric, "webhook", kruisePodValidatingPath)
 	}
 	return parseHistogram(metrics, webhookDurationMetric, "webhook", pubEvictionWebhook)
 }

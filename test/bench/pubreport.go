@@ -112,7 +112,7 @@ func answersSummary(codes map[int]int) string {
 // cpuSummary is the CPU-seconds of the manager, kube-apiserver and etcd over the burst.
 func cpuSummary(cpu map[string]float64) string {
 	var parts []string
-	for _, label := range []string{"bosun-controller-manager", "kube-controller-manager", "kube-apiserver", "etcd"} {
+	for _, label := range []string{"bosun-controller-manager", "kube-controller-manager", "kruise-manager", "kube-apiserver", "etcd"} {
 		if s, ok := cpu[label]; ok {
 			parts = append(parts, fmt.Sprintf("%.2f", s))
 		}
@@ -120,10 +120,16 @@ func cpuSummary(cpu map[string]float64) string {
 	return strings.Join(parts, " / ")
 }
 
+// pubSides are the pub part's sides in the order of its tables.
+var pubSides = []string{managerBosun, managerUpstream, managerKruise}
+
 // pubSideLabel names a side in the pub tables.
 func pubSideLabel(manager string) string {
-	if manager == managerBosun {
+	switch manager {
+	case managerBosun:
 		return "bosun: PodUnavailableBudget, webhook `" + pubEvictionWebhook + "`"
+	case managerKruise:
+		return "kruise-manager: PodUnavailableBudget, webhook `" + pubEvictionWebhook + "` (`" + kruisePodValidatingPath + "`)"
 	}
 	return "upstream: PodDisruptionBudget, API server's eviction check"
 }
@@ -135,18 +141,24 @@ func (r *pubResults) markdown(o *options) string {
 	}
 	var b strings.Builder
 	b.WriteString("## Eviction budgets: PodUnavailableBudget against PodDisruptionBudget\n\n")
-	fmt.Fprintf(&b, "Each side on a fresh control plane with bosun's CRDs: bosun-controller-manager `--controllers=%s` serving its webhooks "+
-		"on a loopback `--webhook-port`, or upstream kube-controller-manager `--controllers=%s` (no webhook: the API server's eviction "+
-		"subresource checks the PodDisruptionBudget itself), `--kube-api-qps=%s --kube-api-burst=%d`. Per scenario, a namespace with %d "+
-		"plain pods (no owner, no node, marked Running and Ready by the bench) and, but for the no-budget floor, one budget over them: a PodUnavailableBudget selecting "+
-		"them with `pub.kruise.io/protect-total-replicas: %d` and maxUnavailable N, or a PodDisruptionBudget with minAvailable %d−N. Once "+
-		"the budget's status allows N evictions (and, for bosun, every pod carries its annotation), %d clients, each with its own TLS "+
-		"connection opened beforehand, POST one `policy/v1` Eviction each at the same moment (client-go retries off). Latency runs from "+
-		"sending to having read the answer; nearest-rank percentiles; admitted/s is 2xx answers over the burst (release to last answer). "+
-		"The webhook's own p50/p99 are estimated from its `%s` histogram over the burst. CPU-s over the burst: manager / kube-apiserver / "+
-		"etcd. The bench, the API server and the manager share the machine's CPUs. Median of %d run(s).\n\n",
-		bosunPUBController, upstreamPDBController, strconv.FormatFloat(o.limits.QPS, 'g', -1, 64), o.limits.Burst,
-		o.pubEvictions+1, o.pubEvictions+1, o.pubEvictions+1, o.pubEvictions, webhookDurationMetric, o.repeat)
+	fmt.Fprintf(&b, "Each side on a fresh control plane: bosun-controller-manager `--controllers=%s` serving its webhooks on a loopback "+
+		"`--webhook-port`, with bosun's CRDs; upstream kube-controller-manager `--controllers=%s` (no webhook: the API server's eviction "+
+		"subresource checks the PodDisruptionBudget itself), with bosun's CRDs; kruise-manager v1.9.0 with %s, %s. "+
+		"Client limits `--kube-api-qps=%s --kube-api-burst=%d` (kruise-manager `--rest-config-qps`/`--rest-config-burst`). Per scenario, a "+
+		"namespace with %d plain pods (no owner, no node, marked Running and Ready by the bench) and, but for the no-budget floor, one budget "+
+		"over them: a PodUnavailableBudget selecting them with maxUnavailable N and an expected count of %d (bosun: v1alpha1 with "+
+		"`pub.kruise.io/protect-total-replicas`; kruise-manager: v1beta1 `spec.protectTotalReplicas`, the field its controller reads), or a "+
+		"PodDisruptionBudget with minAvailable %d−N. Once the budget's status allows N evictions (and, for the budgets, every pod carries its "+
+		"related-pub annotation), %d clients, each with its own TLS connection opened beforehand, POST one `policy/v1` Eviction each at the "+
+		"same moment (client-go retries off). Latency runs from sending to having read the answer; nearest-rank percentiles; admitted/s is "+
+		"2xx answers over the burst (release to last answer). The webhook's own p50/p99 are estimated from its histogram over the burst "+
+		"(bosun `%s`, kruise-manager `%s` of `%s`). CPU-s over the burst: manager / kube-apiserver / etcd. The bench, the API server and the "+
+		"manager share the machine's CPUs. Median of %d run(s).\n\n",
+		bosunPUBController, upstreamPDBController, o.kruiseCRDsLabel("OpenKruise's PodUnavailableBudget CRD installed, with the CloneSet "+
+			"and Advanced StatefulSet CRDs its budget controller watches and the ImagePullJob CRD it cannot start without (so that its budget "+
+			"controller and pod validating webhook run and its other controllers idle)"), o.kruiseGatesLabel(partPUB), strconv.FormatFloat(o.limits.QPS, 'g', -1, 64), o.limits.Burst,
+		o.pubEvictions+1, o.pubEvictions+1, o.pubEvictions+1, o.pubEvictions, webhookDurationMetric, kruiseWebhookDurationMetric,
+		kruisePodValidatingPath, o.repeat)
 
 	for _, scenario := range o.pubScenarios {
 		sides := r.bursts[scenario]
@@ -164,7 +176,7 @@ func (r *pubResults) markdown(o *options) string {
 		}
 		b.WriteString("| Side | admitted | answers (all runs) | p50 | p99 | max | p99 admitted | p50 / p99 not admitted | burst wall | last admitted | admitted/s | webhook p50 / p99 | CPU-s |\n")
 		b.WriteString("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-		for _, manager := range []string{managerBosun, managerUpstream} {
+		for _, manager := range pubSides {
 			runs := sides[manager]
 			if len(runs) == 0 {
 				continue
@@ -187,16 +199,16 @@ func (r *pubResults) markdown(o *options) string {
 				latency(f.wall), latency(f.lastAdmitted), f.rate, hook, cpuSummary(f.cpu))
 		}
 		b.WriteString("\n")
-		for _, manager := range []string{managerBosun, managerUpstream} {
+		for _, manager := range pubSides {
 			f := pubMedian(sides[manager])
 			for _, code := range slices.Sorted(maps.Keys(f.messages)) {
-				fmt.Fprintf(&b, "- %s, first %d answer: %q\n", manager, code, f.messages[code])
+				fmt.Fprintf(&b, "- %s, first %d answer: %q\n", managerLabel(manager), code, f.messages[code])
 			}
 			if f.runs > 0 {
-				fmt.Fprintf(&b, "- %s, load average (1 min) before each burst: %s\n", manager, loadsSummary(f.loads))
+				fmt.Fprintf(&b, "- %s, load average (1 min) before each burst: %s\n", managerLabel(manager), loadsSummary(f.loads))
 			}
 			for _, p := range f.problems {
-				fmt.Fprintf(&b, "- **%s: %s**\n", manager, p)
+				fmt.Fprintf(&b, "- **%s: %s**\n", managerLabel(manager), p)
 			}
 		}
 		b.WriteString("\n")
@@ -209,7 +221,7 @@ func (r *pubResults) markdown(o *options) string {
 
 // writePUBTargets checks the roomy scenario against the targets.
 func (r *pubResults) writePUBTargets(b *strings.Builder, sides map[string][]pubBurst) {
-	bosun, upstream := sides[managerBosun], sides[managerUpstream]
+	bosun, upstream, kruise := sides[managerBosun], sides[managerUpstream], sides[managerKruise]
 	if len(bosun) == 0 {
 		return
 	}
@@ -234,7 +246,24 @@ func (r *pubResults) writePUBTargets(b *strings.Builder, sides map[string][]pubB
 			fmt.Fprintf(b, "- admitted evictions/s, bosun / upstream: %.0f / 0: upstream admitted none\n", x.rate)
 		}
 	}
+	if len(kruise) > 0 {
+		z := pubMedian(kruise)
+		fmt.Fprintf(b, "- no slower than kruise-manager: %s\n", noSlowerVerdict(x, z))
+	}
 	b.WriteString("\n")
+}
+
+// noSlowerVerdict compares bosun's roomy burst with kruise-manager's: met when bosun
+// admits at least as many evictions per second and its p99 is no higher.
+func noSlowerVerdict(x, z pubFigures) string {
+	if z.rate <= 0 {
+		return fmt.Sprintf("admitted/s %.0f / 0 (kruise-manager admitted none)", x.rate)
+	}
+	met := "met"
+	if x.rate < z.rate || x.p99 > z.p99 {
+		met = "**missed**"
+	}
+	return fmt.Sprintf("admitted/s %.0f / %.0f = %.2f×, p99 %s / %s (%s)", x.rate, z.rate, x.rate/z.rate, latency(x.p99), latency(z.p99), met)
 }
 
 func loadsSummary(loads []float64) string {

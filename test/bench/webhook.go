@@ -110,7 +110,7 @@ func runWebhookPart(ctx context.Context, o *options, res *results, logRoot strin
 		defer m.Stop(framework.DefaultStopGracePeriod)
 		var prof *profiler
 		if o.profileSeconds > 0 {
-			prof = newProfiler(m.Pid(), m.Port, cp.Config().BearerToken, o.profileSeconds, logDir)
+			prof = m.profiler(cp.Config().BearerToken, o.profileSeconds, logDir)
 		}
 		results, err := measureWebhooks(ctx, o, client, m.Pid(), prof)
 		if aliveErr := m.checkAlive(); aliveErr != nil {

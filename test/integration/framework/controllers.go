@@ -26,6 +26,10 @@ type ControllerManagerOptions struct {
 	// are bound by the API server rather than by the default 20 QPS.
 	QPS   float64
 	Burst int
+	// DefaultClientLimits leaves --kube-api-qps and --kube-api-burst out (QPS and Burst are
+	// ignored), so that the manager runs with its own defaults, as an operator who sets
+	// neither gets.
+	DefaultClientLimits bool
 	// Verbosity is --v; 2 when zero.
 	Verbosity int
 	// Kubeconfig is the --kubeconfig of bosun-controller-manager; the admin's when empty.
@@ -86,12 +90,11 @@ func (o ControllerManagerOptions) args(base []string) []string {
 	if verbosity == 0 {
 		verbosity = 2
 	}
-	args := append(base,
-		"--leader-elect=false",
-		"--kube-api-qps="+strconv.FormatFloat(qps, 'g', -1, 32),
-		"--kube-api-burst="+strconv.Itoa(burst),
-		"--v="+strconv.Itoa(verbosity),
-	)
+	args := append(base, "--leader-elect=false")
+	if !o.DefaultClientLimits {
+		args = append(args, "--kube-api-qps="+strconv.FormatFloat(qps, 'g', -1, 32), "--kube-api-burst="+strconv.Itoa(burst))
+	}
+	args = append(args, "--v="+strconv.Itoa(verbosity))
 	if o.Controllers != "" {
 		args = append(args, "--controllers="+o.Controllers)
 	}

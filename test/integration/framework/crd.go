@@ -52,6 +52,16 @@ func InstallCRDs(ctx context.Context, cfg *rest.Config, dir string) error {
 	if err != nil {
 		return err
 	}
+	if err := installCRDObjects(ctx, cfg, crds); err != nil {
+		return err
+	}
+	klog.FromContext(ctx).V(2).Info("Installed CRDs", "dir", dir, "count", len(crds))
+	return nil
+}
+
+// installCRDObjects creates (or updates) crds and waits until each is Established and
+// served by discovery.
+func installCRDObjects(ctx context.Context, cfg *rest.Config, crds []*unstructured.Unstructured) error {
 	client, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("creating a dynamic client: %w", err)
@@ -71,7 +81,6 @@ func InstallCRDs(ctx context.Context, cfg *rest.Config, dir string) error {
 			return err
 		}
 	}
-	klog.FromContext(ctx).V(2).Info("Installed CRDs", "dir", dir, "count", len(crds))
 	return nil
 }
 
