@@ -233,7 +233,7 @@ func newImagePullJobResults() *imagePullJobResults {
 
 // runImagePullJobPart runs one repetition of the imagepulljob part: each chosen manager on a
 // fresh control plane with an audit log of writes and its own CRDs (bosun's, or OpenKruise's
-// NodeImage and ImagePullJob CRDs alone, so that kruise-manager's other controllers idle).
+// NodeImage and ImagePullJob CRDs and what kruise-manager needs besides, see installKruise).
 func runImagePullJobPart(ctx context.Context, o *options, res *imagePullJobResults, logRoot string, rep int) error {
 	ipj := o.imagePullJob
 	for _, name := range o.imagePullJobManagers {

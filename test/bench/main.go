@@ -21,7 +21,7 @@
 //
 // A fourth part ("daemonset") measures the DaemonSet controllers alone: bosun's Advanced
 // DaemonSet (apps.kruise.io/v1alpha1, --controllers=advanced-daemonset-controller),
-// kruise-manager's (the same API, with only OpenKruise's DaemonSet CRD installed, so that its
+// kruise-manager's (the same API, with only the OpenKruise CRDs it needs for it, so that its
 // other controllers idle) and upstream's (apps/v1, --controllers=daemonset), each creating a
 // DaemonSet over 1,000 simulated nodes and rolling its image once with maxUnavailable 10%,
 // at the given client limits and, as a second row set, with each binary's own defaults. A
@@ -30,14 +30,14 @@
 //
 // A sixth ("pub") measures eviction budgets: bosun's PodUnavailableBudget
 // (--controllers=podunavailablebudget-controller with its pod webhooks) and kruise-manager's
-// (its PodUnavailableBudget CRD alone) against the API server's own PodDisruptionBudget check
+// (with the OpenKruise CRDs its budget controller needs) against the API server's own PodDisruptionBudget check
 // (upstream --controllers=disruption), each with --pub-evictions (200) concurrent evictions of
 // Ready pods under a budget that allows them all, one that allows a few, and none (the API
 // server's floor): client-side latency, admitted evictions per second, and the eviction
 // webhook's histogram.
 //
 // A seventh ("imagepulljob") measures the ImagePullJob fan-out of bosun and kruise-manager
-// (its NodeImage and ImagePullJob CRDs alone; upstream has no such API): one ImagePullJob over
+// (with its NodeImage and ImagePullJob CRDs; upstream has no such API): one ImagePullJob over
 // --imagepulljob-nodes (500) simulated NodeImages, the node agents' status writes played by
 // the bench, with bosun-controller-manager --controllers=imagepulljob,nodeimage and its
 // webhooks: time to completion, the manager's CPU-seconds, and its API writes per node from
@@ -156,7 +156,7 @@ func parseFlags() (*options, error) {
 	flag.IntVar(&o.daemonSetNodes, "daemonset-nodes", 1000, "daemonset part: simulated nodes (Ready, untainted, no kubelet) the DaemonSet runs on")
 	dsManagers := flag.String("daemonset-managers", "upstream,bosun,kruise", "daemonset part: comma-separated managers to run: upstream "+
 		"(kube-controller-manager --controllers=daemonset, apps/v1), bosun (bosun-controller-manager --controllers=advanced-daemonset-controller, "+
-		"apps.kruise.io/v1alpha1), kruise (kruise-manager v1.9.0 with OpenKruise's DaemonSet CRD alone)")
+		"apps.kruise.io/v1alpha1), kruise (kruise-manager v1.9.0 with the OpenKruise CRDs its DaemonSet controller needs, see --kruise-crds)")
 	dsLimits := flag.String("daemonset-client-limits", "given,defaults", "daemonset part: comma-separated client-limit settings to run every "+
 		"manager with: given (--kube-api-qps and --kube-api-burst), defaults (no rate-limit flag at all: each binary's own defaults)")
 	flag.BoolVar(&o.daemonSetWebhooks, "daemonset-webhooks", true, "daemonset part: bosun serves its admission webhooks, as it does by default "+
@@ -168,7 +168,7 @@ func parseFlags() (*options, error) {
 	pubManagers := flag.String("pub-managers", "upstream,bosun,kruise", "pub part: comma-separated sides to run: upstream "+
 		"(kube-controller-manager --controllers=disruption, a PodDisruptionBudget), bosun (bosun-controller-manager "+
 		"--controllers=podunavailablebudget-controller with its webhooks, a PodUnavailableBudget), kruise (kruise-manager v1.9.0 with "+
-		"OpenKruise's PodUnavailableBudget CRD alone)")
+		"the OpenKruise CRDs its budget controller needs, see --kruise-crds)")
 	pubScenarios := flag.String("pub-scenarios", "none,roomy,tight", "pub part: comma-separated scenarios: none (no budget: the API "+
 		"server's floor, and bosun's webhook alone), roomy (the budget allows every eviction), tight (it allows --pub-tight-allowed)")
 	o.imagePullJob.register(flag.CommandLine)
@@ -177,7 +177,7 @@ func parseFlags() (*options, error) {
 		"installation applies them: every controller runs, and its pod webhooks are called)")
 	ipjManagers := flag.String("imagepulljob-managers", "bosun,kruise", "imagepulljob part: comma-separated managers to run: bosun "+
 		"(bosun-controller-manager --controllers=imagepulljob,nodeimage with its webhooks), kruise (kruise-manager v1.9.0 with OpenKruise's "+
-		"NodeImage and ImagePullJob CRDs alone)")
+		"NodeImage and ImagePullJob CRDs, see --kruise-crds)")
 	flag.StringVar(&o.kruiseFeatureGates, "kruise-feature-gates", "", "--feature-gates of kruise-manager in every part; by default "+
 		"its own defaults, which equal bosun's for the gates the compared controllers consult, and "+kruiseImagePullJobGates+" in the imagepulljob "+
 		"part (on in bosun by default, off in kruise-manager). OpenKruise's CI uses "+framework.KruiseCIFeatureGates)
