@@ -35,7 +35,7 @@ test: verify test-unit test-integration test-e2e ## Everything CI runs: verify, 
 
 .PHONY: test-unit
 test-unit: ## Unit tests of the main module and the staging modules.
-	$(GO) test -race ./cmd/... ./pkg/...
+	$(GO) test -race ./cmd/... ./pkg/... ./hack/...
 	@for m in $(STAGING_MODULES); do (cd $$m && GOFLAGS=-mod=mod $(GO) test ./...); done
 
 .PHONY: test-integration
@@ -64,8 +64,9 @@ bench: build test-servers ## Benchmark bosun against upstream kube-controller-ma
 	$(GO) run ./test/bench $(BENCH_FLAGS)
 
 .PHONY: verify
-verify: ## gofmt, go vet, and the generated code, CRD and vendor checks.
+verify: ## gofmt, the controllers' anatomy, go vet, and the generated code, CRD and vendor checks.
 	hack/verify-gofmt.sh
+	hack/verify-anatomy.sh
 	$(GO) vet ./...
 	@for m in $(STAGING_MODULES); do (cd $$m && GOFLAGS=-mod=mod $(GO) vet ./...); done
 	hack/verify-codegen.sh

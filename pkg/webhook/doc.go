@@ -13,5 +13,8 @@
 //
 // The admission logic of each resource lives in a subpackage named after it (daemonset,
 // podunavailablebudget, pod, containerrecreaterequest, nodeimage, imagepulljob); this
-// package knows nothing about any resource.
+// package knows nothing about any resource. What a resource's defaulting and validating
+// webhooks share (registration for CREATE and UPDATE, strict decoding of the object and the
+// old object, the patch of the defaults) is ResourceWebhook, to which a resource gives only
+// its defaults and its judgement.
 package webhook

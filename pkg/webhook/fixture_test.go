@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -124,9 +126,36 @@ func parseResponse(t testing.TB, body []byte, uid string) *admissionv1.Admission
 	return review.Response
 }
 
+// decodeJSONDocument decodes one JSON document into maps, slices and scalars, refusing
+// anything after it. Numbers stay json.Number, so that they compare digit for digit.
+func decodeJSONDocument(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return nil, err
+	}
+	end := dec.InputOffset()
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("data after the end of the JSON document at offset %d", end)
+	}
+	return doc, nil
+}
+
+func TestDecodeJSONDocument(t *testing.T) {
+	for _, bad := range []string{``, `{`, `{"a":1}{}`, `{"a":1} x`, `nul`} {
+		if _, err := decodeJSONDocument([]byte(bad)); err == nil {
+			t.Errorf("%q decoded without error", bad)
+		}
+	}
+	if _, err := decodeJSONDocument([]byte(" {\"a\":1}\n")); err != nil {
+		t.Errorf("white space around a document: %v", err)
+	}
+}
+
 // applyJSONPatch applies an RFC 6902 patch of add, remove and replace operations on object
-// members (what createJSONPatch emits) to doc, following the RFC's rules for them: the parent
-// must exist, remove and replace need the member, and a path "" replaces the document.
+// members to doc, following the RFC's rules for them: the parent must exist, remove and
+// replace need the member, and a path "" replaces the document.
 func applyJSONPatch(doc, patch []byte) ([]byte, error) {
 	target, err := decodeJSONDocument(doc)
 	if err != nil {

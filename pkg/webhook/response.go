@@ -8,7 +8,6 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -49,39 +48,6 @@ func Errored(code int32, err error) *admissionv1.AdmissionResponse {
 	return Denied(code, "%v", err)
 }
 
-// PatchResponse allows the request with the changes that turn original (the request's
-// object, as received) into mutated, as an RFC 6902 JSON patch; with no changes it is
-// Allowed(). The patch is computed on the JSON documents, so fields of original that
-// mutated's Go type does not know are removed: decode into a type that knows the whole object.
-func PatchResponse(original []byte, mutated runtime.Object) (*admissionv1.AdmissionResponse, error) {
-	from, err := decodeJSONDocument(original)
-	if err != nil {
-		return nil, fmt.Errorf("decoding the original object: %w", err)
-	}
-	modified, err := json.Marshal(mutated)
-	if err != nil {
-		return nil, fmt.Errorf("encoding the mutated object: %w", err)
-	}
-	to, err := decodeJSONDocument(modified)
-	if err != nil {
-		return nil, fmt.Errorf("decoding the mutated object: %w", err)
-	}
-	keepTypeMeta(from, to)
-	ops, err := createJSONPatch(from, to)
-	if err != nil {
-		return nil, fmt.Errorf("computing the patch: %w", err)
-	}
-	if len(ops) == 0 {
-		return Allowed(), nil
-	}
-	patch, err := json.Marshal(ops)
-	if err != nil {
-		return nil, fmt.Errorf("encoding the patch: %w", err)
-	}
-	patchType := admissionv1.PatchTypeJSONPatch
-	return &admissionv1.AdmissionResponse{Allowed: true, Patch: patch, PatchType: &patchType}, nil
-}
-
 // Addition is one RFC 6902 "add" operation: Value (encoded as JSON) is set at Path, a JSON
 // pointer such as "/spec/burstReplicas", whether or not the member is already there.
 type Addition struct {
@@ -89,10 +55,20 @@ type Addition struct {
 	Value any
 }
 
+// jsonPatchOperation is one operation of an RFC 6902 JSON patch, the only patch type
+// admission accepts.
+type jsonPatchOperation struct {
+	Op   string `json:"op"`
+	Path string `json:"path"`
+	// Value is the JSON text of the value added. It is raw so that a null value is still
+	// written ("value": null), as "add" requires.
+	Value json.RawMessage `json:"value,omitempty"`
+}
+
 // AdditionsResponse allows the request with a JSON patch of additions, applied in order;
-// with none it is Allowed(). It is for mutating webhooks that know which fields they set:
-// unlike PatchResponse it does not decode the object again to diff it, which is most of
-// the cost of a defaulting webhook.
+// with none it is Allowed(). Mutating webhooks know which fields they set, so they patch
+// only those: diffing the whole object as received against the typed one would cost
+// decoding it again, and would rewrite what the Go types merely spell differently.
 func AdditionsResponse(additions []Addition) (*admissionv1.AdmissionResponse, error) {
 	if len(additions) == 0 {
 		return Allowed(), nil
@@ -111,27 +87,6 @@ func AdditionsResponse(additions []Addition) (*admissionv1.AdmissionResponse, er
 	}
 	patchType := admissionv1.PatchTypeJSONPatch
 	return &admissionv1.AdmissionResponse{Allowed: true, Patch: patch, PatchType: &patchType}, nil
-}
-
-// keepTypeMeta gives the mutated document the original's apiVersion and kind when it has
-// none: decoders that convert typed objects clear them, and a patch removing them would leave
-// the API server unable to decode the patched object.
-func keepTypeMeta(original, mutated any) {
-	from, ok := original.(map[string]any)
-	if !ok {
-		return
-	}
-	to, ok := mutated.(map[string]any)
-	if !ok {
-		return
-	}
-	for _, key := range []string{"apiVersion", "kind"} {
-		if _, present := to[key]; !present {
-			if value, ok := from[key]; ok {
-				to[key] = value
-			}
-		}
-	}
 }
 
 // reasonForCode is the status reason the API server gives errors of that code; unknown for

@@ -1,7 +1,6 @@
 package webhook
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	admissionv1 "k8s.io/api/admission/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -70,93 +68,6 @@ func TestErrored(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Errored (-want +got):\n%s", diff)
 	}
-}
-
-func TestPatchResponse(t *testing.T) {
-	original := []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-0","labels":{"app":"web"}},` +
-		`"spec":{"containers":[{"name":"web","image":"web:1"}]},"status":{}}`)
-	decode := func(t *testing.T) *corev1.Pod {
-		t.Helper()
-		pod := &corev1.Pod{}
-		if err := json.Unmarshal(original, pod); err != nil {
-			t.Fatal(err)
-		}
-		return pod
-	}
-
-	t.Run("changes", func(t *testing.T) {
-		pod := decode(t)
-		pod.Labels["bosun.io/injected"] = "true"
-		pod.Spec.Containers[0].Image = "web:2"
-
-		resp, err := PatchResponse(original, pod)
-		if err != nil {
-			t.Fatal(err)
-		}
-
-		if !resp.Allowed || resp.Result != nil {
-			t.Errorf("response %+v, want allowed", resp)
-		}
-		if resp.PatchType == nil || *resp.PatchType != admissionv1.PatchTypeJSONPatch {
-			t.Errorf("patch type %v, want JSONPatch", resp.PatchType)
-		}
-		// The changed container also gains the resources the typed round trip always encodes.
-		want := `[{"op":"add","path":"/metadata/labels/bosun.io~1injected","value":"true"},` +
-			`{"op":"replace","path":"/spec/containers","value":[{"image":"web:2","name":"web","resources":{}}]}]`
-		if string(resp.Patch) != want {
-			t.Errorf("patch\n%s\nwant\n%s", resp.Patch, want)
-		}
-	})
-
-	t.Run("no changes", func(t *testing.T) {
-		// As the typed object encodes itself, so that the round trip adds nothing.
-		unchanged, err := json.Marshal(decode(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		pod := &corev1.Pod{}
-		if err := json.Unmarshal(unchanged, pod); err != nil {
-			t.Fatal(err)
-		}
-
-		resp, err := PatchResponse(unchanged, pod)
-		if err != nil {
-			t.Fatal(err)
-		}
-
-		if diff := cmp.Diff(Allowed(), resp); diff != "" {
-			t.Errorf("response without changes (-want +got):\n%s", diff)
-		}
-	})
-
-	t.Run("type meta kept", func(t *testing.T) {
-		pod := decode(t)
-		pod.TypeMeta = metav1.TypeMeta{}
-		pod.Labels["app"] = "api"
-
-		resp, err := PatchResponse(original, pod)
-		if err != nil {
-			t.Fatal(err)
-		}
-
-		patched, err := applyJSONPatch(original, resp.Patch)
-		if err != nil {
-			t.Fatalf("applying %s: %v", resp.Patch, err)
-		}
-		var got metav1.TypeMeta
-		if err := json.Unmarshal(patched, &got); err != nil {
-			t.Fatal(err)
-		}
-		if got.APIVersion != "v1" || got.Kind != "Pod" {
-			t.Errorf("patched object is %q %q, want v1 Pod; patch: %s", got.APIVersion, got.Kind, resp.Patch)
-		}
-	})
-
-	t.Run("bad original", func(t *testing.T) {
-		if _, err := PatchResponse([]byte(`{"apiVersion":`), decode(t)); err == nil {
-			t.Error("no error for a malformed original")
-		}
-	})
 }
 
 func TestAdditionsResponse(t *testing.T) {

@@ -48,9 +48,6 @@ const (
 	// events it records.
 	ControllerName = "advanced-daemonset-controller"
 
-	// queueName names the work queue in the workqueue_* metrics.
-	queueName = "advanced_daemonset"
-
 	// failedPodBackoffInitial and failedPodBackoffMax bound the delay between deletions of
 	// failed daemon pods on one node, so that a pod that fails at once is not recreated in
 	// a hot loop.
@@ -111,12 +108,16 @@ type Controller struct {
 	nodes        corelisters.NodeLister
 	cachesSynced []cache.InformerSynced
 
-	// imagePullJobs is nil unless UseImagePullJobs was called: image pre-download is off.
+	// imagePullJobs is nil when NewController got no ImagePullJob informer: image
+	// pre-download is off.
 	imagePullJobs appsv1alpha1listers.ImagePullJobLister
 
 	queue workqueue.TypedRateLimitingInterface[string]
 	// syncHandler is syncDaemonSet; tests replace it to watch the worker loop.
 	syncHandler queue.SyncFunc[string]
+
+	// podEvents decides which DaemonSets a pod event concerns (see ownedPodHandlers).
+	podEvents refmanager.PodHandlers[*appsv1alpha1.DaemonSet]
 }
 
 // NewController builds the Advanced DaemonSet controller on the given informers. It adds
@@ -124,13 +125,18 @@ type Controller struct {
 // informers start. Events are recorded through recorder, whose source should be
 // ControllerName. Of the options it reads the clock (availability, expectation expiry,
 // failed-pod backoff, condition and lifecycle times), the feature gate
-// (AdvancedDaemonSetStrictMaxUnavailable, PreDownloadImageForDaemonSetUpdate) and the
-// burst size, used for DaemonSets without spec.burstReplicas (default 250). Image
-// pre-download also needs UseImagePullJobs.
+// (AdvancedDaemonSetStrictMaxUnavailable, PreDownloadImageForDaemonSetUpdate), the
+// burst size, used for DaemonSets without spec.burstReplicas (default 250), and the queue
+// and pod control wrappers.
+//
+// imagePullJobInformer is optional: the manager passes nil when the API server does not
+// serve ImagePullJobs or feature PreDownloadImageForDaemonSetUpdate was off when it
+// started, and image pre-download is then off whatever the gate says.
 func NewController(ctx context.Context,
 	dsInformer appsv1alpha1informers.DaemonSetInformer,
 	revisionInformer appsinformers.ControllerRevisionInformer,
 	podInformer coreinformers.PodInformer, nodeInformer coreinformers.NodeInformer,
+	imagePullJobInformer appsv1alpha1informers.ImagePullJobInformer,
 	kubeClient kubernetes.Interface, bosunClient bosunclientset.Interface,
 	recorder record.EventRecorderLogger, opts ...options.Option) (*Controller, error) {
 	settings := options.Apply(opts)
@@ -143,7 +149,7 @@ func NewController(ctx context.Context,
 		kubeClient:    kubeClient,
 		bosunClient:   bosunClient,
 		recorder:      recorder,
-		podControl:    &podcontrol.Real{Client: kubeClient, Recorder: recorder},
+		podControl:    settings.WrapPodControl(&podcontrol.Real{Client: kubeClient, Recorder: recorder}),
 		gates:         settings.FeatureGate,
 		clock:         settings.Clock,
 		burstReplicas: burst,
@@ -162,9 +168,14 @@ func NewController(ctx context.Context,
 			dsInformer.Informer().HasSynced, revisionInformer.Informer().HasSynced,
 			podInformer.Informer().HasSynced, nodeInformer.Informer().HasSynced,
 		},
-		queue: queue.New[string](queueName),
+		queue: settings.WrapQueue(queue.New[string](queue.NameAdvancedDaemonSet)),
 	}
 	c.syncHandler = c.syncDaemonSet
+	c.podEvents = c.ownedPodHandlers()
+	if imagePullJobInformer != nil {
+		c.imagePullJobs = imagePullJobInformer.Lister()
+		c.cachesSynced = append(c.cachesSynced, imagePullJobInformer.Informer().HasSynced)
+	}
 
 	if err := podutil.AddPodControllerIndex(podInformer.Informer()); err != nil {
 		return nil, err
@@ -267,69 +278,41 @@ func (c *Controller) forget(ctx context.Context, key string) {
 
 // addPod handles a pod the informer sees for the first time: one this controller created,
 // whose creation is now observed, or an orphan a DaemonSet may adopt.
-func (c *Controller) addPod(ctx context.Context, obj any) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return
-	}
-	if pod.DeletionTimestamp != nil {
-		// A restarted controller lists pods that are already on their way out; they count
-		// as deletions, never as creations.
-		c.podGone(ctx, pod)
-		return
-	}
-	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
-		if ds := c.resolveControllerRef(pod.Namespace, ref); ds != nil {
-			key, err := queue.KeyFor(ds)
-			if err != nil {
-				return
-			}
-			klog.FromContext(ctx).V(4).Info("Pod created", "pod", klog.KObj(pod), "daemonSet", klog.KObj(ds))
-			c.expectations.CreationObserved(ctx, key)
-			c.queue.Add(key)
-		}
-		return
-	}
-	c.wakeAdopters(ctx, pod)
-}
+func (c *Controller) addPod(ctx context.Context, obj any) { c.podEvents.Add(ctx, obj) }
 
 // updatePod wakes the DaemonSets a pod change concerns: the one it left, the one it
 // belongs to, or, for an orphan whose labels or ownership changed, those that may adopt it.
-func (c *Controller) updatePod(ctx context.Context, old, cur any) {
-	oldPod, ok1 := old.(*corev1.Pod)
-	curPod, ok2 := cur.(*corev1.Pod)
-	if !ok1 || !ok2 || oldPod.ResourceVersion == curPod.ResourceVersion {
-		// A periodic resync: nothing changed.
-		return
-	}
-	if curPod.DeletionTimestamp != nil {
-		// A graceful delete shows first as an update; counting it now lets the replacement
-		// be created without waiting out the grace period.
-		c.podGone(ctx, curPod)
-		if !reflect.DeepEqual(oldPod.Labels, curPod.Labels) {
-			c.podGone(ctx, oldPod)
-		}
-		return
-	}
-	change := refmanager.CompareControllerRefs(oldPod, curPod)
-	if change.Former != nil {
-		if ds := c.resolveControllerRef(oldPod.Namespace, change.Former); ds != nil {
-			klog.FromContext(ctx).V(4).Info("Pod left its DaemonSet", "pod", klog.KObj(curPod), "daemonSet", klog.KObj(ds))
-			c.enqueue(ctx, ds)
-		}
-	}
-	if change.Current != nil {
-		if ds := c.resolveControllerRef(curPod.Namespace, change.Current); ds != nil {
-			if key, err := queue.KeyFor(ds); err == nil {
-				c.podUpdates.Observed(key, curPod)
-				klog.FromContext(ctx).V(4).Info("Pod changed", "pod", klog.KObj(curPod), "daemonSet", klog.KObj(ds))
-				c.queue.Add(key)
-				c.recheckAvailability(ctx, key, ds, oldPod, curPod)
-			}
-		}
-	}
-	if change.Adoptable {
-		c.wakeAdopters(ctx, curPod)
+// A graceful delete shows first as an update: counting it now lets the replacement be
+// created without waiting out the grace period.
+func (c *Controller) updatePod(ctx context.Context, old, cur any) { c.podEvents.Update(ctx, old, cur) }
+
+// deletePod handles a deleted pod; obj may be a tombstone.
+func (c *Controller) deletePod(ctx context.Context, obj any) { c.podEvents.Delete(ctx, obj) }
+
+// ownedPodHandlers says how pod events concern DaemonSets: through a pod's controller
+// reference, or, for an orphan, through the selectors that may adopt it. Creations and
+// deletions are recorded in the expectations of the DaemonSet controlling the pod, and the
+// pod's versions in its record of the pod updates it is waiting to see.
+func (c *Controller) ownedPodHandlers() refmanager.PodHandlers[*appsv1alpha1.DaemonSet] {
+	return refmanager.PodHandlers[*appsv1alpha1.DaemonSet]{
+		Kind: controllerKind.Kind,
+		ControllerOf: func(namespace string, ref *metav1.OwnerReference) (*appsv1alpha1.DaemonSet, bool) {
+			ds := c.resolveControllerRef(namespace, ref)
+			return ds, ds != nil
+		},
+		Selecting: c.adoptersOf,
+		Enqueue:   func(key string) { c.queue.Add(key) },
+		Created: func(ctx context.Context, key string, _ *appsv1alpha1.DaemonSet, _ *corev1.Pod) {
+			c.expectations.CreationObserved(ctx, key)
+		},
+		Updated: func(ctx context.Context, key string, ds *appsv1alpha1.DaemonSet, old, cur *corev1.Pod) {
+			c.podUpdates.Observed(key, cur)
+			c.recheckAvailability(ctx, key, ds, old, cur)
+		},
+		Gone: func(ctx context.Context, key string, _ *appsv1alpha1.DaemonSet, pod *corev1.Pod) {
+			c.expectations.DeletionObserved(ctx, key, queue.PodKey(pod))
+			c.podUpdates.Gone(key, pod)
+		},
 	}
 }
 
@@ -345,42 +328,13 @@ func (c *Controller) recheckAvailability(ctx context.Context, key string, ds *ap
 	c.queue.AddAfter(key, delay)
 }
 
-// deletePod handles a deleted pod; obj may be a tombstone.
-func (c *Controller) deletePod(ctx context.Context, obj any) {
-	pod, ok := queue.FromTombstone[*corev1.Pod](obj)
-	if !ok {
-		utilruntime.HandleErrorWithContext(ctx, nil, "Pod event carries an unexpected object", "type", fmt.Sprintf("%T", obj))
-		return
-	}
-	c.podGone(ctx, pod)
-}
-
-// podGone records that pod is going or gone for the DaemonSet controlling it.
-func (c *Controller) podGone(ctx context.Context, pod *corev1.Pod) {
-	ds := c.resolveControllerRef(pod.Namespace, metav1.GetControllerOfNoCopy(pod))
-	if ds == nil {
-		return
-	}
-	key, err := queue.KeyFor(ds)
-	if err != nil {
-		return
-	}
-	klog.FromContext(ctx).V(4).Info("Pod deleted", "pod", klog.KObj(pod), "daemonSet", klog.KObj(ds))
-	c.expectations.DeletionObserved(ctx, key, queue.PodKey(pod))
-	c.podUpdates.Gone(key, pod)
-	c.queue.Add(key)
-}
-
-// wakeAdopters queues every DaemonSet whose selector matches the orphan pod.
-func (c *Controller) wakeAdopters(ctx context.Context, pod *corev1.Pod) {
+// adoptersOf returns the DaemonSets whose selector matches the orphan pod.
+func (c *Controller) adoptersOf(ctx context.Context, pod *corev1.Pod) []*appsv1alpha1.DaemonSet {
 	all, err := c.daemonSets.DaemonSets(pod.Namespace).List(labels.Everything())
 	if err != nil {
-		return
+		return nil
 	}
-	for _, ds := range refmanager.AdoptersOf(ctx, all, pod, func(ds *appsv1alpha1.DaemonSet) *metav1.LabelSelector { return ds.Spec.Selector }) {
-		klog.FromContext(ctx).V(4).Info("Orphan pod may be adopted", "pod", klog.KObj(pod), "daemonSet", klog.KObj(ds))
-		c.enqueue(ctx, ds)
-	}
+	return refmanager.AdoptersOf(ctx, all, pod, func(ds *appsv1alpha1.DaemonSet) *metav1.LabelSelector { return ds.Spec.Selector })
 }
 
 // addRevision queues the owner of a new revision, or the DaemonSets that may adopt an

@@ -30,8 +30,10 @@ import (
 	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
 	bosunfake "github.com/bosun-dev/client-go/clientset/versioned/fake"
 	bosuninformers "github.com/bosun-dev/client-go/informers/externalversions"
+	appsv1alpha1informers "github.com/bosun-dev/client-go/informers/externalversions/apps/v1alpha1"
 
 	"github.com/bosun-dev/bosun/pkg/controller/advanceddaemonset/daemonsetutil"
+	"github.com/bosun-dev/bosun/pkg/controller/kruisepod"
 	"github.com/bosun-dev/bosun/pkg/controller/options"
 	"github.com/bosun-dev/bosun/pkg/controller/queue/queuetest"
 	"github.com/bosun-dev/bosun/pkg/features"
@@ -101,22 +103,23 @@ func newFixture(t *testing.T, opt fixtureOption, objects ...runtime.Object) *fix
 	}
 	clk := clocktesting.NewFakeClock(t0)
 	recorder := record.NewFakeRecorder(1000)
-	opts := []options.Option{options.WithFeatureGate(gates), options.WithClock(clk)}
+	q, wrapQueue := queuetest.Wrapping()
+	opts := []options.Option{options.WithFeatureGate(gates), options.WithClock(clk), wrapQueue}
 	if opt.burst > 0 {
 		opts = append(opts, options.WithBurstReplicas(opt.burst))
 	}
-	c, err := NewController(ctx, dsInformer, revInformer, podInformer, nodeInformer, kubeClient, bosunClient, recorder, opts...)
+	var jobInformer appsv1alpha1informers.ImagePullJobInformer
+	if opt.imagePullJobs {
+		jobInformer = bosunFactory.Apps().V1alpha1().ImagePullJobs()
+	}
+	c, err := NewController(ctx, dsInformer, revInformer, podInformer, nodeInformer, jobInformer, kubeClient, bosunClient, recorder, opts...)
 	if err != nil {
 		t.Fatalf("NewController: %v", err)
 	}
 	var jobIndexer cache.Indexer
-	if opt.imagePullJobs {
-		jobInformer := bosunFactory.Apps().V1alpha1().ImagePullJobs()
-		c.UseImagePullJobs(jobInformer)
+	if jobInformer != nil {
 		jobIndexer = jobInformer.Informer().GetIndexer()
 	}
-	q := queuetest.NewRecorder(c.queue)
-	c.queue = q
 	t.Cleanup(q.ShutDown)
 
 	f := &fixture{
@@ -310,7 +313,7 @@ func newNode(name string) *corev1.Node {
 // revisionOf returns the ControllerRevision recording ds's current template, numbered n.
 func revisionOf(t *testing.T, ds *appsv1alpha1.DaemonSet, n int64) *appsv1.ControllerRevision {
 	t.Helper()
-	data, err := daemonsetutil.RevisionData(&ds.Spec.Template)
+	data, err := kruisepod.RevisionData(&ds.Spec.Template)
 	if err != nil {
 		t.Fatal(err)
 	}

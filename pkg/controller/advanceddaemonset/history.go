@@ -23,6 +23,7 @@ import (
 
 	"github.com/bosun-dev/bosun/pkg/controller/advanceddaemonset/daemonsetutil"
 	"github.com/bosun-dev/bosun/pkg/controller/hash"
+	"github.com/bosun-dev/bosun/pkg/controller/kruisepod"
 	"github.com/bosun-dev/bosun/pkg/controller/refmanager"
 )
 
@@ -57,7 +58,7 @@ func (c *Controller) constructHistory(ctx context.Context, ds *appsv1alpha1.Daem
 	if err != nil {
 		return history{}, err
 	}
-	data, err := daemonsetutil.RevisionData(&ds.Spec.Template)
+	data, err := kruisepod.RevisionData(&ds.Spec.Template)
 	if err != nil {
 		return history{}, err
 	}
@@ -66,7 +67,7 @@ func (c *Controller) constructHistory(ctx context.Context, ds *appsv1alpha1.Daem
 		h        history
 	)
 	for _, revision := range owned {
-		current, err := daemonsetutil.MatchesRevisionData(revision.Data.Raw, &ds.Spec.Template)
+		current, err := kruisepod.MatchesRevisionData(revision.Data.Raw, &ds.Spec.Template)
 		if err != nil {
 			return history{}, err
 		}
@@ -170,7 +171,7 @@ func (c *Controller) createRevision(ctx context.Context, ds *appsv1alpha1.Daemon
 	if getErr != nil {
 		return nil, fmt.Errorf("reading ControllerRevision %s after a name clash: %w", klog.KObj(revision), getErr)
 	}
-	if same, _ := daemonsetutil.MatchesRevisionData(existing.Data.Raw, &ds.Spec.Template); same && metav1.IsControlledBy(existing, ds) {
+	if same, _ := kruisepod.MatchesRevisionData(existing.Data.Raw, &ds.Spec.Template); same && metav1.IsControlledBy(existing, ds) {
 		// Ours, created by an earlier sync the cache does not show yet.
 		return existing, nil
 	}

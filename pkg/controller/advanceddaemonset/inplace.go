@@ -15,13 +15,14 @@ import (
 	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
 
 	"github.com/bosun-dev/bosun/pkg/controller/advanceddaemonset/daemonsetutil"
+	"github.com/bosun-dev/bosun/pkg/controller/kruisepod"
 	"github.com/bosun-dev/bosun/pkg/controller/queue"
 )
 
 // inPlaceUpdate is one pod to update in place and what to change on it.
 type inPlaceUpdate struct {
 	pod    *corev1.Pod
-	update *daemonsetutil.InPlaceUpdate
+	update *kruisepod.InPlaceUpdate
 }
 
 // updateInPlace updates in place those of pods whose revision differs from the current one
@@ -70,15 +71,15 @@ func (c *Controller) updateInPlace(ctx context.Context, v *view, h history, pods
 // when the pod must be recreated: it lacks the InPlaceUpdateReady gate (nothing would keep
 // it out of service while its containers restart), its revision is unknown, or the
 // revisions differ in more than images and metadata.
-func (c *Controller) planInPlace(ctx context.Context, h history, pod *corev1.Pod) *daemonsetutil.InPlaceUpdate {
-	if !daemonsetutil.HasReadinessGate(pod, appsv1alpha1.InPlaceUpdateReady) {
+func (c *Controller) planInPlace(ctx context.Context, h history, pod *corev1.Pod) *kruisepod.InPlaceUpdate {
+	if !kruisepod.HasReadinessGate(pod, appsv1alpha1.InPlaceUpdateReady) {
 		return nil
 	}
 	revision := h.byHash(pod.Labels[appsv1alpha1.ControllerRevisionHashLabelKey])
 	if revision == nil || revision == h.current {
 		return nil
 	}
-	update, err := daemonsetutil.PlanInPlaceUpdate(revision.Data.Raw, h.current.Data.Raw)
+	update, err := kruisepod.PlanInPlaceUpdate(revision.Data.Raw, h.current.Data.Raw)
 	if err != nil {
 		klog.FromContext(ctx).V(2).Info("Cannot compare revisions; recreating the pod", "pod", klog.KObj(pod), "err", err)
 		return nil
@@ -98,11 +99,11 @@ func (c *Controller) updatePodInPlace(ctx context.Context, v *view, key string, 
 	}
 	pod := u.pod.DeepCopy()
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		daemonsetutil.SetPodCondition(pod, corev1.PodCondition{
+		kruisepod.SetPodCondition(pod, corev1.PodCondition{
 			Type: appsv1alpha1.InPlaceUpdateReady, Status: corev1.ConditionFalse,
 			Reason: appsv1alpha1.InPlaceUpdateStartedReason, LastTransitionTime: v.now,
 		})
-		daemonsetutil.RecomputeReady(pod, v.now)
+		kruisepod.RecomputeReady(pod, v.now)
 		written, err := c.kubeClient.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
 		if err == nil {
 			pod = written
@@ -119,7 +120,7 @@ func (c *Controller) updatePodInPlace(ctx context.Context, v *view, key string, 
 			// Someone, or an earlier attempt, got there first.
 			return nil
 		}
-		if !daemonsetutil.ApplyInPlaceUpdate(pod, u.update, v.hash, v.now) {
+		if !kruisepod.ApplyInPlaceUpdate(pod, u.update, v.hash, v.now) {
 			return fmt.Errorf("pod lacks a container the new revision updates")
 		}
 		written, err := c.kubeClient.CoreV1().Pods(pod.Namespace).Update(ctx, pod, metav1.UpdateOptions{})
@@ -167,19 +168,19 @@ func (c *Controller) refreshPodConditions(ctx context.Context, v *view) error {
 		// to find, for almost all of them, nothing to change cost about 6% of the
 		// controller's CPU while rolling 1,000 nodes.
 		inPlaceDone := inPlaceUpdateDone(pod)
-		kruiseReadyMissing := daemonsetutil.HasReadinessGate(pod, appsv1alpha1.KruisePodReadyConditionType) &&
-			daemonsetutil.PodCondition(pod, appsv1alpha1.KruisePodReadyConditionType) == nil
+		kruiseReadyMissing := kruisepod.HasReadinessGate(pod, appsv1alpha1.KruisePodReadyConditionType) &&
+			kruisepod.PodCondition(pod, appsv1alpha1.KruisePodReadyConditionType) == nil
 		if !inPlaceDone && !kruiseReadyMissing {
 			continue
 		}
 		refreshed := pod.DeepCopy()
 		if inPlaceDone {
-			daemonsetutil.SetPodCondition(refreshed, corev1.PodCondition{
+			kruisepod.SetPodCondition(refreshed, corev1.PodCondition{
 				Type: appsv1alpha1.InPlaceUpdateReady, Status: corev1.ConditionTrue, LastTransitionTime: v.now,
 			})
 		}
 		if kruiseReadyMissing {
-			daemonsetutil.SetPodCondition(refreshed, corev1.PodCondition{
+			kruisepod.SetPodCondition(refreshed, corev1.PodCondition{
 				Type: appsv1alpha1.KruisePodReadyConditionType, Status: corev1.ConditionTrue, LastTransitionTime: v.now,
 			})
 		}
@@ -194,16 +195,16 @@ func (c *Controller) refreshPodConditions(ctx context.Context, v *view) error {
 // the pod has the gate, the condition is not True yet, and its last in-place update (if
 // any) has taken effect.
 func inPlaceUpdateDone(pod *corev1.Pod) bool {
-	if !daemonsetutil.HasReadinessGate(pod, appsv1alpha1.InPlaceUpdateReady) {
+	if !kruisepod.HasReadinessGate(pod, appsv1alpha1.InPlaceUpdateReady) {
 		return false
 	}
-	if cond := daemonsetutil.PodCondition(pod, appsv1alpha1.InPlaceUpdateReady); cond != nil && cond.Status == corev1.ConditionTrue {
+	if cond := kruisepod.PodCondition(pod, appsv1alpha1.InPlaceUpdateReady); cond != nil && cond.Status == corev1.ConditionTrue {
 		return false
 	}
-	state, err := daemonsetutil.ReadInPlaceUpdateState(pod)
+	state, err := kruisepod.ReadInPlaceUpdateState(pod)
 	if err != nil {
 		// An unreadable state cannot be completed; OpenKruise leaves such pods alone too.
 		return false
 	}
-	return state == nil || daemonsetutil.InPlaceUpdateCompleted(pod, state)
+	return state == nil || kruisepod.InPlaceUpdateCompleted(pod, state)
 }

@@ -19,6 +19,8 @@ import (
 	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
 
 	"github.com/bosun-dev/bosun/pkg/controller/advanceddaemonset/daemonsetutil"
+	"github.com/bosun-dev/bosun/pkg/controller/kruisepod"
+	"github.com/bosun-dev/bosun/pkg/controller/podcontrol"
 	"github.com/bosun-dev/bosun/pkg/controller/podutil"
 	"github.com/bosun-dev/bosun/pkg/controller/queue"
 	"github.com/bosun-dev/bosun/pkg/controller/slowstart"
@@ -64,7 +66,7 @@ func (c *Controller) podsOnEligibleNode(ctx context.Context, v *view, nodeName s
 			if c.failedPodMayGo(ctx, v, nodeName, pod, again) {
 				surplus = append(surplus, pod)
 			}
-		case daemonsetutil.IsPreparingDelete(pod):
+		case kruisepod.IsPreparingDelete(pod):
 			// Held by the preDelete hook; syncNodes deletes it once the hook lets go.
 			surplus = append(surplus, pod)
 		default:
@@ -209,10 +211,10 @@ func podTemplate(v *view) *corev1.PodTemplateSpec {
 	}
 	daemonsetutil.AddDefaultTolerations(&template.Spec)
 	if daemonsetutil.InPlaceIfPossible(v.ds) {
-		daemonsetutil.AddReadinessGate(&template.Spec, appsv1alpha1.InPlaceUpdateReady)
+		kruisepod.AddReadinessGate(&template.Spec, appsv1alpha1.InPlaceUpdateReady)
 	}
 	if hook := preDeleteHook(v.ds); hook != nil && hook.MarkPodNotReady {
-		daemonsetutil.AddReadinessGate(&template.Spec, appsv1alpha1.KruisePodReadyConditionType)
+		kruisepod.AddReadinessGate(&template.Spec, appsv1alpha1.KruisePodReadyConditionType)
 	}
 	return template
 }
@@ -303,11 +305,11 @@ func (c *Controller) holdHookedPods(ctx context.Context, v *view, key string, de
 		errs []error
 	)
 	for _, pod := range deletes {
-		if !daemonsetutil.IsHooked(hook, pod) {
+		if !kruisepod.IsHooked(hook, pod) {
 			free = append(free, pod)
 			continue
 		}
-		if daemonsetutil.IsPreparingDelete(pod) {
+		if kruisepod.IsPreparingDelete(pod) {
 			continue
 		}
 		if err := c.markPreparingDelete(ctx, v, key, pod, hook.MarkPodNotReady); err != nil {
@@ -336,7 +338,7 @@ func (c *Controller) markPreparingDelete(ctx context.Context, v *view, key strin
 	}
 	klog.FromContext(ctx).V(2).Info("Pod is held by the preDelete hook", "pod", klog.KObj(pod))
 	c.podUpdates.Expect(key, patched)
-	if !markNotReady || !daemonsetutil.HasReadinessGate(patched, appsv1alpha1.KruisePodReadyConditionType) {
+	if !markNotReady || !kruisepod.HasReadinessGate(patched, appsv1alpha1.KruisePodReadyConditionType) {
 		// Without the gate the kubelet would ignore the condition.
 		return nil
 	}
@@ -354,7 +356,7 @@ func (c *Controller) markPreparingDelete(ctx context.Context, v *view, key strin
 // False, and recomputes Ready, retrying on conflicts with the live pod. It returns the
 // written pod, or nil when the mark was there already.
 func (c *Controller) markNotReady(ctx context.Context, pod *corev1.Pod, now metav1.Time) (*corev1.Pod, error) {
-	return daemonsetutil.MarkPodNotReady(ctx, c.kubeClient.CoreV1(), pod, daemonsetutil.PreDeleteMark, now)
+	return kruisepod.MarkPodNotReady(ctx, podcontrol.StatusUpdater{Client: c.kubeClient}, pod, kruisepod.PreDeleteMark, now)
 }
 
 // podKeys returns the "namespace/name" keys of pods.

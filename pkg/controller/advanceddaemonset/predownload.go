@@ -19,9 +19,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
-	appsv1alpha1informers "github.com/bosun-dev/client-go/informers/externalversions/apps/v1alpha1"
 
 	"github.com/bosun-dev/bosun/pkg/controller/advanceddaemonset/daemonsetutil"
+	"github.com/bosun-dev/bosun/pkg/controller/kruisepod"
 	"github.com/bosun-dev/bosun/pkg/features"
 )
 
@@ -45,16 +45,6 @@ const (
 	// presence is read.
 	revisionLabelTrue = "true"
 )
-
-// UseImagePullJobs gives the controller the ImagePullJob informer it pre-downloads images
-// with while feature PreDownloadImageForDaemonSetUpdate is on. Without it (the API server
-// does not serve ImagePullJobs, or the gate was off when the manager started) the feature
-// is off whatever the gate says. It must be called before the informers start and before
-// Run.
-func (c *Controller) UseImagePullJobs(informer appsv1alpha1informers.ImagePullJobInformer) {
-	c.imagePullJobs = informer.Lister()
-	c.cachesSynced = append(c.cachesSynced, informer.Informer().HasSynced)
-}
 
 // preDownloadEnabled reports whether the controller pre-downloads images.
 func (c *Controller) preDownloadEnabled() bool {
@@ -145,7 +135,7 @@ type containerImage struct {
 func newImages(ctx context.Context, template *corev1.PodTemplateSpec, old []*appsv1.ControllerRevision) []containerImage {
 	known := map[containerImage]bool{}
 	for _, revision := range old {
-		oldTemplate, err := daemonsetutil.TemplateFromRevisionData(revision.Data.Raw)
+		oldTemplate, err := kruisepod.TemplateFromRevisionData(revision.Data.Raw)
 		if err != nil {
 			klog.FromContext(ctx).Info("Cannot read an old revision's template; its images count as absent",
 				"controllerRevision", klog.KObj(revision), "err", err)

@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/bosun-dev/bosun/pkg/controller/advanceddaemonset/daemonsetutil"
+	"github.com/bosun-dev/bosun/pkg/controller/kruisepod"
 	"github.com/bosun-dev/bosun/pkg/controller/podutil"
 	"github.com/bosun-dev/bosun/pkg/features"
 )
@@ -71,7 +72,7 @@ func rolloutNodes(v *view) []string {
 		switch {
 		case !revisions.ok || revisions.current != nil:
 			updated = append(updated, name)
-		case revisions.old == nil || daemonsetutil.IsPreparingDelete(revisions.old):
+		case revisions.old == nil || kruisepod.IsPreparingDelete(revisions.old):
 			updating = append(updating, name)
 		case selector != nil && selector.Matches(labels.Set(v.nodeByName[name].Labels)):
 			selected = append(selected, name)
@@ -151,7 +152,7 @@ func podsToReplace(v *view, nodes []string, maxUnavailable int, strict bool) []*
 			numUnavailable++
 			continue
 		}
-		oldGone := revisions.old == nil || daemonsetutil.IsPreparingDelete(revisions.old)
+		oldGone := revisions.old == nil || kruisepod.IsPreparingDelete(revisions.old)
 		switch {
 		case oldGone && revisions.current == nil, !oldGone && revisions.current != nil:
 			numUnavailable++
@@ -159,7 +160,7 @@ func podsToReplace(v *view, nodes []string, maxUnavailable int, strict bool) []*
 			if !v.available(revisions.current) {
 				numUnavailable++
 			}
-			if daemonsetutil.IsPreparingDelete(revisions.current) {
+			if kruisepod.IsPreparingDelete(revisions.current) {
 				numUnavailable++
 			}
 		case !v.available(revisions.old):
@@ -191,14 +192,14 @@ func surgePlan(v *view, nodes []string, maxSurge int) (creates []string, deletes
 		switch {
 		case !revisions.ok:
 			numSurge++
-		case revisions.old == nil || daemonsetutil.IsPreparingDelete(revisions.old):
+		case revisions.old == nil || kruisepod.IsPreparingDelete(revisions.old):
 		case revisions.current == nil:
 			if !v.available(revisions.old) {
 				creates = append(creates, node)
 			} else if numSurge < maxSurge {
 				candidates = append(candidates, node)
 			}
-		case !v.available(revisions.current) || daemonsetutil.IsPreparingDelete(revisions.current):
+		case !v.available(revisions.current) || kruisepod.IsPreparingDelete(revisions.current):
 			numSurge++
 		default:
 			deletes = append(deletes, revisions.old)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/bosun-dev/bosun/pkg/controller/advanceddaemonset/daemonsetutil"
 	"github.com/bosun-dev/bosun/pkg/controller/expectations"
+	"github.com/bosun-dev/bosun/pkg/controller/kruisepod"
 	"github.com/bosun-dev/bosun/pkg/controller/podutil"
 	"github.com/bosun-dev/bosun/pkg/controller/queue"
 	"github.com/bosun-dev/bosun/pkg/controller/refmanager"
@@ -97,8 +98,8 @@ func (v *view) available(pod *corev1.Pod) bool {
 	if !podutil.IsPodAvailable(pod, v.ds.Spec.MinReadySeconds, v.now) {
 		return false
 	}
-	if daemonsetutil.HasReadinessGate(pod, appsv1alpha1.InPlaceUpdateReady) {
-		if cond := daemonsetutil.PodCondition(pod, appsv1alpha1.InPlaceUpdateReady); cond != nil && cond.Status != corev1.ConditionTrue {
+	if kruisepod.HasReadinessGate(pod, appsv1alpha1.InPlaceUpdateReady) {
+		if cond := kruisepod.PodCondition(pod, appsv1alpha1.InPlaceUpdateReady); cond != nil && cond.Status != corev1.ConditionTrue {
 			return false
 		}
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/bosun-dev/bosun/pkg/controller/advanceddaemonset/daemonsetutil"
 	"github.com/bosun-dev/bosun/pkg/controller/hash"
+	"github.com/bosun-dev/bosun/pkg/controller/kruisepod"
 )
 
 func TestSyncCreatesOnePodPerEligibleNode(t *testing.T) {
@@ -222,11 +223,11 @@ func TestRollingUpdateWithPreDeleteHook(t *testing.T) {
 	if marked == nil {
 		t.Fatal("pod was not marked not ready")
 	}
-	cond := daemonsetutil.PodCondition(marked, appsv1alpha1.KruisePodReadyConditionType)
+	cond := kruisepod.PodCondition(marked, appsv1alpha1.KruisePodReadyConditionType)
 	if cond.Status != corev1.ConditionFalse || cond.Message != `[{"userAgent":"Lifecycle","key":"preDeleteHook"}]` {
 		t.Errorf("KruisePodReady = %+v", cond)
 	}
-	if ready := daemonsetutil.PodCondition(marked, corev1.PodReady); ready.Status != corev1.ConditionFalse {
+	if ready := kruisepod.PodCondition(marked, corev1.PodReady); ready.Status != corev1.ConditionFalse {
 		t.Errorf("Ready = %+v, want False", ready)
 	}
 	// Until the informer shows the patch, the DaemonSet is not managed again.
@@ -313,7 +314,7 @@ func TestInPlaceUpdate(t *testing.T) {
 	if statusUpdate == nil || updated == nil {
 		t.Fatalf("status update %v, update %v", statusUpdate != nil, updated != nil)
 	}
-	if cond := daemonsetutil.PodCondition(statusUpdate, appsv1alpha1.InPlaceUpdateReady); cond.Status != corev1.ConditionFalse || cond.Reason != "StartInPlaceUpdate" {
+	if cond := kruisepod.PodCondition(statusUpdate, appsv1alpha1.InPlaceUpdateReady); cond.Status != corev1.ConditionFalse || cond.Reason != "StartInPlaceUpdate" {
 		t.Errorf("InPlaceUpdateReady = %+v", cond)
 	}
 	if updated.Spec.Containers[0].Image != "img:v2" || updated.Labels[appsv1alpha1.ControllerRevisionHashLabelKey] != hashOf(ds) {
@@ -370,7 +371,7 @@ func TestInPlaceCompletionTurnsConditionTrue(t *testing.T) {
 		t.Fatalf("pod updates = %d, want one status update", len(updates))
 	}
 	written := updates[0].(clienttesting.UpdateAction).GetObject().(*corev1.Pod)
-	if cond := daemonsetutil.PodCondition(written, appsv1alpha1.InPlaceUpdateReady); cond.Status != corev1.ConditionTrue {
+	if cond := kruisepod.PodCondition(written, appsv1alpha1.InPlaceUpdateReady); cond.Status != corev1.ConditionTrue {
 		t.Errorf("InPlaceUpdateReady = %+v, want True", cond)
 	}
 }
@@ -388,7 +389,7 @@ func TestHistoryCreatesCanonicalRevision(t *testing.T) {
 	if revision.Name != "ds-"+wantHash || revision.Labels[appsv1alpha1.ControllerRevisionHashLabelKey] != wantHash || revision.Revision != 1 {
 		t.Errorf("revision = %s %v %d", revision.Name, revision.Labels, revision.Revision)
 	}
-	data, _ := daemonsetutil.RevisionData(&ds.Spec.Template)
+	data, _ := kruisepod.RevisionData(&ds.Spec.Template)
 	if string(revision.Data.Raw) != string(data) {
 		t.Errorf("data = %s", revision.Data.Raw)
 	}

@@ -23,14 +23,12 @@ import (
 	"github.com/bosun-dev/bosun/pkg/controller/informers"
 	"github.com/bosun-dev/bosun/pkg/controller/options"
 	"github.com/bosun-dev/bosun/pkg/controller/queue"
+	"github.com/bosun-dev/bosun/pkg/controller/refmanager"
 )
 
 const (
 	// ControllerName is the controller's canonical name.
 	ControllerName = "containerrecreaterequest-controller"
-
-	// queueName names the work queue in the workqueue_* metrics.
-	queueName = "containerrecreaterequest"
 
 	// ResponseTimeout is how long after its creation a request may stay unpicked (empty
 	// phase) before it is given up: the node's agent is not running or not answering.
@@ -62,11 +60,14 @@ type Controller struct {
 	queue workqueue.TypedRateLimitingInterface[string]
 	// syncHandler is syncRequest; tests replace it to watch the worker loop.
 	syncHandler queue.SyncFunc[string]
+
+	// podEvents decides which requests a pod event concerns (see requestPodHandlers).
+	podEvents refmanager.PodHandlers[*appsv1alpha1.ContainerRecreateRequest]
 }
 
 // NewController builds the controller on the given informers. client writes pod status
 // (the KruisePodReady condition), bosunClient the requests. Of the options it reads the
-// clock.
+// clock and the queue wrapper.
 func NewController(ctx context.Context, requests crrinformers.ContainerRecreateRequestInformer, pods coreinformers.PodInformer,
 	client kubernetes.Interface, bosunClient bosunclientset.Interface, opts ...options.Option) (*Controller, error) {
 	settings := options.Apply(opts)
@@ -78,9 +79,10 @@ func NewController(ctx context.Context, requests crrinformers.ContainerRecreateR
 		requestsIndexer: requests.Informer().GetIndexer(),
 		pods:            pods.Lister(),
 		cachesSynced:    []cache.InformerSynced{requests.Informer().HasSynced, pods.Informer().HasSynced},
-		queue:           queue.New[string](queueName),
+		queue:           settings.WrapQueue(queue.New[string](queue.NameContainerRecreateRequest)),
 	}
 	c.syncHandler = c.syncRequest
+	c.podEvents = c.requestPodHandlers()
 	if err := addPodUIDIndex(requests.Informer()); err != nil {
 		return nil, err
 	}
@@ -148,47 +150,40 @@ func (c *Controller) updateRequest(ctx context.Context, _, cur any) {
 	c.enqueue(crr)
 }
 
-func (c *Controller) addPod(ctx context.Context, obj any) {
-	if pod, ok := obj.(*corev1.Pod); ok {
-		c.enqueueUnfinishedRequestsOf(ctx, pod)
-	}
-}
+func (c *Controller) addPod(ctx context.Context, obj any) { c.podEvents.Add(ctx, obj) }
 
 // updatePod queues the pod's unfinished requests when its deletion starts or its container
 // statuses change; other changes concern no request.
-func (c *Controller) updatePod(ctx context.Context, old, cur any) {
-	oldPod, ok1 := old.(*corev1.Pod)
-	curPod, ok2 := cur.(*corev1.Pod)
-	if !ok1 || !ok2 {
-		return
-	}
-	deletionStarted := oldPod.DeletionTimestamp == nil && curPod.DeletionTimestamp != nil
-	if deletionStarted || !reflect.DeepEqual(oldPod.Status.ContainerStatuses, curPod.Status.ContainerStatuses) {
-		c.enqueueUnfinishedRequestsOf(ctx, curPod)
+func (c *Controller) updatePod(ctx context.Context, old, cur any) { c.podEvents.Update(ctx, old, cur) }
+
+func (c *Controller) deletePod(ctx context.Context, obj any) { c.podEvents.Delete(ctx, obj) }
+
+// requestPodHandlers says how pod events concern requests: every event of a pod queues
+// its unfinished requests, found through podUIDIndex.
+func (c *Controller) requestPodHandlers() refmanager.PodHandlers[*appsv1alpha1.ContainerRecreateRequest] {
+	return refmanager.PodHandlers[*appsv1alpha1.ContainerRecreateRequest]{
+		Kind:      "ContainerRecreateRequest",
+		Selecting: c.unfinishedRequestsOf,
+		UpdateConcerns: func(old, cur *corev1.Pod) bool {
+			deletionStarted := old.DeletionTimestamp == nil && cur.DeletionTimestamp != nil
+			return deletionStarted || !reflect.DeepEqual(old.Status.ContainerStatuses, cur.Status.ContainerStatuses)
+		},
+		Enqueue: func(key string) { c.queue.Add(key) },
 	}
 }
 
-func (c *Controller) deletePod(ctx context.Context, obj any) {
-	pod, ok := queue.FromTombstone[*corev1.Pod](obj)
-	if !ok {
-		utilruntime.HandleErrorWithContext(ctx, nil, "Pod event carries an unexpected object", "type", fmt.Sprintf("%T", obj))
-		return
-	}
-	c.enqueueUnfinishedRequestsOf(ctx, pod)
-}
-
-func (c *Controller) enqueueUnfinishedRequestsOf(ctx context.Context, pod *corev1.Pod) {
+// unfinishedRequestsOf returns the requests on pod that have not completed.
+func (c *Controller) unfinishedRequestsOf(ctx context.Context, pod *corev1.Pod) []*appsv1alpha1.ContainerRecreateRequest {
 	objs, err := c.requestsIndexer.ByIndex(podUIDIndex, string(pod.UID))
 	if err != nil {
 		utilruntime.HandleErrorWithContext(ctx, err, "Listing the ContainerRecreateRequests of a pod", "pod", klog.KObj(pod))
-		return
+		return nil
 	}
+	var unfinished []*appsv1alpha1.ContainerRecreateRequest
 	for _, obj := range objs {
-		crr, ok := obj.(*appsv1alpha1.ContainerRecreateRequest)
-		if !ok || crr.Status.CompletionTime != nil {
-			continue
+		if crr, ok := obj.(*appsv1alpha1.ContainerRecreateRequest); ok && crr.Status.CompletionTime == nil {
+			unfinished = append(unfinished, crr)
 		}
-		klog.FromContext(ctx).V(4).Info("Pod changed; syncing its ContainerRecreateRequest", "pod", klog.KObj(pod), "containerRecreateRequest", klog.KObj(crr))
-		c.enqueue(crr)
 	}
+	return unfinished
 }

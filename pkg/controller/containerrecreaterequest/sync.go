@@ -14,7 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	"github.com/bosun-dev/bosun/pkg/controller/advanceddaemonset/daemonsetutil"
+	"github.com/bosun-dev/bosun/pkg/controller/kruisepod"
+	"github.com/bosun-dev/bosun/pkg/controller/podcontrol"
 	"github.com/bosun-dev/bosun/pkg/controller/queue"
 )
 
@@ -46,26 +47,11 @@ func (c *Controller) syncRequest(ctx context.Context, key string) error {
 	if cached.Status.CompletionTime != nil || cached.DeletionTimestamp != nil {
 		return c.finish(ctx, cached, pod, now)
 	}
-	if pod == nil || pod.DeletionTimestamp != nil || string(pod.UID) != cached.Labels[appsv1alpha1.ContainerRecreateRequestPodUIDKey] {
-		return c.complete(ctx, cached, MessagePodGone, now)
-	}
-	created := cached.CreationTimestamp.Time
-	responseDue := created.Add(ResponseTimeout)
-	if cached.Status.Phase == "" && !now.Before(responseDue) {
-		return c.complete(ctx, cached, MessageNoResponse, now)
-	}
-	var deadline time.Time
-	if d := cached.Spec.ActiveDeadlineSeconds; d != nil {
-		deadline = created.Add(time.Duration(*d) * time.Second)
-		if !now.Before(deadline) {
-			return c.complete(ctx, cached, MessageDeadlineExceeded, now)
-		}
+	message, next := completion(cached, pod, now)
+	if message != "" {
+		return c.complete(ctx, cached, message, now)
 	}
 	if cached.Status.Phase != appsv1alpha1.ContainerRecreateRequestRecreating {
-		next := deadline
-		if cached.Status.Phase == "" && (next.IsZero() || responseDue.Before(next)) {
-			next = responseDue
-		}
 		c.requeueAt(key, next, now)
 		return nil
 	}
@@ -77,7 +63,8 @@ func (c *Controller) syncRequest(ctx context.Context, key string) error {
 	if err := c.acquireUnready(ctx, current, pod, now); err != nil {
 		return err
 	}
-	c.requeueAt(key, deadline, now)
+	// Being Recreating, the request has been picked up: next is its deadline, if any.
+	c.requeueAt(key, next, now)
 	return nil
 }
 
@@ -122,24 +109,6 @@ func (c *Controller) finish(ctx context.Context, cached *crr, pod *corev1.Pod, n
 		return fmt.Errorf("deleting ContainerRecreateRequest %s after its ttlSecondsAfterFinished: %w", klog.KObj(cached), err)
 	}
 	klog.FromContext(ctx).V(2).Info("Deleted ContainerRecreateRequest after its ttlSecondsAfterFinished", "ttlSecondsAfterFinished", *ttl)
-	return nil
-}
-
-// complete ends the request with message.
-func (c *Controller) complete(ctx context.Context, cached *crr, message string, now time.Time) error {
-	updated := cached.DeepCopy()
-	updated.Status.Phase = appsv1alpha1.ContainerRecreateRequestCompleted
-	completion := metav1.NewTime(now)
-	updated.Status.CompletionTime = &completion
-	updated.Status.Message = message
-	_, err := c.bosunClient.AppsV1alpha1().ContainerRecreateRequests(cached.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("completing ContainerRecreateRequest %s (%s): %w", klog.KObj(cached), message, err)
-	}
-	klog.FromContext(ctx).V(2).Info("Completed ContainerRecreateRequest", "message", message)
 	return nil
 }
 
@@ -205,8 +174,8 @@ func restartedContainerStatuses(cached *crr, pod *corev1.Pod) []appsv1alpha1.Con
 }
 
 // notReadyMark is the request's entry in the pod's KruisePodReady condition.
-func notReadyMark(cached *crr) daemonsetutil.NotReadyMark {
-	return daemonsetutil.NotReadyMark{
+func notReadyMark(cached *crr) kruisepod.NotReadyMark {
+	return kruisepod.NotReadyMark{
 		UserAgent: appsv1alpha1.KruisePodReadyUserAgentContainerRecreateRequest,
 		Key:       cached.Namespace + "/" + cached.Name,
 	}
@@ -222,7 +191,7 @@ func (c *Controller) acquireUnready(ctx context.Context, current *crr, pod *core
 		return nil
 	}
 	requests := c.bosunClient.AppsV1alpha1().ContainerRecreateRequests(current.Namespace)
-	if daemonsetutil.HasReadinessGate(pod, appsv1alpha1.KruisePodReadyConditionType) {
+	if kruisepod.HasReadinessGate(pod, appsv1alpha1.KruisePodReadyConditionType) {
 		if !slices.Contains(current.Finalizers, appsv1alpha1.ContainerRecreateRequestUnreadyAcquiredKey) {
 			patched, err := c.patchFinalizers(ctx, current, append(slices.Clone(current.Finalizers), appsv1alpha1.ContainerRecreateRequestUnreadyAcquiredKey))
 			if err != nil {
@@ -231,7 +200,7 @@ func (c *Controller) acquireUnready(ctx context.Context, current *crr, pod *core
 			}
 			current = patched
 		}
-		if _, err := daemonsetutil.MarkPodNotReady(ctx, c.client.CoreV1(), pod, notReadyMark(current), metav1.NewTime(now)); err != nil {
+		if _, err := kruisepod.MarkPodNotReady(ctx, podcontrol.StatusUpdater{Client: c.client}, pod, notReadyMark(current), metav1.NewTime(now)); err != nil {
 			return fmt.Errorf("marking pod %s not ready for ContainerRecreateRequest %s: %w", klog.KObj(pod), klog.KObj(current), err)
 		}
 		klog.FromContext(ctx).V(2).Info("Marked pod not ready for its unready grace period", "pod", klog.KObj(pod))
@@ -255,8 +224,8 @@ func (c *Controller) acquireUnready(ctx context.Context, current *crr, pod *core
 // this request's, is not being deleted and has the KruisePodReady gate, then the finalizer.
 func (c *Controller) releaseUnready(ctx context.Context, cached *crr, pod *corev1.Pod, now time.Time) error {
 	if pod != nil && pod.DeletionTimestamp == nil && string(pod.UID) == cached.Labels[appsv1alpha1.ContainerRecreateRequestPodUIDKey] &&
-		daemonsetutil.HasReadinessGate(pod, appsv1alpha1.KruisePodReadyConditionType) {
-		_, err := daemonsetutil.UnmarkPodNotReady(ctx, c.client.CoreV1(), pod, notReadyMark(cached), metav1.NewTime(now))
+		kruisepod.HasReadinessGate(pod, appsv1alpha1.KruisePodReadyConditionType) {
+		_, err := kruisepod.UnmarkPodNotReady(ctx, podcontrol.StatusUpdater{Client: c.client}, pod, notReadyMark(cached), metav1.NewTime(now))
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("removing the not-ready mark of ContainerRecreateRequest %s from pod %s: %w", klog.KObj(cached), klog.KObj(pod), err)
 		}

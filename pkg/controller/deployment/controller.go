@@ -63,8 +63,8 @@ type Controller struct {
 // NewController builds a Deployment controller on the given informers. It adds
 // podutil.PodControllerIndex to the pod informer, so it must be called before the informers
 // start. Events are recorded through recorder, whose source should be ControllerName. Of
-// the options it reads the clock (condition times, progress deadlines) and the feature gate
-// (DeploymentReplicaSetTerminatingReplicas).
+// the options it reads the clock (condition times, progress deadlines), the feature gate
+// (DeploymentReplicaSetTerminatingReplicas) and the queue wrapper.
 func NewController(ctx context.Context, dInformer appsinformers.DeploymentInformer, rsInformer appsinformers.ReplicaSetInformer,
 	podInformer coreinformers.PodInformer, client kubernetes.Interface, recorder record.EventRecorder, opts ...options.Option) (*Controller, error) {
 	settings := options.Apply(opts)
@@ -79,7 +79,7 @@ func NewController(ctx context.Context, dInformer appsinformers.DeploymentInform
 		cachesSynced: []cache.InformerSynced{
 			dInformer.Informer().HasSynced, rsInformer.Informer().HasSynced, podInformer.Informer().HasSynced,
 		},
-		queue: queue.New[string](queue.NameDeployment),
+		queue: settings.WrapQueue(queue.New[string](queue.NameDeployment)),
 	}
 	c.syncHandler = c.syncDeployment
 

@@ -18,6 +18,7 @@ import (
 	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -49,6 +50,15 @@ type fixture struct {
 // the informer caches.
 func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	t.Helper()
+	return newFixtureWithQueue(t, nil, objs...)
+}
+
+// newFixtureWithQueue is newFixture with the controller's work queue passed through wrap,
+// which also gets the fixture's clock; nil leaves the queue alone.
+func newFixtureWithQueue(t *testing.T,
+	wrap func(clk *clocktesting.FakeClock, q workqueue.TypedRateLimitingInterface[string]) workqueue.TypedRateLimitingInterface[string],
+	objs ...runtime.Object) *fixture {
+	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	client := fake.NewClientset(objs...)
 	factory := informers.NewSharedInformerFactory(client, 0)
@@ -57,7 +67,13 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	podInformer := factory.Core().V1().Pods()
 	recorder := record.NewFakeRecorder(100)
 	clk := clocktesting.NewFakeClock(testNow)
-	c, err := NewController(ctx, dInformer, rsInformer, podInformer, client, recorder, options.WithClock(clk), options.WithFeatureGate(features.NewFeatureGate()))
+	opts := []options.Option{options.WithClock(clk), options.WithFeatureGate(features.NewFeatureGate())}
+	if wrap != nil {
+		opts = append(opts, options.WithQueueWrapper(func(q workqueue.TypedRateLimitingInterface[string]) workqueue.TypedRateLimitingInterface[string] {
+			return wrap(clk, q)
+		}))
+	}
+	c, err := NewController(ctx, dInformer, rsInformer, podInformer, client, recorder, opts...)
 	if err != nil {
 		t.Fatalf("NewController: %v", err)
 	}

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/workqueue"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/bosun-dev/bosun/pkg/controller/conditions"
@@ -217,9 +218,11 @@ func TestDeadlineCheck(t *testing.T) {
 				t.Errorf("timeToDeadline = %v, %v; want %v, %v", left, watch, tc.wantLeft, tc.wantWatch)
 			}
 
-			f := newFixture(t, d)
-			q := &recordingQueue{TypedRateLimitingInterface: f.c.queue}
-			f.c.queue = q
+			q := &recordingQueue{}
+			f := newFixtureWithQueue(t, func(_ *clocktesting.FakeClock, inner workqueue.TypedRateLimitingInterface[string]) workqueue.TypedRateLimitingInterface[string] {
+				q.TypedRateLimitingInterface = inner
+				return q
+			}, d)
 			f.c.scheduleDeadlineCheck(f.ctx, d, tc.newStatus)
 			if got := f.c.queue.NumRequeues("ns/web"); (got == 1) != tc.wantNowish {
 				t.Errorf("rate-limited requeues = %d, want rate-limited: %v", got, tc.wantNowish)
@@ -246,12 +249,16 @@ func TestStuckRolloutIsCheckedAtItsDeadline(t *testing.T) {
 				Message: deploymentutil.MessageMinimumReplicasUnavailable, LastUpdateTime: metav1.NewTime(testNow), LastTransitionTime: metav1.NewTime(testNow)},
 			progressingCondition(corev1.ConditionTrue, deploymentutil.ReasonReplicaSetUpdated, testNow.Add(-100*time.Second)),
 		}}
-	f := newFixture(t, d, rs)
 	// A queue on the fake clock, so that the test can move time instead of sleeping, that
-	// records the delays it is asked for.
-	q := &recordingQueue{TypedRateLimitingInterface: workqueue.NewTypedRateLimitingQueueWithConfig(queue.DefaultRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Clock: f.clock})}
-	f.c.queue = q
+	// records the delays it is asked for. It takes the place of the controller's own queue,
+	// which is never used and so is shut down at once.
+	var q *recordingQueue
+	f := newFixtureWithQueue(t, func(clk *clocktesting.FakeClock, inner workqueue.TypedRateLimitingInterface[string]) workqueue.TypedRateLimitingInterface[string] {
+		inner.ShutDown()
+		q = &recordingQueue{TypedRateLimitingInterface: workqueue.NewTypedRateLimitingQueueWithConfig(queue.DefaultRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Clock: clk})}
+		return q
+	}, d, rs)
 	t.Cleanup(q.ShutDown)
 
 	if err := f.sync(d); err != nil {

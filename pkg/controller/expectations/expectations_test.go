@@ -179,6 +179,20 @@ func TestTrackedDeleteClearsKeysAndCounters(t *testing.T) {
 	}
 }
 
+func TestTrackedCounters(t *testing.T) {
+	ctx := context.Background()
+	s := New()
+	tr := NewTracked(s)
+	if tr.Counters() != s {
+		t.Fatal("Counters is not the wrapped store")
+	}
+	tr.ExpectDeletions(ctx, "k", []string{"ns/a"})
+	tr.Counters().Raise(ctx, "k", 2, 0)
+	if add, del, _ := tr.Get("k"); add != 2 || del != 1 {
+		t.Errorf("Get = (%d, %d), want (2, 1): the raise and the tracked deletion", add, del)
+	}
+}
+
 func BenchmarkConcurrentObservations(b *testing.B) {
 	ctx := context.Background()
 	s := New()

@@ -33,6 +33,13 @@ func NewTracked(store *Store) *TrackedStore {
 	return &TrackedStore{store: store, podKeys: map[string]sets.Set[string]{}}
 }
 
+// Counters returns the Store t wraps, for callers that adjust its counters directly.
+// Creations are counted there alone; a deletion count changed there bypasses the pod keys
+// t tracks.
+func (t *TrackedStore) Counters() *Store {
+	return t.store
+}
+
 // Satisfied reports whether the controller may act on key; see Store.Satisfied.
 func (t *TrackedStore) Satisfied(ctx context.Context, key string) bool {
 	return t.store.Satisfied(ctx, key)

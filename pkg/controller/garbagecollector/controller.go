@@ -46,6 +46,42 @@ const (
 	graphPath = "/graph"
 )
 
+// The keys of the options only the collector reads.
+type (
+	monitorSyncTimeoutKey struct{}
+	queueWrappersKey      struct{}
+)
+
+// withMonitorSyncTimeout bounds the waits for the monitors to sync by d instead of
+// MonitorSyncTimeout (also kept when d is zero or negative); tests shorten it.
+func withMonitorSyncTimeout(d time.Duration) options.Option {
+	return options.Local(monitorSyncTimeoutKey{}, d)
+}
+
+// queueWrappers are what the collector passes each of its work queues through once it has
+// built them, as options.WithQueueWrapper does for a controller with one queue of string
+// keys, which the collector's queues are not. A nil field leaves its queue alone.
+type queueWrappers struct {
+	graphChanges    func(workqueue.TypedRateLimitingInterface[*graphChange]) workqueue.TypedRateLimitingInterface[*graphChange]
+	attemptToDelete func(workqueue.TypedRateLimitingInterface[*gcgraph.Node]) workqueue.TypedRateLimitingInterface[*gcgraph.Node]
+	attemptToOrphan func(workqueue.TypedRateLimitingInterface[*gcgraph.Node]) workqueue.TypedRateLimitingInterface[*gcgraph.Node]
+}
+
+// withQueueWrappers makes the collector pass its work queues through wrappers; tests put
+// recorders in front of them.
+func withQueueWrappers(wrappers queueWrappers) options.Option {
+	return options.Local(queueWrappersKey{}, wrappers)
+}
+
+// wrapQueue returns q passed through wrap; q itself when wrap is nil.
+func wrapQueue[T comparable](wrap func(workqueue.TypedRateLimitingInterface[T]) workqueue.TypedRateLimitingInterface[T],
+	q workqueue.TypedRateLimitingInterface[T]) workqueue.TypedRateLimitingInterface[T] {
+	if wrap == nil {
+		return q
+	}
+	return wrap(q)
+}
+
 // SharedInformerLookup returns the informer another controller of the process already
 // runs for resource, so that the collector shares its cache rather than building a second
 // one. ok is false for resources no one else watches; the collector watches those
@@ -72,7 +108,7 @@ type Controller struct {
 	attemptToOrphan workqueue.TypedRateLimitingInterface[*gcgraph.Node]
 
 	// resyncPeriod and syncTimeout are DiscoveryResyncPeriod and MonitorSyncTimeout; tests
-	// shorten them.
+	// shorten syncTimeout with withMonitorSyncTimeout.
 	resyncPeriod time.Duration
 	syncTimeout  time.Duration
 }
@@ -86,13 +122,13 @@ type Controller struct {
 // the collector resets when the served resources change, and discoveryClient lists the
 // resources. Warning events are recorded through recorder, whose source should be
 // ControllerName. ignoredResources are never watched nor collected, in addition to
-// events and events.k8s.io events, which always are. NewController reads none of the
-// options today; it accepts them like every controller.
+// events and events.k8s.io events, which always are. Of the options it reads only its
+// own, which tests use: withMonitorSyncTimeout and withQueueWrappers.
 func NewController(ctx context.Context,
 	metadataInformers metadatainformer.SharedInformerFactory, sharedInformers SharedInformerLookup, informersStarted <-chan struct{},
 	metadataClient metadata.Interface, discoveryClient discovery.ServerResourcesInterface, mapper meta.ResettableRESTMapper,
 	recorder record.EventRecorder, ignoredResources []schema.GroupResource, opts ...options.Option) (*Controller, error) {
-	_ = options.Apply(opts)
+	settings := options.Apply(opts)
 	switch {
 	case metadataInformers == nil:
 		return nil, errors.New("building the garbage collector: no metadata informer factory")
@@ -111,6 +147,7 @@ func NewController(ctx context.Context,
 	for _, gr := range ignoredResources {
 		ignored[gr] = true
 	}
+	wrappers, _ := options.LocalValue[queueWrappers](settings, queueWrappersKey{})
 	c := &Controller{
 		metadataClient:  metadataClient,
 		discovery:       discoveryClient,
@@ -118,11 +155,14 @@ func NewController(ctx context.Context,
 		recorder:        recorder,
 		graph:           gcgraph.NewUIDToNode(),
 		absentOwners:    gcgraph.NewAbsentOwnerCache(gcgraph.AbsentOwnerCacheSize),
-		graphChanges:    queue.New[*graphChange](queue.NameGarbageCollectorGraphChanges),
-		attemptToDelete: queue.New[*gcgraph.Node](queue.NameGarbageCollectorAttemptDelete),
-		attemptToOrphan: queue.New[*gcgraph.Node](queue.NameGarbageCollectorAttemptOrphan),
+		graphChanges:    wrapQueue(wrappers.graphChanges, queue.New[*graphChange](queue.NameGarbageCollectorGraphChanges)),
+		attemptToDelete: wrapQueue(wrappers.attemptToDelete, queue.New[*gcgraph.Node](queue.NameGarbageCollectorAttemptDelete)),
+		attemptToOrphan: wrapQueue(wrappers.attemptToOrphan, queue.New[*gcgraph.Node](queue.NameGarbageCollectorAttemptOrphan)),
 		resyncPeriod:    DiscoveryResyncPeriod,
 		syncTimeout:     MonitorSyncTimeout,
+	}
+	if d, ok := options.LocalValue[time.Duration](settings, monitorSyncTimeoutKey{}); ok && d > 0 {
+		c.syncTimeout = d
 	}
 	c.monitors = &monitorSet{
 		metadataInformers: metadataInformers,

@@ -16,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/bosun-dev/bosun/pkg/controller/options"
 )
 
 var (
@@ -109,15 +111,13 @@ func TestRunCollects(t *testing.T) {
 	rs := object(replicaSetKind, testNamespace, "rs", "RS")
 	kept := object(podKind, testNamespace, "kept", "KEPT", ownedBy(blocking(rs)))
 	orphan := object(podKind, testNamespace, "orphan", "ORPHAN", ownedBy(ref(object(replicaSetKind, testNamespace, "gone", "GONE"), nil)))
-	f := newFixture(t, rs, kept, orphan)
-	f.c.syncTimeout = 500 * time.Millisecond
+	f := newFixtureWith(t, fixtureOptions{opts: []options.Option{withMonitorSyncTimeout(500 * time.Millisecond)}}, rs, kept, orphan)
 	f.client.PrependReactor("list", "widgets", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewInternalError(errors.New("conversion webhook unreachable"))
 	})
 	f.discovery.set(nil, resourceList("v1", "pods:Pod"), resourceList("apps/v1", "replicasets:ReplicaSet"),
 		resourceList("example.com/v1", "widgets:Widget"))
-	started := make(chan struct{})
-	f.c.monitors.informersStarted = started
+	started := f.informersStarted
 
 	ctx, cancel := context.WithCancel(f.ctx)
 	done := make(chan struct{})

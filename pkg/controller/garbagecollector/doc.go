@@ -37,4 +37,19 @@
 // (upstream builds full typed informers for built-in kinds; kubernetes issues #115699,
 // #112319), and foreground and orphan deletion are recognised by level rather than by
 // edge (kubernetes issues #77081, #115570).
+//
+// attemptToDeleteItem (delete.go) makes its checks in upstream's order, one for one, on
+// purpose. That order decides which API calls an object's state leads to and which write
+// comes of it: an object already going without waiting on its dependents is left alone
+// before any read; a missing or replaced object becomes a virtual delete before its owners
+// are looked up; an object deleting its own dependents in the foreground has that finished
+// before its references are judged; solid owners keep the object and only the dangling and
+// waiting references are removed; owners waiting in the foreground, with dependents of the
+// object left, make it go in the foreground (after unblocking them when a dependent waits
+// too, to break a cycle); and anything else is deleted with the propagation its own orphan
+// or foregroundDeletion finalizer asks for. Reordering the checks would change, for some
+// state, what is read, patched or deleted. Keeping the order keeps the observable writes
+// the same, so bosun's collector and upstream's can replace each other in a cluster (or run
+// one after the other across an upgrade) without either undoing or repeating what the
+// other did.
 package garbagecollector

@@ -24,6 +24,7 @@ import (
 
 	"github.com/bosun-dev/bosun/pkg/controller/gcgraph"
 	"github.com/bosun-dev/bosun/pkg/controller/informers"
+	"github.com/bosun-dev/bosun/pkg/controller/options"
 )
 
 const testNamespace = "ns"
@@ -148,10 +149,27 @@ type fixture struct {
 	changes   *recordingQueue[*graphChange]
 	deletes   *recordingQueue[*gcgraph.Node]
 	orphans   *recordingQueue[*gcgraph.Node]
+	// informersStarted is the collector's signal that the process has started its
+	// informers; nothing closes it unless a test does.
+	informersStarted chan struct{}
+}
+
+// fixtureOptions change how newFixtureWith builds the collector.
+type fixtureOptions struct {
+	// sharedInformers looks up other controllers' informers; nil: there are none.
+	sharedInformers SharedInformerLookup
+	// opts come after the fixture's own options.
+	opts []options.Option
 }
 
 // newFixture builds a collector whose API server holds objects.
 func newFixture(t *testing.T, objects ...*metav1.PartialObjectMetadata) *fixture {
+	t.Helper()
+	return newFixtureWith(t, fixtureOptions{}, objects...)
+}
+
+// newFixtureWith is newFixture with the collector built as fo says.
+func newFixtureWith(t *testing.T, fo fixtureOptions, objects ...*metav1.PartialObjectMetadata) *fixture {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	scheme := runtime.NewScheme()
@@ -165,19 +183,30 @@ func newFixture(t *testing.T, objects ...*metav1.PartialObjectMetadata) *fixture
 	client := metadatafake.NewSimpleMetadataClient(scheme, objs...)
 	f := &fixture{
 		t: t, ctx: ctx, client: client,
-		recorder:  record.NewFakeRecorder(100),
-		mapper:    testMapper(),
-		discovery: &fakeDiscovery{},
+		recorder:         record.NewFakeRecorder(100),
+		mapper:           testMapper(),
+		discovery:        &fakeDiscovery{},
+		informersStarted: make(chan struct{}),
 	}
-	c, err := NewController(ctx, informers.NewMetadataInformerFactory(client, 0), nil, make(chan struct{}),
-		client, f.discovery, f.mapper, f.recorder, nil)
+	recordQueues := withQueueWrappers(queueWrappers{
+		graphChanges: func(q workqueue.TypedRateLimitingInterface[*graphChange]) workqueue.TypedRateLimitingInterface[*graphChange] {
+			f.changes = &recordingQueue[*graphChange]{TypedRateLimitingInterface: q}
+			return f.changes
+		},
+		attemptToDelete: func(q workqueue.TypedRateLimitingInterface[*gcgraph.Node]) workqueue.TypedRateLimitingInterface[*gcgraph.Node] {
+			f.deletes = &recordingQueue[*gcgraph.Node]{TypedRateLimitingInterface: q}
+			return f.deletes
+		},
+		attemptToOrphan: func(q workqueue.TypedRateLimitingInterface[*gcgraph.Node]) workqueue.TypedRateLimitingInterface[*gcgraph.Node] {
+			f.orphans = &recordingQueue[*gcgraph.Node]{TypedRateLimitingInterface: q}
+			return f.orphans
+		},
+	})
+	c, err := NewController(ctx, informers.NewMetadataInformerFactory(client, 0), fo.sharedInformers, f.informersStarted,
+		client, f.discovery, f.mapper, f.recorder, nil, append([]options.Option{recordQueues}, fo.opts...)...)
 	if err != nil {
 		t.Fatalf("NewController: %v", err)
 	}
-	f.changes = &recordingQueue[*graphChange]{TypedRateLimitingInterface: c.graphChanges}
-	f.deletes = &recordingQueue[*gcgraph.Node]{TypedRateLimitingInterface: c.attemptToDelete}
-	f.orphans = &recordingQueue[*gcgraph.Node]{TypedRateLimitingInterface: c.attemptToOrphan}
-	c.graphChanges, c.attemptToDelete, c.attemptToOrphan = f.changes, f.deletes, f.orphans
 	t.Cleanup(c.shutDownQueues)
 	f.c = c
 	return f

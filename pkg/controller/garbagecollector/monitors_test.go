@@ -70,12 +70,13 @@ func syncErrors(t *testing.T) float64 {
 }
 
 func TestMonitorsFollowDiscovery(t *testing.T) {
-	f := newFixture(t)
-	// The pods informer belongs to "another controller": the collector must use it.
-	podInformer := informers.NewMetadataInformerFactory(f.client, 0).ForResource(podsResource).Informer()
-	f.c.monitors.sharedInformers = func(gvr schema.GroupVersionResource) (cache.SharedIndexInformer, bool) {
+	// The pods informer belongs to "another controller": the collector must use it. It is
+	// built on the fixture's client, before the collector first looks it up.
+	var podInformer cache.SharedIndexInformer
+	f := newFixtureWith(t, fixtureOptions{sharedInformers: func(gvr schema.GroupVersionResource) (cache.SharedIndexInformer, bool) {
 		return podInformer, gvr == podsResource
-	}
+	}})
+	podInformer = informers.NewMetadataInformerFactory(f.client, 0).ForResource(podsResource).Informer()
 	core := resourceList("v1", "pods:Pod", "configmaps:ConfigMap", "events:Event")
 	apps := resourceList("apps/v1", "replicasets:ReplicaSet")
 	widgets := resourceList("example.com/v1", "widgets:Widget")

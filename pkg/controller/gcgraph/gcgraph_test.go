@@ -48,9 +48,6 @@ func TestIdentity(t *testing.T) {
 		if got := id.MatchesRef(tc.ref); got != tc.want {
 			t.Errorf("%s: MatchesRef = %v, want %v", tc.name, got, tc.want)
 		}
-		if got := RefCoordinatesEqual(ref("v1", "ConfigMap", "p", "U", nil), tc.ref); got != tc.want {
-			t.Errorf("%s: RefCoordinatesEqual = %v, want %v", tc.name, got, tc.want)
-		}
 	}
 	want := `ownerRef [v1/ConfigMap, namespace: a, name: p, uid: U] does not exist in namespace "a"`
 	if got := InvalidNamespaceMessage(ref("v1", "ConfigMap", "p", "U", nil), "a"); got != want {

@@ -53,11 +53,6 @@ func (id Identity) Less(other Identity) bool {
 	}
 }
 
-// RefCoordinatesEqual reports whether two owner references name the same coordinates.
-func RefCoordinatesEqual(a, b metav1.OwnerReference) bool {
-	return a.UID == b.UID && a.Name == b.Name && a.Kind == b.Kind && a.APIVersion == b.APIVersion
-}
-
 // IsBlocking reports whether ref has blockOwnerDeletion: true.
 func IsBlocking(ref metav1.OwnerReference) bool {
 	return ref.BlockOwnerDeletion != nil && *ref.BlockOwnerDeletion

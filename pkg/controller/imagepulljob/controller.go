@@ -29,14 +29,12 @@ import (
 	"github.com/bosun-dev/bosun/pkg/controller/informers"
 	"github.com/bosun-dev/bosun/pkg/controller/options"
 	"github.com/bosun-dev/bosun/pkg/controller/queue"
+	"github.com/bosun-dev/bosun/pkg/controller/refmanager"
 )
 
 const (
 	// ControllerName is the controller's canonical name and its client's name.
 	ControllerName = "imagepulljob-controller"
-
-	// queueName names the work queue in the workqueue_* metrics.
-	queueName = "imagepulljob"
 
 	// ExpectationRequeue is how soon a job whose own writes the informers have not shown
 	// yet is looked at again. NodeImage updates that change no tag status of the job queue
@@ -74,11 +72,15 @@ type Controller struct {
 	queue workqueue.TypedRateLimitingInterface[string]
 	// syncHandler is syncJob; tests may replace it to watch the worker loop.
 	syncHandler queue.SyncFunc[string]
+
+	// podEvents decides which jobs a pod event concerns (see jobPodHandlers).
+	podEvents refmanager.PodHandlers[*appsv1alpha1.ImagePullJob]
 }
 
 // NewController builds the ImagePullJob controller on the given informers. client writes
 // the copies of pull secrets into secretsNamespace (where node agents read them);
-// bosunClient writes jobs and NodeImages. Of the options it reads the clock.
+// bosunClient writes jobs and NodeImages. Of the options it reads the clock and the queue
+// wrapper.
 func NewController(ctx context.Context,
 	jobs appsinformers.ImagePullJobInformer, nodeImages appsinformers.NodeImageInformer,
 	pods coreinformers.PodInformer, secrets coreinformers.SecretInformer, namespaces coreinformers.NamespaceInformer,
@@ -103,9 +105,10 @@ func NewController(ctx context.Context,
 			jobs.Informer().HasSynced, nodeImages.Informer().HasSynced, pods.Informer().HasSynced,
 			secrets.Informer().HasSynced, namespaces.Informer().HasSynced,
 		},
-		queue: queue.New[string](queueName),
+		queue: settings.WrapQueue(queue.New[string](queue.NameImagePullJob)),
 	}
 	c.syncHandler = c.syncJob
+	c.podEvents = c.jobPodHandlers()
 	c.jobVersions = expectations.NewVersionStore(c.clock, func(namespace, name string) (types.UID, string, bool) {
 		job, err := c.jobs.ImagePullJobs(namespace).Get(name)
 		if err != nil {
@@ -324,49 +327,38 @@ func selectsByLabels(job *appsv1alpha1.ImagePullJob) bool {
 	return job.Spec.PodSelector == nil && (job.Spec.Selector == nil || len(job.Spec.Selector.Names) == 0)
 }
 
-func (c *Controller) addPod(ctx context.Context, obj any) {
-	if pod, ok := obj.(*corev1.Pod); ok {
-		c.enqueuePodSelectorJobs(ctx, pod.Namespace, pod.Labels)
-	}
-}
+func (c *Controller) addPod(ctx context.Context, obj any) { c.podEvents.Add(ctx, obj) }
 
 // updatePod queues the pod-selecting jobs of the pod's namespace that select it before or
 // after, when what makes it a target changed: labels, node, phase or deletion.
-func (c *Controller) updatePod(ctx context.Context, old, cur any) {
-	oldPod, ok1 := old.(*corev1.Pod)
-	curPod, ok2 := cur.(*corev1.Pod)
-	if !ok1 || !ok2 {
-		return
+func (c *Controller) updatePod(ctx context.Context, old, cur any) { c.podEvents.Update(ctx, old, cur) }
+
+func (c *Controller) deletePod(ctx context.Context, obj any) { c.podEvents.Delete(ctx, obj) }
+
+// jobPodHandlers says how pod events concern jobs: a pod's events queue the unfinished
+// jobs whose pod selector matches it.
+func (c *Controller) jobPodHandlers() refmanager.PodHandlers[*appsv1alpha1.ImagePullJob] {
+	return refmanager.PodHandlers[*appsv1alpha1.ImagePullJob]{
+		Kind:      jobKind,
+		Selecting: c.podSelectorJobs,
+		UpdateConcerns: func(old, cur *corev1.Pod) bool {
+			return !labels.Equals(old.Labels, cur.Labels) || old.Spec.NodeName != cur.Spec.NodeName ||
+				old.Status.Phase != cur.Status.Phase || (old.DeletionTimestamp == nil) != (cur.DeletionTimestamp == nil)
+		},
+		Enqueue: func(key string) { c.queue.Add(key) },
 	}
-	if labels.Equals(oldPod.Labels, curPod.Labels) && oldPod.Spec.NodeName == curPod.Spec.NodeName &&
-		oldPod.Status.Phase == curPod.Status.Phase && (oldPod.DeletionTimestamp == nil) == (curPod.DeletionTimestamp == nil) {
-		return
-	}
-	c.enqueuePodSelectorJobs(ctx, curPod.Namespace, oldPod.Labels, curPod.Labels)
 }
 
-func (c *Controller) deletePod(ctx context.Context, obj any) {
-	if pod, ok := queue.FromTombstone[*corev1.Pod](obj); ok {
-		c.enqueuePodSelectorJobs(ctx, pod.Namespace, pod.Labels)
-	}
-}
-
-func (c *Controller) enqueuePodSelectorJobs(ctx context.Context, namespace string, podLabels ...map[string]string) {
-	c.enqueueJobs(c.unfinishedJobs(ctx, namespace, func(job *appsv1alpha1.ImagePullJob) bool {
+// podSelectorJobs returns the unfinished jobs of pod's namespace whose pod selector matches
+// it.
+func (c *Controller) podSelectorJobs(ctx context.Context, pod *corev1.Pod) []*appsv1alpha1.ImagePullJob {
+	return c.unfinishedJobs(ctx, pod.Namespace, func(job *appsv1alpha1.ImagePullJob) bool {
 		if job.Spec.PodSelector == nil {
 			return false
 		}
 		selector, err := metav1.LabelSelectorAsSelector(&job.Spec.PodSelector.LabelSelector)
-		if err != nil {
-			return false
-		}
-		for _, l := range podLabels {
-			if selector.Matches(labels.Set(l)) {
-				return true
-			}
-		}
-		return false
-	}))
+		return err == nil && selector.Matches(labels.Set(pod.Labels))
+	})
 }
 
 func (c *Controller) addSecret(ctx context.Context, obj any) {

@@ -19,8 +19,9 @@ import (
 )
 
 // fanOutFixture is a fixture with n empty NodeImages and one job over all of them whose
-// parallelism lets every one pull at once.
-func fanOutFixture(t *testing.T, n int) (*fixture, []string) {
+// parallelism lets every one pull at once; the controller writes through
+// wrapClient(the fake clientset), or the clientset itself when wrapClient is nil.
+func fanOutFixture(t *testing.T, n int, wrapClient func(bosunclientset.Interface) bosunclientset.Interface) (*fixture, []string) {
 	parallelism := intstr.FromInt32(int32(n))
 	objects := []runtime.Object{newJob("job", "nginx", func(j *appsv1alpha1.ImagePullJob) { j.Spec.Parallelism = &parallelism })}
 	var names []string
@@ -29,13 +30,13 @@ func fanOutFixture(t *testing.T, n int) (*fixture, []string) {
 		names = append(names, name)
 		objects = append(objects, newNodeImage(name, nil))
 	}
-	return newFixture(t, objects...), names
+	return newFixtureWithClient(t, wrapClient, objects...), names
 }
 
 // A NodeImage whose write fails does not keep the job's tag from the others, and the
 // sync's error names each NodeImage that failed.
 func TestFanOutWritesEveryNodeImageAndReportsEachFailure(t *testing.T) {
-	f, names := fanOutFixture(t, 40)
+	f, names := fanOutFixture(t, 40, nil)
 	failing := map[string]bool{"n03": true, "n27": true}
 	f.bosunClient.PrependReactor("update", "nodeimages", func(action clienttesting.Action) (bool, runtime.Object, error) {
 		if name := action.(clienttesting.UpdateAction).GetObject().(*appsv1alpha1.NodeImage).Name; failing[name] {
@@ -61,9 +62,10 @@ func TestFanOutWritesEveryNodeImageAndReportsEachFailure(t *testing.T) {
 
 // The fan-out writes several NodeImages at once, never more than fanOutWrites.
 func TestFanOutWritesConcurrentlyWithinTheBound(t *testing.T) {
-	f, names := fanOutFixture(t, 3*fanOutWrites)
 	gate := &writeGate{arrivals: make(chan struct{}), release: make(chan struct{})}
-	f.c.bosunClient = gatedClient{Interface: f.c.bosunClient, gate: gate}
+	f, names := fanOutFixture(t, 3*fanOutWrites, func(client bosunclientset.Interface) bosunclientset.Interface {
+		return gatedClient{Interface: client, gate: gate}
+	})
 	done := make(chan error, 1)
 	go func() { done <- f.c.syncJob(f.ctx, "ns/job") }()
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	bosunclientset "github.com/bosun-dev/client-go/clientset/versioned"
 	bosunfake "github.com/bosun-dev/client-go/clientset/versioned/fake"
 	bosuninformers "github.com/bosun-dev/client-go/informers/externalversions"
 	corev1 "k8s.io/api/core/v1"
@@ -49,6 +50,14 @@ type fixture struct {
 
 func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
 	t.Helper()
+	return newFixtureWithClient(t, nil, objects...)
+}
+
+// newFixtureWithClient is newFixture with the controller writing through
+// wrapClient(the fake bosun clientset) instead of the clientset itself; nil leaves it
+// alone. The fixture's bosunClient stays the fake clientset.
+func newFixtureWithClient(t *testing.T, wrapClient func(bosunclientset.Interface) bosunclientset.Interface, objects ...runtime.Object) *fixture {
+	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	kubeClient := fake.NewClientset()
 	bosunClient := bosunfake.NewSimpleClientset()
@@ -60,13 +69,16 @@ func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
 	secrets := factory.Core().V1().Secrets()
 	namespaces := factory.Core().V1().Namespaces()
 	clk := clocktesting.NewFakeClock(t0)
-	c, err := NewController(ctx, jobs, nodeImages, pods, secrets, namespaces, kubeClient, bosunClient, secretsNamespace,
-		options.WithClock(clk))
+	var controllerClient bosunclientset.Interface = bosunClient
+	if wrapClient != nil {
+		controllerClient = wrapClient(bosunClient)
+	}
+	q, wrapQueue := queuetest.Wrapping()
+	c, err := NewController(ctx, jobs, nodeImages, pods, secrets, namespaces, kubeClient, controllerClient, secretsNamespace,
+		options.WithClock(clk), wrapQueue)
 	if err != nil {
 		t.Fatalf("NewController: %v", err)
 	}
-	q := queuetest.NewRecorder(c.queue)
-	c.queue = q
 	t.Cleanup(q.ShutDown)
 	f := &fixture{
 		t: t, ctx: ctx, kubeClient: kubeClient, bosunClient: bosunClient, clock: clk, queue: q, c: c,

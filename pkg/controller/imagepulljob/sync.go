@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/bosun-dev/bosun/pkg/controller/imagepulljob/imageref"
 	"github.com/bosun-dev/bosun/pkg/controller/imagepulljob/jobutil"
+	"github.com/bosun-dev/bosun/pkg/controller/imageref"
 	"github.com/bosun-dev/bosun/pkg/controller/queue"
 )
 

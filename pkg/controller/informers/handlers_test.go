@@ -62,6 +62,62 @@ func TestAddHandlersPassesContextAndSkipsNil(t *testing.T) {
 	}
 }
 
+// AddDetailed hands the handler the informer's initial-list flag, and the other handlers
+// are registered beside it as usual.
+func TestAddHandlersDetailedAdd(t *testing.T) {
+	ctx := context.WithValue(context.Background(), ctxKey{}, "mine")
+	type added struct {
+		obj     any
+		initial bool
+	}
+	var adds []added
+	var deletes []any
+	informer := &capturingInformer{}
+	err := AddHandlers(ctx, informer, "Pod", Handlers{
+		AddDetailed: func(ctx context.Context, obj any, isInInitialList bool) {
+			if ctx.Value(ctxKey{}) != "mine" {
+				t.Error("the add handler got another context")
+			}
+			adds = append(adds, added{obj, isInInitialList})
+		},
+		Delete: func(_ context.Context, obj any) { deletes = append(deletes, obj) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	funcs, ok := informer.handler.(cache.ResourceEventHandlerDetailedFuncs)
+	if !ok {
+		t.Fatalf("registered %T, want cache.ResourceEventHandlerDetailedFuncs", informer.handler)
+	}
+	if funcs.UpdateFunc != nil {
+		t.Error("a nil Update handler was registered")
+	}
+	funcs.OnAdd("listed", true)
+	funcs.OnAdd("created", false)
+	funcs.OnUpdate("old", "cur") // must be a no-op, not a nil call
+	funcs.OnDelete("gone")
+	if want := []added{{"listed", true}, {"created", false}}; !slices.Equal(adds, want) {
+		t.Errorf("adds %v, want %v", adds, want)
+	}
+	if !slices.Equal(deletes, []any{"gone"}) {
+		t.Errorf("deletes %v, want [gone]", deletes)
+	}
+}
+
+func TestAddHandlersRefusesBothAdds(t *testing.T) {
+	informer := &capturingInformer{}
+	err := AddHandlers(context.Background(), informer, "Pod", Handlers{
+		Add:         func(context.Context, any) {},
+		AddDetailed: func(context.Context, any, bool) {},
+	})
+	if err == nil {
+		t.Fatal("both Add and AddDetailed were accepted")
+	}
+	if informer.handler != nil {
+		t.Error("handlers were registered despite the error")
+	}
+}
+
 // capturingOptionsInformer keeps the options AddRemovableHandlers registers with.
 type capturingOptionsInformer struct {
 	cache.SharedIndexInformer

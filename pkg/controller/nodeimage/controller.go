@@ -35,9 +35,6 @@ const (
 	// events it records.
 	ControllerName = "nodeimage-controller"
 
-	// queueName names the work queue in the workqueue_* metrics.
-	queueName = "nodeimage"
-
 	// DefaultCreationDelay is how long a node must have been Ready before its NodeImage is
 	// created.
 	DefaultCreationDelay = 30 * time.Second
@@ -68,15 +65,30 @@ const (
 	DeadlineExceededMessage = "pulling exceeds the activeDeadlineSeconds"
 )
 
-// Config holds the controller's timing settings.
-type Config struct {
-	// CreationDelay is how long a node must have been Ready before its NodeImage is
-	// created (DefaultCreationDelay in the manager); zero creates it as soon as the node is
-	// Ready.
-	CreationDelay time.Duration
-	// ResponseTimeout is how long after a tag's createdAt the agent has to report on it;
-	// DefaultResponseTimeout when zero or negative.
-	ResponseTimeout time.Duration
+// The keys of the options only this controller reads.
+type (
+	creationDelayKey   struct{}
+	responseTimeoutKey struct{}
+	requeueJitterKey   struct{}
+)
+
+// WithCreationDelay makes the controller create a node's NodeImage once the node has been
+// Ready for d (default DefaultCreationDelay); zero creates it as soon as the node is Ready.
+func WithCreationDelay(d time.Duration) options.Option {
+	return options.Local(creationDelayKey{}, d)
+}
+
+// WithResponseTimeout gives the node agent d after a tag's createdAt to report on it
+// before the controller fails the tag (default DefaultResponseTimeout, also used when d is
+// zero or negative).
+func WithResponseTimeout(d time.Duration) options.Option {
+	return options.Local(responseTimeoutKey{}, d)
+}
+
+// withRequeueJitter makes the controller take the random part of its requeue delays from
+// jitter instead of a random source, so that tests can know the delays.
+func withRequeueJitter(jitter func() time.Duration) options.Option {
+	return options.Local(requeueJitterKey{}, jitter)
 }
 
 // Controller keeps one NodeImage per node, in line with the node and with the jobs and
@@ -101,36 +113,47 @@ type Controller struct {
 	secretsChecked map[string]time.Time
 
 	queue workqueue.TypedRateLimitingInterface[string]
-	// jitter returns the random part of a requeue delay, in [0, requeueJitter); tests fix it.
+	// syncHandler is syncNodeImage; tests replace it to watch the worker loop.
+	syncHandler queue.SyncFunc[string]
+	// jitter returns the random part of a requeue delay, in [0, requeueJitter); tests fix it
+	// with withRequeueJitter.
 	jitter func() time.Duration
 }
 
-// NewController builds the NodeImage controller on the given informers. jobs may be nil
-// when the API server does not serve ImagePullJobs; owner references to them are then
-// left alone. client reads Secrets (live, never cached) and bosunClient writes NodeImages
-// and reads ImagePullJobs the cache does not know. Events are recorded through recorder,
-// whose source should be ControllerName. Of the options it reads the clock.
+// NewController builds the NodeImage controller on the given informers. jobs is optional:
+// nil when the API server does not serve ImagePullJobs, and owner references to them are
+// then left alone. client reads Secrets (live, never cached) and bosunClient writes
+// NodeImages and reads ImagePullJobs the cache does not know. Events are recorded through
+// recorder, whose source should be ControllerName. Of the options it reads the clock, the
+// queue wrapper and its own WithCreationDelay and WithResponseTimeout.
 func NewController(ctx context.Context,
 	nodes coreinformers.NodeInformer, nodeImages appsinformers.NodeImageInformer, jobs appsinformers.ImagePullJobInformer,
 	client kubernetes.Interface, bosunClient bosunclientset.Interface, recorder record.EventRecorder,
-	config Config, opts ...options.Option) (*Controller, error) {
+	opts ...options.Option) (*Controller, error) {
 	settings := options.Apply(opts)
 	c := &Controller{
 		client:          client,
 		bosunClient:     bosunClient,
 		recorder:        recorder,
 		clock:           settings.Clock,
-		creationDelay:   config.CreationDelay,
-		responseTimeout: config.ResponseTimeout,
+		creationDelay:   DefaultCreationDelay,
+		responseTimeout: DefaultResponseTimeout,
 		nodes:           nodes.Lister(),
 		nodeImages:      nodeImages.Lister(),
 		cachesSynced:    []cache.InformerSynced{nodes.Informer().HasSynced, nodeImages.Informer().HasSynced},
 		secretsChecked:  map[string]time.Time{},
-		queue:           queue.New[string](queueName),
+		queue:           settings.WrapQueue(queue.New[string](queue.NameNodeImage)),
 		jitter:          func() time.Duration { return rand.N(requeueJitter) },
 	}
-	if c.responseTimeout <= 0 {
-		c.responseTimeout = DefaultResponseTimeout
+	c.syncHandler = c.syncNodeImage
+	if d, ok := options.LocalValue[time.Duration](settings, creationDelayKey{}); ok {
+		c.creationDelay = d
+	}
+	if d, ok := options.LocalValue[time.Duration](settings, responseTimeoutKey{}); ok && d > 0 {
+		c.responseTimeout = d
+	}
+	if jitter, ok := options.LocalValue[func() time.Duration](settings, requeueJitterKey{}); ok && jitter != nil {
+		c.jitter = jitter
 	}
 	if err := informers.AddHandlers(ctx, nodes.Informer(), "Node",
 		informers.Handlers{Add: c.addNode, Update: c.updateNode, Delete: c.deleteNode}); err != nil {
@@ -153,7 +176,7 @@ func NewController(ctx context.Context,
 // Run waits for the caches to sync, then processes nodes with workers workers until ctx
 // ends. It returns after the queue is shut down and every worker has stopped.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	queue.RunController(ctx, ControllerName, c.queue, workers, c.cachesSynced, c.sync)
+	queue.RunController(ctx, ControllerName, c.queue, workers, c.cachesSynced, c.syncHandler)
 }
 
 func (c *Controller) addNode(ctx context.Context, obj any) {

@@ -24,6 +24,7 @@ import (
 	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
 	bosunfake "github.com/bosun-dev/client-go/clientset/versioned/fake"
 	bosuninformers "github.com/bosun-dev/client-go/informers/externalversions"
+	appsinformers "github.com/bosun-dev/client-go/informers/externalversions/apps/v1alpha1"
 
 	"github.com/bosun-dev/bosun/pkg/controller/options"
 	"github.com/bosun-dev/bosun/pkg/controller/queue/queuetest"
@@ -54,7 +55,21 @@ type fixture struct {
 	c        *Controller
 }
 
-func newFixture(t *testing.T) *fixture {
+// newFixture builds the controller with the test timings and the fake clock; opts come
+// after them and may override them.
+func newFixture(t *testing.T, opts ...options.Option) *fixture {
+	t.Helper()
+	return buildFixture(t, true, opts...)
+}
+
+// newFixtureWithoutJobs builds the controller as the manager does when the API server
+// does not serve ImagePullJobs: without their informer.
+func newFixtureWithoutJobs(t *testing.T, opts ...options.Option) *fixture {
+	t.Helper()
+	return buildFixture(t, false, opts...)
+}
+
+func buildFixture(t *testing.T, withJobs bool, opts ...options.Option) *fixture {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	// NewClientset needs apply configurations, which bosun's generated client lacks.
@@ -63,15 +78,19 @@ func newFixture(t *testing.T) *fixture {
 		clock: clocktesting.NewFakeClock(t0), recorder: &eventRecorder{}}
 	f.factory = informers.NewSharedInformerFactory(f.kube, 0)
 	f.bosunInf = bosuninformers.NewSharedInformerFactory(f.bosun, 0)
+	var jobs appsinformers.ImagePullJobInformer
+	if withJobs {
+		jobs = f.bosunInf.Apps().V1alpha1().ImagePullJobs()
+	}
+	q, wrapQueue := queuetest.Wrapping()
+	opts = append([]options.Option{options.WithClock(f.clock), WithCreationDelay(testCreationDelay), WithResponseTimeout(testResponseTimeout),
+		withRequeueJitter(func() time.Duration { return fixedJitter }), wrapQueue}, opts...)
 	c, err := NewController(ctx, f.factory.Core().V1().Nodes(), f.bosunInf.Apps().V1alpha1().NodeImages(),
-		f.bosunInf.Apps().V1alpha1().ImagePullJobs(), f.kube, f.bosun, f.recorder,
-		Config{CreationDelay: testCreationDelay, ResponseTimeout: testResponseTimeout}, options.WithClock(f.clock))
+		jobs, f.kube, f.bosun, f.recorder, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.jitter = func() time.Duration { return fixedJitter }
-	f.queue = queuetest.NewRecorder(c.queue)
-	c.queue = f.queue
+	f.queue = q
 	t.Cleanup(c.queue.ShutDown)
 	f.c = c
 	return f
@@ -124,9 +143,31 @@ func (f *fixture) addSecret(namespace, name string) {
 
 func (f *fixture) sync(name string) {
 	f.t.Helper()
-	if err := f.c.sync(f.ctx, name); err != nil {
+	if err := f.c.syncNodeImage(f.ctx, name); err != nil {
 		f.t.Fatalf("sync(%s): %v", name, err)
 	}
+}
+
+// removeNode takes node out of the cache, as its deletion would.
+func (f *fixture) removeNode(node *corev1.Node) {
+	f.t.Helper()
+	if err := f.factory.Core().V1().Nodes().Informer().GetIndexer().Delete(node); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// cacheNodeImage makes the cache hold the NodeImage the server holds, as its update event
+// would.
+func (f *fixture) cacheNodeImage(name string) *appsv1alpha1.NodeImage {
+	f.t.Helper()
+	ni := f.nodeImage(name)
+	if ni == nil {
+		f.t.Fatalf("no NodeImage %s on the server", name)
+	}
+	if err := f.bosunInf.Apps().V1alpha1().NodeImages().Informer().GetIndexer().Update(ni); err != nil {
+		f.t.Fatal(err)
+	}
+	return ni
 }
 
 // nodeImage returns the NodeImage on the server, or nil.
@@ -255,4 +296,26 @@ func (r *eventRecorder) all() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.events)
+}
+
+// equalStatus compares statuses field by field, times by instant.
+func equalStatus(a, b appsv1alpha1.NodeImageStatus) bool {
+	if a.Desired != b.Desired || a.Succeeded != b.Succeeded || a.Failed != b.Failed || a.Pulling != b.Pulling || a.Waiting != b.Waiting ||
+		len(a.ImageStatuses) != len(b.ImageStatuses) {
+		return false
+	}
+	for image, as := range a.ImageStatuses {
+		bs, ok := b.ImageStatuses[image]
+		if !ok || len(as.Tags) != len(bs.Tags) {
+			return false
+		}
+		for i := range as.Tags {
+			x, y := as.Tags[i], bs.Tags[i]
+			if x.Tag != y.Tag || x.Phase != y.Phase || x.Version != y.Version || x.Message != y.Message || x.ImageID != y.ImageID ||
+				!x.StartTime.Equal(y.StartTime) || !x.CompletionTime.Equal(y.CompletionTime) {
+				return false
+			}
+		}
+	}
+	return true
 }

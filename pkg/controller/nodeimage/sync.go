@@ -20,8 +20,8 @@ import (
 	"github.com/bosun-dev/bosun/pkg/controller/nodeimage/nodeimageutil"
 )
 
-// sync brings the NodeImage of one node in line (see the package documentation).
-func (c *Controller) sync(ctx context.Context, name string) error {
+// syncNodeImage brings the NodeImage of one node in line (see the package documentation).
+func (c *Controller) syncNodeImage(ctx context.Context, name string) error {
 	logger := klog.FromContext(ctx).WithValues("node", name)
 	ctx = klog.NewContext(ctx, logger)
 

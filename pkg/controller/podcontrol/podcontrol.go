@@ -1,5 +1,6 @@
 // Package podcontrol creates, deletes and patches the pods of a workload controller and
-// records the matching events on the owner.
+// records the matching events on the owner. StatusUpdater writes pod status for the
+// controllers that set pod conditions.
 //
 // Every pod a controller creates carries exactly one controller reference with
 // blockOwnerDeletion set, so that foreground deletion of the owner waits for its pods;

@@ -49,9 +49,6 @@ const (
 	// events it records.
 	ControllerName = "podunavailablebudget-controller"
 
-	// queueName names the work queue in the workqueue_* metrics.
-	queueName = "podunavailablebudget"
-
 	// PodTerminatingDelay is how long after a pod's deletion starts its budget is synced:
 	// by then the pod has had time to report itself not ready, and the webhook's record of
 	// the deletion is still in disruptedPods, so the budget is not handed back twice.
@@ -107,16 +104,22 @@ type Controller struct {
 	queue workqueue.TypedRateLimitingInterface[string]
 	// syncHandler is syncBudget; tests replace it to watch the worker loop.
 	syncHandler queue.SyncFunc[string]
+
+	// chains holds the controller chains the handlers could not read from the informer
+	// caches; syncChain reads them live and queues the budgets they lead to.
+	chains workqueue.TypedRateLimitingInterface[chainLookup]
 }
 
 // NewController builds the PodUnavailableBudget controller on the given informers.
-// daemonSets may be nil when the API server does not serve apps.kruise.io DaemonSets.
+// daemonSets is optional: nil when the API server does not serve apps.kruise.io
+// DaemonSets, which are then neither watched nor waited for.
 // finder resolves workloads (built with the owner-chain and DaemonSet-replicas gates);
 // budgetCache is the process-wide write-through budget cache, shared with the pod webhook;
 // client patches pods, bosunClient writes budget status. Events are recorded through
 // recorder, whose source should be ControllerName. Of the options it reads the clock
 // (disruption expiry), the feature gate (PodUnavailableBudgetOwnerChain, to know which
-// pods need their controller chain looked up) and the resync period (0: none).
+// pods need their controller chain looked up), the resync period (0: none) and the queue
+// wrapper (of the budget queue).
 func NewController(ctx context.Context,
 	budgets policyinformers.PodUnavailableBudgetInformer, pods coreinformers.PodInformer,
 	deployments appsinformers.DeploymentInformer, replicaSets appsinformers.ReplicaSetInformer,
@@ -141,7 +144,8 @@ func NewController(ctx context.Context,
 			deployments.Informer().HasSynced, replicaSets.Informer().HasSynced, statefulSets.Informer().HasSynced,
 		},
 		noPods: map[string]types.UID{},
-		queue:  queue.New[string](queueName),
+		queue:  settings.WrapQueue(queue.New[string](queue.NamePodUnavailableBudget)),
+		chains: queue.New[chainLookup](queue.NamePodUnavailableBudgetChains),
 	}
 	c.syncHandler = c.syncBudget
 
@@ -153,6 +157,8 @@ func NewController(ctx context.Context,
 	workloadHandlers := informers.Handlers{Add: c.addWorkload, Update: c.updateWorkload, Delete: c.deleteWorkload}
 	registrations := []registration{
 		{budgets.Informer(), "PodUnavailableBudget", informers.Handlers{Add: c.addBudget, Update: c.updateBudget, Delete: c.deleteBudget}},
+		// addPod needs to know whether a pod comes from the informer's initial list.
+		{pods.Informer(), "pod", informers.Handlers{AddDetailed: c.addPod, Update: c.updatePod, Delete: c.deletePod}},
 		{deployments.Informer(), "Deployment", workloadHandlers},
 		{replicaSets.Informer(), "ReplicaSet", informers.Handlers{Update: c.updateReplicaSet, Delete: c.deleteReplicaSet}},
 		{statefulSets.Informer(), "StatefulSet", workloadHandlers},
@@ -166,22 +172,19 @@ func NewController(ctx context.Context,
 			return nil, err
 		}
 	}
-	// The pod handlers need to know whether an added pod comes from the informer's initial
-	// list, which informers.Handlers does not pass on (see addPod).
-	if _, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc:    func(obj any, isInInitialList bool) { c.addPod(ctx, obj, isInInitialList) },
-		UpdateFunc: func(old, cur any) { c.updatePod(ctx, old, cur) },
-		DeleteFunc: func(obj any) { c.deletePod(ctx, obj) },
-	}); err != nil {
-		return nil, fmt.Errorf("adding pod event handlers: %w", err)
-	}
 	return c, nil
 }
 
-// Run waits for the caches to sync, then processes budgets with workers workers until ctx
-// ends. It returns after the queue is shut down and every worker has stopped.
+// Run waits for the caches to sync, then processes budgets, and beside them the controller
+// chains the handlers left to look up, with workers workers each until ctx ends. It returns
+// after both queues are shut down and every worker has stopped.
 func (c *Controller) Run(ctx context.Context, workers int) {
+	var chainWorkers sync.WaitGroup
+	chainWorkers.Go(func() {
+		queue.RunController(ctx, ControllerName+" (controller chains)", c.chains, workers, c.cachesSynced, c.syncChain)
+	})
 	queue.RunController(ctx, ControllerName, c.queue, workers, c.cachesSynced, c.syncHandler)
+	chainWorkers.Wait()
 }
 
 // enqueue adds the key of the budget namespace/name to the queue once delay has passed; at
@@ -358,8 +361,12 @@ func (c *Controller) budgetsCovering(ctx context.Context, pod *corev1.Pod) []*po
 
 // budgetsMatching returns the budgets of namespace whose selector matches podLabels, or
 // whose targetRef names one of owners or a workload of the controller chain starting at
-// chainFrom (nil: none). A failed chain lookup is logged and leaves the budgets it would
-// have decided unmatched: the periodic resync catches up with them.
+// chainFrom (nil: none). It reads only the informer caches, as the handlers that call it
+// must: a chain that leaves them (a workload of a kind bosun does not cache, with feature
+// PodUnavailableBudgetOwnerChain) is matched up to the first such workload, whose
+// reference counts as read, and the rest of it is left to syncChain, which looks it up live
+// and queues the budgets it leads to. A chain that cannot be read is logged and leaves the
+// budgets it would have decided unmatched: the periodic resync catches up with them.
 func (c *Controller) budgetsMatching(ctx context.Context, namespace string, podLabels map[string]string,
 	owners []metav1.OwnerReference, chainFrom *metav1.OwnerReference) []*policyv1alpha1.PodUnavailableBudget {
 	all, err := c.budgets.PodUnavailableBudgets(namespace).List(labels.Everything())
@@ -384,16 +391,25 @@ func (c *Controller) budgetsMatching(ctx context.Context, namespace string, podL
 	if len(undecided) == 0 || chainFrom == nil {
 		return matching
 	}
-	chain, err := c.finder.Chain(ctx, namespace, chainFrom)
+	chain, beyond, err := c.finder.CachedChain(ctx, namespace, chainFrom)
 	if err != nil {
-		klog.FromContext(ctx).V(2).Info("Cannot look up a controller chain; the budgets it decides wait for their resync",
+		klog.FromContext(ctx).V(2).Info("Cannot read a controller chain; the budgets it decides wait for their resync",
 			"kind", chainFrom.Kind, "controller", klog.KRef(namespace, chainFrom.Name), "err", err)
 		return matching
 	}
+	stillUndecided := false
 	for _, pub := range undecided {
-		if slices.ContainsFunc(chain, func(w *workload.Workload) bool { return targets(pub, w.GroupKind(), w.Name) }) {
+		switch {
+		case slices.ContainsFunc(chain, func(w *workload.Workload) bool { return targets(pub, w.GroupKind(), w.Name) }):
 			matching = append(matching, pub)
+		case beyond != nil && targets(pub, groupKindOf(beyond.APIVersion, beyond.Kind), beyond.Name):
+			matching = append(matching, pub)
+		default:
+			stillUndecided = true
 		}
+	}
+	if beyond != nil && stillUndecided {
+		c.enqueueChain(ctx, namespace, beyond)
 	}
 	return matching
 }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/utils/ptr"
@@ -412,5 +413,139 @@ func TestReplicaSetHandlersOwnerChain(t *testing.T) {
 		if got := f.queue.AddedKeys(); !slices.Equal(got, want) {
 			t.Errorf("ownerChain=%v: queued %v, want %v", ownerChain, got, want)
 		}
+	}
+}
+
+// chainFixture has, with feature PodUnavailableBudgetOwnerChain, a Widget "top" driving a
+// Widget "w" driving a ReplicaSet "w-rs", beside the Deployment "web" of podFixture, and a
+// budget for each of them.
+func chainFixture(t *testing.T) *fixture {
+	t.Helper()
+	topRef := controllerRef(widgetKind, "top", "uid-top")
+	w := liveWidget("w")
+	w.OwnerReferences = []metav1.OwnerReference{topRef}
+	widgetRef := controllerRef(widgetKind, "w", "uid-w")
+	d := newDeployment("web", 2)
+	dRef := controllerRef(deploymentGVK, d.Name, d.UID)
+	wrs := newReplicaSet("w-rs", 2, &widgetRef)
+	wrs.Spec.Template.Labels = map[string]string{"app": "w"}
+	return newFixture(t, fixtureOption{
+		gates: map[featuregate.Feature]bool{features.PodUnavailableBudgetOwnerChain: true},
+		live:  []*metav1.PartialObjectMetadata{w, liveWidget("top")},
+	},
+		d, newReplicaSet("web-rs", 2, &dRef), wrs,
+		selectorBudget("by-label", "w", intstr.FromInt32(1)),
+		targetBudget("by-deployment", deploymentGVK, "web", intstr.FromInt32(1)),
+		targetBudget("by-widget", widgetKind, "w", intstr.FromInt32(1)),
+		targetBudget("by-top", widgetKind, "top", intstr.FromInt32(1)),
+		targetBudget("other-widget", widgetKind, "elsewhere", intstr.FromInt32(1)),
+	)
+}
+
+// apiCalls returns every call made through the fixture's clients.
+func (f *fixture) apiCalls() []clienttesting.Action {
+	var calls []clienttesting.Action
+	calls = append(calls, f.kubeClient.Actions()...)
+	calls = append(calls, f.server.Actions()...)
+	calls = append(calls, f.metadata.Actions()...)
+	return append(calls, f.scales.Actions()...)
+}
+
+// takeChainLookups empties the chain lookup queue and returns what it held.
+func (f *fixture) takeChainLookups() []chainLookup {
+	var lookups []chainLookup
+	for f.c.chains.Len() > 0 {
+		lookup, _ := f.c.chains.Get()
+		f.c.chains.Done(lookup)
+		f.c.chains.Forget(lookup)
+		lookups = append(lookups, lookup)
+	}
+	return lookups
+}
+
+// TestPodHandlersMakeNoAPICallsWithOwnerChain: with the owner-chain gate the handlers read
+// the caches only. The budgets they can decide from the caches are queued at once (the
+// Widget named by the ReplicaSet's reference counts as read); the chain above the Widget
+// is left to a lookup, queued once however many events lead to it.
+func TestPodHandlersMakeNoAPICallsWithOwnerChain(t *testing.T) {
+	f := chainFixture(t)
+	wrs := f.indexers["replicaset"].List()
+	var rs *appsv1.ReplicaSet
+	for _, obj := range wrs {
+		if obj.(*appsv1.ReplicaSet).Name == "w-rs" {
+			rs = obj.(*appsv1.ReplicaSet)
+		}
+	}
+	rsRef := controllerRef(replicaSetGVK, rs.Name, rs.UID)
+	pod := newPod("w-0", map[string]string{"app": "w"}, &rsRef)
+	pod.ResourceVersion = "1"
+	relabelled := pod.DeepCopy()
+	relabelled.ResourceVersion = "2"
+	relabelled.Labels = map[string]string{"app": "x"}
+	resized := rs.DeepCopy()
+	resized.ResourceVersion = "2"
+	resized.Spec.Replicas = ptr.To[int32](3)
+	directRef := controllerRef(widgetKind, "w", "uid-w")
+	direct := newPod("w-direct", nil, &directRef)
+	wantChain := []chainLookup{{namespace: testNamespace, apiVersion: "example.com/v1", kind: "Widget", name: "w", uid: "uid-w"}}
+
+	for _, tc := range []struct {
+		name   string
+		handle func()
+		want   []string
+	}{
+		{"pod created", func() { f.c.addPod(f.ctx, pod, false) }, []string{"ns/by-label", "ns/by-widget"}},
+		{"pod relabelled", func() { f.c.updatePod(f.ctx, pod, relabelled) }, []string{"ns/by-label", "ns/by-widget"}},
+		{"pod deleted", func() { f.c.deletePod(f.ctx, pod) }, []string{"ns/by-label", "ns/by-widget"}},
+		{"pod of the Widget itself created", func() { f.c.addPod(f.ctx, direct, false) }, []string{"ns/by-widget"}},
+		{"ReplicaSet resized", func() { f.c.updateReplicaSet(f.ctx, rs, resized) }, []string{"ns/by-label", "ns/by-widget"}},
+		{"ReplicaSet deleted", func() { f.c.deleteReplicaSet(f.ctx, rs) }, []string{"ns/by-label", "ns/by-widget"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f.queue.Reset()
+			tc.handle()
+			if calls := f.apiCalls(); len(calls) != 0 {
+				t.Errorf("the handler made API calls: %v", calls)
+			}
+			if got := f.queue.AddedKeys(); !slices.Equal(got, tc.want) {
+				t.Errorf("queued %v, want %v", got, tc.want)
+			}
+			if got := f.takeChainLookups(); !slices.Equal(got, wantChain) {
+				t.Errorf("chain lookups %v, want %v", got, wantChain)
+			}
+		})
+	}
+
+	// The pods of one workload share one lookup until it is synced.
+	f.c.addPod(f.ctx, pod, false)
+	other := newPod("w-1", map[string]string{"app": "w"}, &rsRef)
+	f.c.addPod(f.ctx, other, false)
+	if got := f.takeChainLookups(); !slices.Equal(got, wantChain) {
+		t.Errorf("two pods of one ReplicaSet: chain lookups %v, want %v", got, wantChain)
+	}
+	if calls := f.apiCalls(); len(calls) != 0 {
+		t.Errorf("the handlers made API calls: %v", calls)
+	}
+}
+
+// TestPodHandlersQueueNoChainLookupWhenTheCachesDecide: without the gate, or when no budget
+// is left that only the live chain could decide, nothing is looked up.
+func TestPodHandlersQueueNoChainLookupWhenTheCachesDecide(t *testing.T) {
+	f := podFixture(t, map[featuregate.Feature]bool{features.PodUnavailableBudgetOwnerChain: true})
+	f.c.addPod(f.ctx, tagged(webPod("p"), "tagged"), false)
+	if got := f.takeChainLookups(); len(got) != 0 {
+		t.Errorf("a chain the caches hold queued lookups %v", got)
+	}
+
+	f = podFixture(t, nil)
+	widgetRef := controllerRef(widgetKind, "w", "uid-w")
+	f.add(newReplicaSet("w-rs", 2, &widgetRef))
+	rsRef := controllerRef(replicaSetGVK, "w-rs", "uid-w-rs")
+	f.c.addPod(f.ctx, newPod("w-0", nil, &rsRef), false)
+	if got := f.takeChainLookups(); len(got) != 0 {
+		t.Errorf("without the gate: chain lookups %v", got)
+	}
+	if calls := f.apiCalls(); len(calls) != 0 {
+		t.Errorf("without the gate: API calls %v", calls)
 	}
 }

@@ -6,8 +6,8 @@
 // deleted, evicted or updated. Objects, annotations and events are OpenKruise's, so either
 // implementation can take over a cluster from the other.
 //
-// Informer handlers only enqueue budget keys; all work happens in syncBudget, one key at a
-// time per worker:
+// Informer handlers read only the informer caches and enqueue budget keys; all work happens
+// in syncBudget, one key at a time per worker:
 //
 //  1. a budget that is gone or being deleted is dropped from the write-through cache the
 //     controller shares with the pod webhook (budget.Cache), and nothing else happens;
@@ -63,7 +63,11 @@
 //   - with feature PodUnavailableBudgetOwnerChain a targetRef covers the pods whose
 //     controller chain reaches the target at any depth (a rollout controller driving
 //     ReplicaSets of its own, issue #2571); without it only a ReplicaSet leads up to its
-//     Deployment, as in OpenKruise;
+//     Deployment, as in OpenKruise. A chain that leaves the informer caches (a workload of
+//     a kind bosun does not cache) is followed by the handlers up to that workload only:
+//     they must not wait on the API server. They queue the rest of it on a second queue,
+//     whose sync (syncChain, chains.go) reads the chain live and queues the budgets
+//     targeting a workload of it; the queue merges the lookups of one workload's pods;
 //   - with feature PodUnavailableBudgetDaemonSetReplicas an Advanced DaemonSet counts as
 //     expecting status.desiredNumberScheduled pods;
 //   - the NoPods event is recorded once when a budget is first seen without pods (by this

@@ -61,6 +61,7 @@ type fixture struct {
 	cache      *budget.Cache
 	indexers   map[string]cache.Indexer
 	metadata   *metadatafake.FakeMetadataClient
+	scales     *scalefake.FakeScaleClient
 	clock      *clocktesting.FakeClock
 	recorder   *eventRecorder
 	queue      *queuetest.Recorder
@@ -142,15 +143,15 @@ func newFixture(t *testing.T, opt fixtureOption, objects ...runtime.Object) *fix
 	if opt.noDaemonSets {
 		daemonSets = nil
 	}
+	q, wrapQueue := queuetest.Wrapping()
 	c, err := NewController(ctx, budgetInformer, podInformer, deployInformer, rsInformer, stsInformer, daemonSets, finder,
 		kubeClient, server, budgetCache, recorder,
-		options.WithClock(clk), options.WithFeatureGate(gates), options.WithResyncPeriod(opt.resync))
+		options.WithClock(clk), options.WithFeatureGate(gates), options.WithResyncPeriod(opt.resync), wrapQueue)
 	if err != nil {
 		t.Fatalf("NewController: %v", err)
 	}
-	q := queuetest.NewRecorder(c.queue)
-	c.queue = q
 	t.Cleanup(q.ShutDown)
+	t.Cleanup(c.chains.ShutDown)
 
 	f := &fixture{
 		t: t, ctx: ctx, kubeClient: kubeClient, server: server, cache: budgetCache,
@@ -160,7 +161,7 @@ func newFixture(t *testing.T, opt fixtureOption, objects ...runtime.Object) *fix
 			"replicaset": rsInformer.Informer().GetIndexer(), "rc": rcInformer.Informer().GetIndexer(),
 			"daemonset": dsInformer.Informer().GetIndexer(),
 		},
-		metadata: md, clock: clk, recorder: recorder, queue: q, c: c,
+		metadata: md, scales: scales, clock: clk, recorder: recorder, queue: q, c: c,
 	}
 	for _, obj := range objects {
 		f.add(obj)

@@ -13,9 +13,6 @@ const (
 	// controller reference, orphans by namespace. Controllers use it instead of listing a
 	// whole namespace on every sync.
 	PodControllerIndex = "podController"
-
-	// NodeNameIndex indexes scheduled pods by spec.nodeName.
-	NodeNameIndex = "spec.nodeName"
 )
 
 // PodControllerIndexKey returns "<ns>/<kind>/<name>/<uid>" for a controller reference, and
@@ -44,27 +41,6 @@ func AddPodControllerIndex(informer cache.SharedIndexInformer) error {
 	})
 	if err != nil {
 		return fmt.Errorf("adding pod index %q: %w", PodControllerIndex, err)
-	}
-	return nil
-}
-
-// AddNodeNameIndex adds NodeNameIndex to a pod informer; unscheduled pods are not
-// indexed. Adding it again is a no-op.
-func AddNodeNameIndex(informer cache.SharedIndexInformer) error {
-	if _, exists := informer.GetIndexer().GetIndexers()[NodeNameIndex]; exists {
-		return nil
-	}
-	err := informer.AddIndexers(cache.Indexers{
-		NodeNameIndex: func(obj any) ([]string, error) {
-			pod, ok := obj.(*corev1.Pod)
-			if !ok || pod.Spec.NodeName == "" {
-				return nil, nil
-			}
-			return []string{pod.Spec.NodeName}, nil
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("adding pod index %q: %w", NodeNameIndex, err)
 	}
 	return nil
 }

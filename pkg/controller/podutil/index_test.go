@@ -64,23 +64,3 @@ func TestPodControllerIndex(t *testing.T) {
 		t.Errorf("orphan key = %q", got)
 	}
 }
-
-func TestNodeNameIndex(t *testing.T) {
-	informer := newPodInformer()
-	for range 2 {
-		if err := AddNodeNameIndex(informer); err != nil {
-			t.Fatal(err)
-		}
-	}
-	idx := informer.GetIndexer()
-	_ = idx.Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}, Spec: corev1.PodSpec{NodeName: "n1"}})
-	_ = idx.Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b"}, Spec: corev1.PodSpec{NodeName: "n2"}})
-	_ = idx.Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "unscheduled"}})
-	objs, err := idx.ByIndex(NodeNameIndex, "n1")
-	if err != nil || len(objs) != 1 || objs[0].(*corev1.Pod).Name != "a" {
-		t.Errorf("ByIndex(n1) = %v, %v", objs, err)
-	}
-	if keys := idx.ListIndexFuncValues(NodeNameIndex); len(keys) != 2 {
-		t.Errorf("index values = %v, want only n1 and n2 (unscheduled pods are not indexed)", keys)
-	}
-}

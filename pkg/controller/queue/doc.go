@@ -1,6 +1,7 @@
 // Package queue holds bosun's workqueue defaults: the rate limiter every controller uses,
 // a constructor for named rate-limited queues (the name becomes the "name" label of the
-// workqueue_* metrics), the worker loop, and the helpers that turn informer objects,
+// workqueue_* metrics) and one whose backoff cap is jittered per process (NewJittered, the
+// node agent's), the worker loop, and the helpers that turn informer objects,
 // including deletion tombstones, into queue keys.
 //
 // Informer handlers only enqueue keys; workers do all the work:

@@ -26,13 +26,27 @@ const (
 	OverallRetryBurst = 100
 )
 
-// Queue names; each becomes the "name" label of the workqueue_* metrics.
+// Queue names, of both binaries; each becomes the "name" label of the workqueue_* metrics,
+// which dashboards and alerts select on, so a name never changes once released. They all
+// live here so that one list says what a metrics user can select.
 const (
+	// The manager's controllers; the upstream ones keep kube-controller-manager's names.
 	NameReplicaSet                    = "replicaset"
 	NameDeployment                    = "deployment"
 	NameGarbageCollectorAttemptDelete = "garbage_collector_attempt_to_delete"
 	NameGarbageCollectorAttemptOrphan = "garbage_collector_attempt_to_orphan"
 	NameGarbageCollectorGraphChanges  = "garbage_collector_graph_changes"
+	NameAdvancedDaemonSet             = "advanced_daemonset"
+	NamePodUnavailableBudget          = "podunavailablebudget"
+	NamePodUnavailableBudgetChains    = "podunavailablebudget_chains"
+	NameContainerRecreateRequest      = "containerrecreaterequest"
+	NameNodeImage                     = "nodeimage"
+	NameImagePullJob                  = "imagepulljob"
+	// The manager's webhook configuration writer.
+	NameWebhookConfiguration = "webhook_configuration"
+	// bosun-daemon's controllers.
+	NameContainerRecreateRequestAgent = "containerrecreaterequest_agent"
+	NameNodeImageAgent                = "nodeimage_agent"
 )
 
 // WorkerRestartPeriod is how long a worker waits before it is restarted after returning.

@@ -104,11 +104,19 @@ func TestRunWorkersStopsWhenQueueShutsDown(t *testing.T) {
 	q := New[string]("test_shutdown")
 	returned := make(chan struct{})
 	go func() {
-		RunWorkers(context.Background(), q, 3, func(context.Context, string) error { return nil })
+		// The test's context ends only after the test: until then, nothing but the
+		// queue's shutdown can stop the workers.
+		RunWorkers(t.Context(), q, 3, func(context.Context, string) error { return nil })
 		close(returned)
 	}()
 	q.ShutDown()
-	<-returned // hangs (and the test times out) if workers keep restarting
+	// Workers that restart instead of stopping would keep RunWorkers running for good; a
+	// few restart periods is ample time for it to return.
+	select {
+	case <-returned:
+	case <-time.After(5 * WorkerRestartPeriod):
+		t.Fatalf("RunWorkers still running %v after its queue shut down", 5*WorkerRestartPeriod)
+	}
 }
 
 func TestProcessNextItemRequeuesOnErrRequeue(t *testing.T) {

@@ -26,4 +26,9 @@
 // the same name is never adopted by mistake. Custom resources do not support strategic
 // merge patches and use MergePatcher, a JSON merge patch carrying metadata.resourceVersion
 // and the complete new ownerReferences list.
+//
+// Beside claiming, the package decides whose key a child's event concerns:
+// ResolveControllerRef, SelectingOwners and AdoptersOf, CompareControllerRefs, and
+// PodHandlers, the pod event handlers that controllers owning, selecting or naming pods
+// share.
 package refmanager

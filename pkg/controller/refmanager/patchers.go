@@ -56,14 +56,6 @@ func (p *StrategicMergePatcher) Release(ctx context.Context, obj metav1.Object, 
 	return p.Send(ctx, obj.GetNamespace(), obj.GetName(), body)
 }
 
-// PodPatcher patches pods directly through client.
-func PodPatcher(client kubernetes.Interface) *StrategicMergePatcher {
-	return &StrategicMergePatcher{ObjectKind: "Pod", Send: func(ctx context.Context, namespace, name string, body []byte) error {
-		_, err := client.CoreV1().Pods(namespace).Patch(ctx, name, types.StrategicMergePatchType, body, metav1.PatchOptions{})
-		return err
-	}}
-}
-
 // PodControlPatcher patches pods through a podcontrol.Interface, so that its write hook
 // (the read-your-writes guard) also sees adoptions and releases.
 func PodControlPatcher(control podcontrol.Interface) *StrategicMergePatcher {

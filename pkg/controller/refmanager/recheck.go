@@ -5,9 +5,7 @@ import (
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/metadata"
 )
 
 // GetLiveFunc reads the owner straight from the API server.
@@ -32,22 +30,6 @@ func RecheckDeletionTimestamp(cached metav1.Object, kind string, getLive GetLive
 			return fmt.Errorf("%s %s/%s is being deleted (since %v)", kind, live.GetNamespace(), live.GetName(), ts.Time)
 		}
 		return nil
-	}
-}
-
-// LiveMetadata returns a GetLiveFunc reading owner's metadata through the metadata
-// client, which works for any resource, built-in or custom.
-func LiveMetadata(client metadata.Interface, resource schema.GroupVersionResource, owner metav1.Object) GetLiveFunc {
-	return func(ctx context.Context) (metav1.Object, error) {
-		var get metadata.ResourceInterface = client.Resource(resource)
-		if ns := owner.GetNamespace(); ns != "" {
-			get = client.Resource(resource).Namespace(ns)
-		}
-		obj, err := get.Get(ctx, owner.GetName(), metav1.GetOptions{})
-		if err != nil {
-			return nil, err
-		}
-		return obj, nil
 	}
 }
 

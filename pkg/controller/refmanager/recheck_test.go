@@ -8,11 +8,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
-	metadatafake "k8s.io/client-go/metadata/fake"
 )
 
 func TestRecheckDeletionTimestamp(t *testing.T) {
@@ -74,20 +71,5 @@ func TestLiveGettersReadFromTheAPIServer(t *testing.T) {
 	missing := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "missing"}}
 	if _, err := LiveReplicaSet(client, missing)(ctx); !apierrors.IsNotFound(err) {
 		t.Errorf("missing ReplicaSet: err = %v, want NotFound", err)
-	}
-
-	scheme := runtime.NewScheme()
-	if err := metav1.AddMetaToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	thing := &metav1.PartialObjectMetadata{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "example.com/v1", Kind: "Thing"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "t", UID: "uid-t", DeletionTimestamp: deletedAt},
-	}
-	md := metadatafake.NewSimpleMetadataClient(scheme, thing)
-	gvr := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "things"}
-	err := RecheckDeletionTimestamp(thing, "Thing", LiveMetadata(md, gvr, thing))(ctx)
-	if err == nil || err.Error() != "Thing ns/t is being deleted (since 2025-01-02 03:04:05 +0000 UTC)" {
-		t.Errorf("LiveMetadata recheck: err = %v", err)
 	}
 }

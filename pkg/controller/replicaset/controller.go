@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"reflect"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -83,6 +82,9 @@ type Controller struct {
 	queue workqueue.TypedRateLimitingInterface[string]
 	// syncHandler is syncReplicaSet; tests replace it to watch the worker loop.
 	syncHandler queue.SyncFunc[string]
+
+	// podEvents decides which ReplicaSets a pod event concerns (see ownedPodHandlers).
+	podEvents refmanager.PodHandlers[*appsv1.ReplicaSet]
 }
 
 // NewController builds a ReplicaSet controller on the given informers. It adds the
@@ -91,7 +93,8 @@ type Controller struct {
 // recorder, whose source should be ControllerName. Of the options it reads the clock
 // (status times, availability, expectation expiry, ranking), the feature gate
 // (PodDeletionCost, DeploymentReplicaSetTerminatingReplicas,
-// StaleControllerConsistencyReplicaSet) and the burst size (default BurstReplicas).
+// StaleControllerConsistencyReplicaSet), the burst size (default BurstReplicas) and the
+// queue and pod control wrappers.
 func NewController(ctx context.Context, rsInformer appsinformers.ReplicaSetInformer, podInformer coreinformers.PodInformer,
 	client kubernetes.Interface, recorder record.EventRecorder, opts ...options.Option) (*Controller, error) {
 	settings := options.Apply(opts)
@@ -105,9 +108,10 @@ func NewController(ctx context.Context, rsInformer appsinformers.ReplicaSetInfor
 		pods:          podInformer.Lister(),
 		podIndexer:    podInformer.Informer().GetIndexer(),
 		cachesSynced:  []cache.InformerSynced{podInformer.Informer().HasSynced, rsInformer.Informer().HasSynced},
-		queue:         queue.New[string](queue.NameReplicaSet),
+		queue:         settings.WrapQueue(queue.New[string](queue.NameReplicaSet)),
 	}
 	c.syncHandler = c.syncReplicaSet
+	c.podEvents = c.ownedPodHandlers()
 	c.expectations = expectations.NewTracked(expectations.NewWithClock(c.clock))
 
 	control := &podcontrol.Real{Client: client, Recorder: recorder}
@@ -115,7 +119,7 @@ func NewController(ctx context.Context, rsInformer appsinformers.ReplicaSetInfor
 		c.writes = newWriteTracker(c.podIndexer.LastStoreSyncResourceVersion, c.rsIndexer.LastStoreSyncResourceVersion)
 		control.OnWrite = c.writes.podWritten
 	}
-	c.podControl = control
+	c.podControl = settings.WrapPodControl(control)
 
 	if err := addControllerUIDIndex(rsInformer.Informer()); err != nil {
 		return nil, err
@@ -244,63 +248,36 @@ func (c *Controller) forget(ctx context.Context, key string) {
 
 // addPod handles a pod the informer sees for the first time: one this controller created,
 // whose creation is now observed, or an orphan a ReplicaSet may adopt.
-func (c *Controller) addPod(ctx context.Context, obj any) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return
-	}
-	if pod.DeletionTimestamp != nil {
-		// A restarted controller lists pods that are already on their way out; they count
-		// as deletions, never as creations.
-		c.podGone(ctx, pod)
-		return
-	}
-	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
-		if rs := c.resolveControllerRef(pod.Namespace, ref); rs != nil {
-			c.observe(ctx, rs, pod, "Pod created", c.expectations.CreationObserved)
-		}
-		return
-	}
-	// Nobody expected an orphan, so it touches no expectations.
-	c.wakeAdopters(ctx, pod)
-}
+func (c *Controller) addPod(ctx context.Context, obj any) { c.podEvents.Add(ctx, obj) }
 
 // updatePod wakes the ReplicaSets a pod change concerns: the one it left, the one it
 // belongs to, or, for an orphan whose labels or ownership changed, those that may adopt it.
-func (c *Controller) updatePod(ctx context.Context, old, cur any) {
-	oldPod, ok1 := old.(*corev1.Pod)
-	curPod, ok2 := cur.(*corev1.Pod)
-	if !ok1 || !ok2 || oldPod.ResourceVersion == curPod.ResourceVersion {
-		// Equal resource versions: a periodic resync, nothing changed.
-		return
-	}
-	if curPod.DeletionTimestamp != nil {
-		// A graceful delete shows first as an update. Counting it now lets the replacement
-		// be created at once rather than after the grace period. When the labels changed
-		// too, the ReplicaSet that owned the old labels must count it as well.
-		c.podGone(ctx, curPod)
-		if !reflect.DeepEqual(oldPod.Labels, curPod.Labels) {
-			c.podGone(ctx, oldPod)
-		}
-		return
-	}
+// A graceful delete shows first as an update: counting it now lets the replacement be
+// created at once rather than after the grace period.
+func (c *Controller) updatePod(ctx context.Context, old, cur any) { c.podEvents.Update(ctx, old, cur) }
 
-	change := refmanager.CompareControllerRefs(oldPod, curPod)
-	if change.Former != nil {
-		if rs := c.resolveControllerRef(oldPod.Namespace, change.Former); rs != nil {
-			klog.FromContext(ctx).V(4).Info("Pod left its ReplicaSet", "pod", klog.KObj(curPod), "replicaSet", klog.KObj(rs))
-			c.enqueue(ctx, rs)
-		}
-	}
-	if change.Current != nil {
-		if rs := c.resolveControllerRef(curPod.Namespace, change.Current); rs != nil {
-			klog.FromContext(ctx).V(4).Info("Pod changed", "pod", klog.KObj(curPod), "replicaSet", klog.KObj(rs))
-			c.enqueue(ctx, rs)
-			c.recheckAvailability(ctx, rs, oldPod, curPod)
-		}
-	}
-	if change.Adoptable {
-		c.wakeAdopters(ctx, curPod)
+// deletePod handles a deleted pod; obj may be a deletion tombstone.
+func (c *Controller) deletePod(ctx context.Context, obj any) { c.podEvents.Delete(ctx, obj) }
+
+// ownedPodHandlers says how pod events concern ReplicaSets: through a pod's controller
+// reference, or, for an orphan, through the selectors that may adopt it. Creations and
+// deletions are recorded in the expectations of the ReplicaSet controlling the pod; the
+// deletion of an orphan concerns no ReplicaSet.
+func (c *Controller) ownedPodHandlers() refmanager.PodHandlers[*appsv1.ReplicaSet] {
+	return refmanager.PodHandlers[*appsv1.ReplicaSet]{
+		Kind:         controllerKind.Kind,
+		ControllerOf: c.resolveControllerRef,
+		Selecting:    c.adoptersOf,
+		Enqueue:      func(key string) { c.queue.Add(key) },
+		Created: func(ctx context.Context, key string, _ *appsv1.ReplicaSet, _ *corev1.Pod) {
+			c.expectations.CreationObserved(ctx, key)
+		},
+		Updated: func(ctx context.Context, _ string, rs *appsv1.ReplicaSet, old, cur *corev1.Pod) {
+			c.recheckAvailability(ctx, rs, old, cur)
+		},
+		Gone: func(ctx context.Context, key string, _ *appsv1.ReplicaSet, pod *corev1.Pod) {
+			c.expectations.DeletionObserved(ctx, key, queue.PodKey(pod))
+		},
 	}
 }
 
@@ -316,58 +293,17 @@ func (c *Controller) recheckAvailability(ctx context.Context, rs *appsv1.Replica
 	c.enqueueAfter(ctx, rs, delay)
 }
 
-// deletePod handles a deleted pod; obj may be a deletion tombstone.
-func (c *Controller) deletePod(ctx context.Context, obj any) {
-	pod, ok := queue.FromTombstone[*corev1.Pod](obj)
-	if !ok {
-		utilruntime.HandleErrorWithContext(ctx, nil, "Pod event carries an unexpected object", "type", fmt.Sprintf("%T", obj))
-		return
-	}
-	c.podGone(ctx, pod)
-}
-
-// podGone records that pod is going or gone for the ReplicaSet controlling it. The deletion
-// of an orphan concerns no ReplicaSet.
-func (c *Controller) podGone(ctx context.Context, pod *corev1.Pod) {
-	ref := metav1.GetControllerOfNoCopy(pod)
-	if ref == nil {
-		return
-	}
-	rs := c.resolveControllerRef(pod.Namespace, ref)
-	if rs == nil {
-		return
-	}
-	c.observe(ctx, rs, pod, "Pod deleted", func(ctx context.Context, key string) {
-		c.expectations.DeletionObserved(ctx, key, queue.PodKey(pod))
-	})
-}
-
-// observe records a pod event in rs's expectations through record and queues rs.
-func (c *Controller) observe(ctx context.Context, rs *appsv1.ReplicaSet, pod *corev1.Pod, what string, record func(ctx context.Context, key string)) {
-	key, err := queue.KeyFor(rs)
-	if err != nil {
-		return
-	}
-	klog.FromContext(ctx).V(4).Info(what, "pod", klog.KObj(pod), "replicaSet", klog.KObj(rs))
-	record(ctx, key)
-	c.queue.Add(key)
-}
-
-// wakeAdopters queues every ReplicaSet whose selector matches the orphan pod.
-func (c *Controller) wakeAdopters(ctx context.Context, pod *corev1.Pod) {
+// adoptersOf returns the ReplicaSets whose selector matches the orphan pod.
+func (c *Controller) adoptersOf(ctx context.Context, pod *corev1.Pod) []*appsv1.ReplicaSet {
 	all, err := c.replicaSets.ReplicaSets(pod.Namespace).List(labels.Everything())
 	if err != nil {
-		return
+		return nil
 	}
-	for _, rs := range refmanager.AdoptersOf(ctx, all, pod, func(rs *appsv1.ReplicaSet) *metav1.LabelSelector { return rs.Spec.Selector }) {
-		klog.FromContext(ctx).V(4).Info("Orphan pod may be adopted", "pod", klog.KObj(pod), "replicaSet", klog.KObj(rs))
-		c.enqueue(ctx, rs)
-	}
+	return refmanager.AdoptersOf(ctx, all, pod, func(rs *appsv1.ReplicaSet) *metav1.LabelSelector { return rs.Spec.Selector })
 }
 
-// resolveControllerRef returns the ReplicaSet ref names, or nil when ref is not to a
+// resolveControllerRef returns the ReplicaSet ref names; false when ref is not to a
 // ReplicaSet or names one that no longer exists.
-func (c *Controller) resolveControllerRef(namespace string, ref *metav1.OwnerReference) *appsv1.ReplicaSet {
-	rs, _ := refmanager.ResolveControllerRef(ref, controllerKind.Kind, c.replicaSets.ReplicaSets(namespace).Get)
-	return rs
+func (c *Controller) resolveControllerRef(namespace string, ref *metav1.OwnerReference) (*appsv1.ReplicaSet, bool) {
+	return refmanager.ResolveControllerRef(ref, controllerKind.Kind, c.replicaSets.ReplicaSets(namespace).Get)
 }

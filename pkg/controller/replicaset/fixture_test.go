@@ -26,6 +26,7 @@ import (
 
 	"github.com/bosun-dev/bosun/pkg/controller/expectations"
 	"github.com/bosun-dev/bosun/pkg/controller/options"
+	"github.com/bosun-dev/bosun/pkg/controller/podcontrol"
 	"github.com/bosun-dev/bosun/pkg/controller/queue/queuetest"
 	"github.com/bosun-dev/bosun/pkg/features"
 )
@@ -52,6 +53,10 @@ type fixture struct {
 type fixtureOption struct {
 	gates   map[featuregate.Feature]bool
 	objects []runtime.Object // given to the clientset only
+	// burst is the burst size; 0 leaves the controller's default.
+	burst int
+	// podControl, when set, wraps the controller's pod control.
+	podControl func(podcontrol.Interface) podcontrol.Interface
 }
 
 // newFixture builds a controller. rss and pods are put into both the caches and the
@@ -80,16 +85,18 @@ func newFixture(t *testing.T, opt fixtureOption, rss []*appsv1.ReplicaSet, pods 
 	}
 	clk := clocktesting.NewFakeClock(t0)
 	recorder := record.NewFakeRecorder(1000)
-	c, err := NewController(ctx, rsInformer, podInformer, client, recorder, options.WithFeatureGate(gates), options.WithClock(clk))
+	q, wrapQueue := queuetest.Wrapping()
+	opts := []options.Option{options.WithFeatureGate(gates), options.WithClock(clk), options.WithBurstReplicas(opt.burst), wrapQueue}
+	if opt.podControl != nil {
+		opts = append(opts, options.WithPodControlWrapper(opt.podControl))
+	}
+	c, err := NewController(ctx, rsInformer, podInformer, client, recorder, opts...)
 	if err != nil {
 		t.Fatalf("NewController: %v", err)
 	}
-	// Keep the untracked store at hand so tests can set arbitrary counters.
-	store := expectations.NewWithClock(clk)
-	c.expectations = expectations.NewTracked(store)
-	q := queuetest.NewRecorder(c.queue)
-	c.queue = q
 	t.Cleanup(q.ShutDown)
+	// Keep the untracked store at hand so tests can set arbitrary counters.
+	store := c.expectations.Counters()
 
 	f := &fixture{
 		t: t, ctx: ctx, client: client,

@@ -95,10 +95,7 @@ func TestManageReplicasScaleUp(t *testing.T) {
 			for i := range tc.existing {
 				claimed = append(claimed, newPod(fmt.Sprintf("p%d", i), rs))
 			}
-			f := newFixture(t, fixtureOption{}, []*appsv1.ReplicaSet{rs}, claimed)
-			if tc.burst > 0 {
-				f.c.burstReplicas = tc.burst
-			}
+			f := newFixture(t, fixtureOption{burst: tc.burst}, []*appsv1.ReplicaSet{rs}, claimed)
 			reactor := &podCreateReactor{fail: tc.fail}
 			reactor.install(f.client)
 
@@ -228,15 +225,17 @@ func TestManageReplicasScaleDownErrors(t *testing.T) {
 			for i := range 3 {
 				claimed = append(claimed, newPod(fmt.Sprintf("p%d", i), rs))
 			}
-			f := newFixture(t, fixtureOption{}, []*appsv1.ReplicaSet{rs}, claimed)
+			// Each delete waits until all three have been issued: a controller deleting one
+			// pod after another would never get past the first. (The barrier sits in front
+			// of pod control because the fake clientset serialises its reactors.)
+			barrier := func(control podcontrol.Interface) podcontrol.Interface {
+				return &deleteBarrier{Interface: control, waiting: len(claimed), released: make(chan struct{})}
+			}
+			f := newFixture(t, fixtureOption{podControl: barrier}, []*appsv1.ReplicaSet{rs}, claimed)
 
 			f.client.PrependReactor("delete", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
 				return true, nil, tc.failures[action.(clienttesting.DeleteAction).GetName()]
 			})
-			// Each delete waits until all three have been issued: a controller deleting one
-			// pod after another would never get past the first. (The barrier sits in front
-			// of pod control because the fake clientset serialises its reactors.)
-			f.c.podControl = &deleteBarrier{Interface: f.c.podControl, waiting: len(claimed), released: make(chan struct{})}
 
 			err := f.c.manageReplicas(f.ctx, rs, claimed)
 

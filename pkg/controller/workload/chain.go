@@ -33,12 +33,33 @@ func (f *Finder) CountingOwner(ctx context.Context, namespace string, ref *metav
 // ends the chain at the workload that names it, which is then marked ControllerGone. It
 // returns nil, nil when ref is nil or its own workload is gone.
 func (f *Finder) Chain(ctx context.Context, namespace string, ref *metav1.OwnerReference) ([]*Workload, error) {
+	chain, _, err := f.walk(ctx, namespace, ref, false)
+	return chain, err
+}
+
+// CachedChain is Chain read from the informer caches alone, for callers that must not wait
+// on the API server, such as informer event handlers. It walks the chain as Chain does
+// while the workloads are of the cached kinds; at the first reference to a kind Chain would
+// read live it stops and returns that reference as beyond (a copy), unread: whether its
+// object exists, and what is above it, only Chain can tell. beyond is nil when the caches
+// hold the whole chain, which without WithOwnerChain is so whenever ref is to a cached
+// kind (a ReplicaSet's Deployment is cached too). ref itself may be beyond, with an empty
+// chain.
+func (f *Finder) CachedChain(ctx context.Context, namespace string, ref *metav1.OwnerReference) (chain []*Workload, beyond *metav1.OwnerReference, err error) {
+	return f.walk(ctx, namespace, ref, true)
+}
+
+// walk is Chain; with cachedOnly it is CachedChain.
+func (f *Finder) walk(ctx context.Context, namespace string, ref *metav1.OwnerReference, cachedOnly bool) ([]*Workload, *metav1.OwnerReference, error) {
 	if ref == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
-	first, err := f.Get(ctx, namespace, *ref)
+	first, uncached, err := f.get(ctx, namespace, *ref, cachedOnly)
+	if uncached {
+		return nil, ref.DeepCopy(), nil
+	}
 	if err != nil || first == nil {
-		return nil, err
+		return nil, nil, err
 	}
 	chain := []*Workload{first}
 	for len(chain) < maxChainLength {
@@ -52,9 +73,12 @@ func (f *Finder) Chain(ctx context.Context, namespace string, ref *metav1.OwnerR
 				"workload", klog.KRef(last.Namespace, last.Name), "kind", last.GroupKind(), "controller", next.Name)
 			break
 		}
-		w, err := f.Get(ctx, namespace, *next)
+		w, uncached, err := f.get(ctx, namespace, *next, cachedOnly)
+		if uncached {
+			return chain, next.DeepCopy(), nil
+		}
 		if err != nil {
-			return nil, fmt.Errorf("following the controller of %s %s: %w", last.GroupKind(), klog.KRef(last.Namespace, last.Name), err)
+			return nil, nil, fmt.Errorf("following the controller of %s %s: %w", last.GroupKind(), klog.KRef(last.Namespace, last.Name), err)
 		}
 		if w == nil {
 			last.ControllerGone = true
@@ -62,7 +86,7 @@ func (f *Finder) Chain(ctx context.Context, namespace string, ref *metav1.OwnerR
 		}
 		chain = append(chain, w)
 	}
-	return chain, nil
+	return chain, nil, nil
 }
 
 // nextLink returns the controller reference the chain continues with after last, nil

@@ -304,3 +304,91 @@ func TestChainReadErrors(t *testing.T) {
 		t.Errorf("CountingOwner = %v, %v; want an error wrapping %q", owner, err, boom)
 	}
 }
+
+// CachedChain walks what the caches hold exactly as Chain does and stops, without an API
+// call, at the first reference Chain would read live.
+func TestCachedChain(t *testing.T) {
+	rsRef := func(name string) *metav1.OwnerReference {
+		return controllerRef(replicaSetKind, name, types.UID("uid-"+name))
+	}
+	tests := []struct {
+		name       string
+		ref        *metav1.OwnerReference
+		ownerChain bool
+		want       []string
+		// wantBeyond is "Kind/name" of the reference the walk stopped at; empty for none.
+		wantBeyond string
+		// wantGone marks the last workload of want ControllerGone.
+		wantGone bool
+	}{
+		{name: "no controller", ownerChain: true},
+		{name: "controller gone", ref: rsRef("nope"), ownerChain: true},
+		{name: "all cached", ref: rsRef("web-1"), ownerChain: true, want: []string{"ReplicaSet/web-1", "Deployment/web"}},
+		{
+			name: "live workload above cached ones", ref: rsRef("managed-1"), ownerChain: true,
+			want: []string{"ReplicaSet/managed-1", "Deployment/managed"}, wantBeyond: "Widget/platform",
+		},
+		{
+			name: "live workload above cached ones, without the owner chain", ref: rsRef("managed-1"),
+			want: []string{"ReplicaSet/managed-1", "Deployment/managed"},
+		},
+		{
+			name: "other rollout controller", ref: rsRef("canary-1"), ownerChain: true,
+			want: []string{"ReplicaSet/canary-1"}, wantBeyond: "Rollout/canary",
+		},
+		{name: "other rollout controller, without the owner chain", ref: rsRef("canary-1"), want: []string{"ReplicaSet/canary-1"}},
+		{name: "live workload first", ref: controllerRef(rolloutKind, "canary", "uid-canary"), wantBeyond: "Rollout/canary"},
+		// Whether the Rollout exists is for Chain to find out: nothing is marked gone.
+		{
+			name: "vanished live controller", ref: rsRef("adrift-1"), ownerChain: true,
+			want: []string{"ReplicaSet/adrift-1"}, wantBeyond: "Rollout/vanished",
+		},
+		{
+			name: "cached controller gone", ref: rsRef("lost-1"), ownerChain: true,
+			want: []string{"ReplicaSet/lost-1"}, wantGone: true,
+		},
+		{name: "cycle", ref: rsRef("loop-b"), ownerChain: true, want: []string{"ReplicaSet/loop-b", "Deployment/loop-a"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, chainCluster(), WithOwnerChain(tc.ownerChain))
+			chain, beyond, err := f.finder.CachedChain(f.ctx, ns, tc.ref)
+			if err != nil {
+				t.Fatalf("CachedChain: %v", err)
+			}
+			if diff := cmp.Diff(tc.want, names(chain)); diff != "" {
+				t.Errorf("chain (-want +got):\n%s", diff)
+			}
+			var gotBeyond string
+			if beyond != nil {
+				gotBeyond = beyond.Kind + "/" + beyond.Name
+			}
+			if gotBeyond != tc.wantBeyond {
+				t.Errorf("beyond %q, want %q", gotBeyond, tc.wantBeyond)
+			}
+			for i, w := range chain {
+				if gone := tc.wantGone && i == len(chain)-1; w.ControllerGone != gone {
+					t.Errorf("%s/%s: ControllerGone %v, want %v", w.Kind, w.Name, w.ControllerGone, gone)
+				}
+			}
+			if actions := append(f.metadata.Actions(), f.scales.Actions()...); len(actions) != 0 {
+				t.Errorf("API calls: %v", actions)
+			}
+		})
+	}
+}
+
+// A reference CachedChain returns is a copy: the caller may keep it.
+func TestCachedChainBeyondIsACopy(t *testing.T) {
+	f := newFixture(t, chainCluster(), WithOwnerChain(true))
+	ref := controllerRef(replicaSetKind, "canary-1", "uid-canary-1")
+	_, beyond, err := f.finder.CachedChain(f.ctx, ns, ref)
+	if err != nil || beyond == nil {
+		t.Fatalf("CachedChain: %v, %v", beyond, err)
+	}
+	beyond.Name = "changed"
+	_, again, _ := f.finder.CachedChain(f.ctx, ns, ref)
+	if again.Name != "canary" {
+		t.Errorf("the cached ReplicaSet's reference was changed through beyond: %q", again.Name)
+	}
+}

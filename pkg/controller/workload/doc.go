@@ -12,6 +12,9 @@
 // (CloneSet, Advanced StatefulSet, Argo Rollout, ...) tells the world its size without this
 // package knowing its type. A kind without /scale has no replica count.
 //
+// Informer event handlers, which must never wait on the API server, use CachedChain: the
+// controller chain as far as the listers hold it, and the first reference beyond them.
+//
 // Kinds are matched by API group and kind only: an owner reference written with an older
 // version of a kind (apps/v1beta2 Deployment) names the same object.
 //

@@ -102,24 +102,34 @@ func NewFinder(listers Listers, scales scale.ScalesGetter, metadata metadata.Int
 // workload, when its kind is not served, and when ref carries a UID and the object found
 // has another one: the reference is to an earlier object of the same name.
 func (f *Finder) Get(ctx context.Context, namespace string, ref metav1.OwnerReference) (*Workload, error) {
+	w, _, err := f.get(ctx, namespace, ref, false)
+	return w, err
+}
+
+// get is Get. With cachedOnly, a reference to a kind that is not read from a lister is
+// left unread and reported as uncached.
+func (f *Finder) get(ctx context.Context, namespace string, ref metav1.OwnerReference, cachedOnly bool) (w *Workload, uncached bool, err error) {
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil {
-		return nil, fmt.Errorf("looking up %s %s: parsing apiVersion: %w", ref.Kind, klog.KRef(namespace, ref.Name), err)
+		return nil, false, fmt.Errorf("looking up %s %s: parsing apiVersion: %w", ref.Kind, klog.KRef(namespace, ref.Name), err)
 	}
 	gk := schema.GroupKind{Group: gv.Group, Kind: ref.Kind}
 	w, cached, err := f.fromCache(namespace, gk, ref.Name)
 	if !cached {
+		if cachedOnly {
+			return nil, true, nil
+		}
 		w, err = f.live(ctx, namespace, gk, gv.Version, ref.Name)
 	}
 	if err != nil || w == nil {
-		return nil, err
+		return nil, false, err
 	}
 	if ref.UID != "" && w.UID != ref.UID {
 		klog.FromContext(ctx).V(4).Info("Owner reference is to an earlier object of the same name",
 			"kind", gk, "workload", klog.KRef(w.Namespace, w.Name), "referencedUID", ref.UID, "uid", w.UID)
-		return nil, nil
+		return nil, false, nil
 	}
-	return w, nil
+	return w, false, nil
 }
 
 // newWorkload fills in what every kind has in its object metadata.

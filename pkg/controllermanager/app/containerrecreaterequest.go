@@ -14,18 +14,6 @@ import (
 	crrwebhook "github.com/bosun-dev/bosun/pkg/webhook/containerrecreaterequest"
 )
 
-// containerRecreateRequestDescriptor returns the registry entry of the manager-side
-// ContainerRecreateRequest controller and its mutating webhook.
-func containerRecreateRequestDescriptor() registry.Descriptor {
-	return registry.Descriptor{
-		Name:        containerrecreaterequest.ControllerName,
-		Aliases:     []string{"containerrecreaterequest"},
-		ClientName:  containerrecreaterequest.ControllerName,
-		Constructor: newContainerRecreateRequestController,
-		Webhooks:    containerRecreateRequestWebhooks,
-	}
-}
-
 // servesContainerRecreateRequests reports whether the API server serves apps.kruise.io
 // ContainerRecreateRequests; without the CRD an informer for them would never sync.
 func servesContainerRecreateRequests(client discovery.DiscoveryInterface) (bool, error) {

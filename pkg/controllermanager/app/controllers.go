@@ -4,8 +4,13 @@ import (
 	"context"
 
 	"github.com/bosun-dev/bosun/pkg/controller/advanceddaemonset"
+	"github.com/bosun-dev/bosun/pkg/controller/containerrecreaterequest"
 	"github.com/bosun-dev/bosun/pkg/controller/deployment"
 	"github.com/bosun-dev/bosun/pkg/controller/garbagecollector"
+	"github.com/bosun-dev/bosun/pkg/controller/imagepulljob"
+	"github.com/bosun-dev/bosun/pkg/controller/nodeimage"
+	"github.com/bosun-dev/bosun/pkg/controller/podunavailablebudget"
+	"github.com/bosun-dev/bosun/pkg/controller/podunavailablebudget/budget"
 	"github.com/bosun-dev/bosun/pkg/controller/replicaset"
 	"github.com/bosun-dev/bosun/pkg/controllermanager/registry"
 	daemonsetwebhook "github.com/bosun-dev/bosun/pkg/webhook/daemonset"
@@ -32,14 +37,16 @@ func builtinControllers() []registry.Descriptor {
 		{Name: deployment.ControllerName, Aliases: []string{"deployment"}, ClientName: deployment.ControllerName, Constructor: newDeploymentController},
 		{Name: garbagecollector.ControllerName, Aliases: []string{"garbagecollector"}, ClientName: "generic-garbage-collector", Constructor: newGarbageCollector},
 	}
+	// The PodUnavailableBudget controller and its webhooks share one budget cache (see
+	// podunavailablebudget.go).
+	budgets := budget.NewCache()
 	// kruise-manager's controllers have limits of their own (--kruise-controllers-kube-api-*).
 	openKruise := []registry.Descriptor{
-		{Name: advanceddaemonset.ControllerName, Aliases: []string{"advanceddaemonset"}, ClientName: advanceddaemonset.ControllerName,
-			Constructor: newAdvancedDaemonSetController, Webhooks: registry.Static(daemonsetwebhook.Registrations)},
-		podUnavailableBudgetDescriptor(),
-		containerRecreateRequestDescriptor(),
-		nodeImageDescriptor(),
-		imagePullJobDescriptor(),
+		{Name: advanceddaemonset.ControllerName, Aliases: []string{"advanceddaemonset"}, ClientName: advanceddaemonset.ControllerName, Constructor: newAdvancedDaemonSetController, Webhooks: registry.Static(daemonsetwebhook.Registrations)},
+		{Name: podunavailablebudget.ControllerName, Aliases: []string{"podunavailablebudget"}, ClientName: podunavailablebudget.ControllerName, Constructor: newPodUnavailableBudgetController(budgets), Webhooks: podUnavailableBudgetWebhooks(budgets)},
+		{Name: containerrecreaterequest.ControllerName, Aliases: []string{"containerrecreaterequest"}, ClientName: containerrecreaterequest.ControllerName, Constructor: newContainerRecreateRequestController, Webhooks: containerRecreateRequestWebhooks},
+		{Name: nodeimage.ControllerName, Aliases: []string{"nodeimage"}, ClientName: nodeimage.ControllerName, Constructor: newNodeImageController, Webhooks: nodeImageWebhooks},
+		{Name: imagepulljob.ControllerName, Aliases: []string{"imagepulljob"}, ClientName: imagepulljob.ControllerName, Constructor: newImagePullJobController, Webhooks: imagePullJobWebhooks},
 	}
 	for i := range openKruise {
 		openKruise[i].KruiseClientLimits = true

@@ -13,18 +13,6 @@ import (
 	imagepulljobwebhook "github.com/bosun-dev/bosun/pkg/webhook/imagepulljob"
 )
 
-// imagePullJobDescriptor returns the registry entry of the ImagePullJob controller and its
-// webhooks.
-func imagePullJobDescriptor() registry.Descriptor {
-	return registry.Descriptor{
-		Name:        imagepulljob.ControllerName,
-		Aliases:     []string{"imagepulljob"},
-		ClientName:  imagepulljob.ControllerName,
-		Constructor: newImagePullJobController,
-		Webhooks:    imagePullJobWebhooks,
-	}
-}
-
 // newImagePullJobController builds the controller on the shared informers. It is built
 // whatever ImagePullJobGate says: with the gate off admission refuses new jobs, but the
 // existing ones still need their secret copies released when they go.

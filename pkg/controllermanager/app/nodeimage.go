@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
-	kruiseappsinformers "github.com/bosun-dev/client-go/informers/externalversions/apps/v1alpha1"
 
 	"github.com/bosun-dev/bosun/pkg/controller/nodeimage"
 	"github.com/bosun-dev/bosun/pkg/controller/options"
@@ -14,18 +13,6 @@ import (
 	"github.com/bosun-dev/bosun/pkg/webhook"
 	nodeimagewebhook "github.com/bosun-dev/bosun/pkg/webhook/nodeimage"
 )
-
-// nodeImageDescriptor returns the registry entry of the manager-side NodeImage controller
-// and its webhooks.
-func nodeImageDescriptor() registry.Descriptor {
-	return registry.Descriptor{
-		Name:        nodeimage.ControllerName,
-		Aliases:     []string{"nodeimage"},
-		ClientName:  nodeimage.ControllerName,
-		Constructor: newNodeImageController,
-		Webhooks:    nodeImageWebhooks,
-	}
-}
 
 // newNodeImageController builds the controller on the shared informers.
 func newNodeImageController(ctx context.Context, cc *registry.ControllerContext) (registry.Controller, error) {
@@ -44,13 +31,9 @@ func newNodeImageController(ctx context.Context, cc *registry.ControllerContext)
 		// The webhook refuses every new NodeImage: the controller could only fail to create them.
 		return nil, registry.NotBuilt(fmt.Sprintf("feature gate %s is off", features.KruiseDaemon))
 	}
-	jobsServed, err := servesResource(client.Discovery(), appsv1alpha1.SchemeGroupVersion.String(), "imagepulljobs")
+	jobs, err := informerIfServed(client.Discovery(), "imagepulljobs", cc.BosunInformerFactory.Apps().V1alpha1().ImagePullJobs)
 	if err != nil {
-		return nil, fmt.Errorf("looking up apps.kruise.io ImagePullJobs in discovery: %w", err)
-	}
-	var jobs kruiseappsinformers.ImagePullJobInformer
-	if jobsServed {
-		jobs = cc.BosunInformerFactory.Apps().V1alpha1().ImagePullJobs()
+		return nil, err
 	}
 	bosunClient, err := cc.BosunClient()
 	if err != nil {
@@ -63,11 +46,9 @@ func newNodeImageController(ctx context.Context, cc *registry.ControllerContext)
 		client,
 		bosunClient,
 		cc.EventRecorder(nodeimage.ControllerName),
-		nodeimage.Config{
-			CreationDelay:   cc.Config.NodeImage.CreationDelay,
-			ResponseTimeout: cc.Config.NodeImage.ResponseTimeout,
-		},
 		options.WithFeatureGate(cc.FeatureGate),
+		nodeimage.WithCreationDelay(cc.Config.NodeImage.CreationDelay),
+		nodeimage.WithResponseTimeout(cc.Config.NodeImage.ResponseTimeout),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("building the %s: %w", nodeimage.ControllerName, err)

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
 	policyv1alpha1 "github.com/bosun-dev/api/policy/v1alpha1"
-	bosuninformers "github.com/bosun-dev/client-go/informers/externalversions"
 	kruiseappsinformers "github.com/bosun-dev/client-go/informers/externalversions/apps/v1alpha1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/discovery"
@@ -29,27 +27,18 @@ import (
 	pubwebhook "github.com/bosun-dev/bosun/pkg/webhook/podunavailablebudget"
 )
 
-// podUnavailableBudgetDescriptor returns the registry entry of the PodUnavailableBudget
-// controller and its webhooks. Both share one budget.Cache: the webhook spends a budget and
-// the controller recomputes it, and the process-wide lock and write-through copy in the
+// newPodUnavailableBudgetController returns the constructor of the PodUnavailableBudget
+// controller, which builds it on the shared informers and on budgets. Its registration
+// passes the same budget.Cache to podUnavailableBudgetWebhooks: the webhook spends a budget
+// and the controller recomputes it, and the process-wide lock and write-through copy in the
 // cache keep the two from overwriting each other's writes with stale copies.
-func podUnavailableBudgetDescriptor() registry.Descriptor {
-	budgets := budget.NewCache()
-	return registry.Descriptor{
-		Name:       podunavailablebudget.ControllerName,
-		Aliases:    []string{"podunavailablebudget"},
-		ClientName: podunavailablebudget.ControllerName,
-		Constructor: func(ctx context.Context, cc *registry.ControllerContext) (registry.Controller, error) {
-			return newPodUnavailableBudgetController(ctx, cc, budgets)
-		},
-		Webhooks: func(wc *registry.WebhookContext) ([]webhook.Registration, error) {
-			return podUnavailableBudgetWebhooks(wc, budgets)
-		},
+func newPodUnavailableBudgetController(budgets *budget.Cache) registry.Constructor {
+	return func(ctx context.Context, cc *registry.ControllerContext) (registry.Controller, error) {
+		return buildPodUnavailableBudgetController(ctx, cc, budgets)
 	}
 }
 
-// newPodUnavailableBudgetController builds the controller on the shared informers.
-func newPodUnavailableBudgetController(ctx context.Context, cc *registry.ControllerContext, budgets *budget.Cache) (registry.Controller, error) {
+func buildPodUnavailableBudgetController(ctx context.Context, cc *registry.ControllerContext, budgets *budget.Cache) (registry.Controller, error) {
 	client, err := cc.Client()
 	if err != nil {
 		return nil, fmt.Errorf("building the %s client: %w", podunavailablebudget.ControllerName, err)
@@ -69,7 +58,7 @@ func newPodUnavailableBudgetController(ctx context.Context, cc *registry.Control
 	if err != nil {
 		return nil, fmt.Errorf("building the %s client configuration: %w", podunavailablebudget.ControllerName, err)
 	}
-	daemonSets, err := advancedDaemonSetsIfServed(client.Discovery(), cc.BosunInformerFactory)
+	daemonSets, err := informerIfServed(client.Discovery(), "daemonsets", cc.BosunInformerFactory.Apps().V1alpha1().DaemonSets)
 	if err != nil {
 		return nil, err
 	}
@@ -106,10 +95,18 @@ func newPodUnavailableBudgetController(ctx context.Context, cc *registry.Control
 	return withWorkers{run: run, workers: int(cc.Config.PodUnavailableBudget.ConcurrentSyncs)}, nil
 }
 
-// podUnavailableBudgetWebhooks returns the budget's validating webhook and the two pod
-// webhooks. With no budget type served there is nothing to protect: serving the pod
+// podUnavailableBudgetWebhooks returns the function that builds the budget's validating
+// webhook and the two pod webhooks on budgets.
+func podUnavailableBudgetWebhooks(budgets *budget.Cache) registry.WebhooksFunc {
+	return func(wc *registry.WebhookContext) ([]webhook.Registration, error) {
+		return buildPodUnavailableBudgetWebhooks(wc, budgets)
+	}
+}
+
+// buildPodUnavailableBudgetWebhooks returns the budget's validating webhook and the two
+// pod webhooks. With no budget type served there is nothing to protect: serving the pod
 // webhooks then would only make every pod deletion wait for informers that never sync.
-func podUnavailableBudgetWebhooks(wc *registry.WebhookContext, budgets *budget.Cache) ([]webhook.Registration, error) {
+func buildPodUnavailableBudgetWebhooks(wc *registry.WebhookContext, budgets *budget.Cache) ([]webhook.Registration, error) {
 	served, err := servesResource(wc.Client.Discovery(), policyv1alpha1.SchemeGroupVersion.String(), "podunavailablebudgets")
 	if err != nil {
 		return nil, fmt.Errorf("looking up policy.kruise.io PodUnavailableBudgets in discovery: %w", err)
@@ -121,7 +118,7 @@ func podUnavailableBudgetWebhooks(wc *registry.WebhookContext, budgets *budget.C
 	if err != nil {
 		return nil, err
 	}
-	daemonSets, err := advancedDaemonSetsIfServed(wc.Client.Discovery(), wc.BosunInformerFactory)
+	daemonSets, err := informerIfServed(wc.Client.Discovery(), "daemonsets", wc.BosunInformerFactory.Apps().V1alpha1().DaemonSets)
 	if err != nil {
 		return nil, err
 	}
@@ -143,19 +140,6 @@ func podUnavailableBudgetWebhooks(wc *registry.WebhookContext, budgets *budget.C
 		FeatureGate: wc.FeatureGate,
 	})...)
 	return regs, nil
-}
-
-// advancedDaemonSetsIfServed returns the Advanced DaemonSet informer, or nil when the API
-// server does not serve them (an informer for them would never sync).
-func advancedDaemonSetsIfServed(client discovery.DiscoveryInterface, factory bosuninformers.SharedInformerFactory) (kruiseappsinformers.DaemonSetInformer, error) {
-	served, err := servesResource(client, appsv1alpha1.SchemeGroupVersion.String(), "daemonsets")
-	if err != nil {
-		return nil, fmt.Errorf("looking up apps.kruise.io DaemonSets in discovery: %w", err)
-	}
-	if !served {
-		return nil, nil
-	}
-	return factory.Apps().V1alpha1().DaemonSets(), nil
 }
 
 // newWorkloadFinder builds the owner lookup on factory's informers, with the scale and

@@ -1,7 +1,8 @@
 // Package app is bosun-daemon, the node agent: one process per node, no leader election. It
 // validates its flags, serves health and metrics, connects to the container runtime (retrying
 // while reporting not-ready), starts informers scoped to its node and runs the agent
-// controllers once they synced.
+// controllers: the runtime reporter at once, the others once the informers synced and the
+// runtime answered.
 package app
 
 import (
@@ -22,7 +23,6 @@ import (
 	"github.com/bosun-dev/bosun/pkg/cmdutil"
 	toolkitinformers "github.com/bosun-dev/bosun/pkg/controller/informers"
 	"github.com/bosun-dev/bosun/pkg/daemon/controller"
-	"github.com/bosun-dev/bosun/pkg/daemon/controller/runtimecondition"
 	"github.com/bosun-dev/bosun/pkg/daemon/cri"
 	"github.com/bosun-dev/bosun/pkg/daemon/options"
 	"github.com/bosun-dev/bosun/pkg/features"
@@ -76,9 +76,9 @@ func newHealthChecks(runtime healthz.HealthChecker, terminating <-chan struct{})
 }
 
 // newControllerContext returns the context of the agent controller called name: clients
-// and an event recorder of its own, the shared scoped factories and runtime.
+// of its own, an event recorder for eventSource, the shared scoped factories and runtime.
 func newControllerContext(builder clientbuilder.Builder, scoped *scopedInformers, runtime *cri.Monitor,
-	events *cmdutil.EventBroadcaster, o *options.Options, name string) (controller.Context, error) {
+	events *cmdutil.EventBroadcaster, o *options.Options, name, eventSource string) (controller.Context, error) {
 	kubeClient, err := builder.Client(name)
 	if err != nil {
 		return controller.Context{}, err
@@ -96,7 +96,8 @@ func newControllerContext(builder clientbuilder.Builder, scoped *scopedInformers
 		NodeImage:                 scoped.nodeImage,
 		ContainerRecreateRequests: scoped.crr,
 		Runtime:                   runtime,
-		Recorder:                  events.RecorderFor(name),
+		RuntimeState:              runtime,
+		Recorder:                  events.RecorderFor(eventSource),
 		SecretsNamespace:          o.ImagePullSecretsNamespace,
 		MaxParallelImagePulls:     o.MaxParallelImagePulls,
 		FeatureGate:               o.FeatureGate,
@@ -153,8 +154,8 @@ func Run(ctx context.Context, o *options.Options) error {
 	defer events.Shutdown()
 	// Controllers ask the scoped factories for their informers while they are built, so
 	// they are built before the factories start.
-	controllers, names, err := buildControllers(ctx, func(name string) (controller.Context, error) {
-		return newControllerContext(builder, scoped, runtime, events, o, name)
+	controllers, err := buildControllers(ctx, agentControllers(), func(name, eventSource string) (controller.Context, error) {
+		return newControllerContext(builder, scoped, runtime, events, o, name, eventSource)
 	})
 	if err != nil {
 		return err
@@ -162,17 +163,12 @@ func Run(ctx context.Context, o *options.Options) error {
 	scoped.watchSync(health.informerSync)
 	scoped.start(ctx)
 
-	// The runtime's state goes on the Node from the start: a missing runtime is exactly what
-	// an operator needs to see there.
-	conditionClient, err := builder.Client(runtimecondition.ControllerName)
-	if err != nil {
-		return err
-	}
-	reporter := runtimecondition.New(o.NodeName, conditionClient, events.RecorderFor(componentName), runtime)
-	reporterDone := make(chan struct{})
+	atOnce, afterRuntime := byStart(controllers)
+	// These report the wait below (the runtime's state on the Node), so they do not wait.
+	atOnceDone := make(chan struct{})
 	go func() {
-		defer close(reporterDone)
-		reporter.Run(ctx)
+		defer close(atOnceDone)
+		runControllers(ctx, atOnce)
 	}()
 
 	controllersDone := make(chan struct{})
@@ -186,8 +182,8 @@ func Run(ctx context.Context, o *options.Options) error {
 		if err != nil {
 			return
 		}
-		logger.Info("Node agent ready", "runtime", rt.Name, "runtimeVersion", rt.Version, "endpoint", rt.Endpoint, "controllers", names)
-		runControllers(ctx, controllers, names)
+		logger.Info("Node agent ready", "runtime", rt.Name, "runtimeVersion", rt.Version, "endpoint", rt.Endpoint, "controllers", names(afterRuntime))
+		runControllers(ctx, afterRuntime)
 	}()
 
 	<-ctx.Done()
@@ -196,7 +192,7 @@ func Run(ctx context.Context, o *options.Options) error {
 	go func() {
 		defer close(stopped)
 		<-controllersDone
-		<-reporterDone
+		<-atOnceDone
 		scoped.shutdown()
 		<-runtimeDone
 	}()

@@ -35,6 +35,8 @@ type Context struct {
 	// Runtime is the container runtime: Runtime() returns the current connection, nil
 	// while the runtime does not answer.
 	Runtime RuntimeSource
+	// RuntimeState follows whether the runtime answers, for the controllers that report it.
+	RuntimeState RuntimeState
 
 	// Recorder records events as the controller's component.
 	Recorder record.EventRecorderLogger
@@ -54,6 +56,16 @@ type Context struct {
 // keeping one.
 type RuntimeSource interface {
 	Runtime() *cri.Runtime
+}
+
+// RuntimeState is the runtime connection's state as the agent's monitor knows it.
+type RuntimeState interface {
+	// Changed receives a token when the runtime turns available or unavailable.
+	Changed() <-chan struct{}
+	// State returns whether the runtime answers, and why not.
+	State() (available bool, lastErr error)
+	// Describe names the runtime that answers.
+	Describe() string
 }
 
 // Controller is a node-side controller: Run blocks until ctx ends.

@@ -32,10 +32,10 @@ type Container struct {
 	StartedAt time.Time
 }
 
-// KubeContainerID returns id the way the kubelet writes it into pod status:
-// "<runtime name>://<id>".
-func (r *Runtime) KubeContainerID(id string) string {
-	return r.Name + "://" + id
+// KubeContainerID returns the ID of a container of the runtime called runtimeName the way
+// the kubelet writes it into pod status: "<runtime name>://<id>".
+func KubeContainerID(runtimeName, id string) string {
+	return runtimeName + "://" + id
 }
 
 // PodContainers returns the pod's current containers by name, found the way the kubelet

@@ -69,8 +69,8 @@ func TestPodContainersFindsTheCurrentContainerOfEachName(t *testing.T) {
 	if sidecar := got["sidecar"]; sidecar.ID != again || sidecar.RestartCount != 2 {
 		t.Errorf("sidecar = %+v, want %s with restart count 2", sidecar, again)
 	}
-	if rt.KubeContainerID(app.ID) != crifake.KubeContainerID(app.ID) {
-		t.Errorf("KubeContainerID = %q, want %q", rt.KubeContainerID(app.ID), crifake.KubeContainerID(app.ID))
+	if got := KubeContainerID(rt.Name, app.ID); got != crifake.KubeContainerID(app.ID) {
+		t.Errorf("KubeContainerID = %q, want %q", got, crifake.KubeContainerID(app.ID))
 	}
 
 	fake.ExitContainer("uid-2", "app")

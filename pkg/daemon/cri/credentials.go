@@ -11,6 +11,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/bosun-dev/bosun/pkg/controller/imageref"
 )
 
 // RegistryCredential is one entry of a pull secret: the registry it is for, as written in
@@ -116,8 +118,8 @@ func parseRegistryKey(key string) registryKey {
 		host, port = h, p
 	}
 	host = strings.ToLower(host)
-	if dockerHubAliases[host] {
-		host = dockerHubDomain
+	if imageref.IsDockerHubHost(host) {
+		host = imageref.DockerHubDomain
 	}
 	return registryKey{host: host, port: port, path: keyPath}
 }
@@ -159,7 +161,7 @@ func hostMatches(pattern, host string) bool {
 // MatchCredentials returns, in order, the credentials whose registry covers the image
 // repository name (no tag), as CRI auth configs; identical ones are returned once.
 func MatchCredentials(credentials []RegistryCredential, name string) []*runtimeapi.AuthConfig {
-	domain, repoPath := SplitDomain(name)
+	domain, repoPath := imageref.SplitName(name)
 	var matched []*runtimeapi.AuthConfig
 	seen := map[RegistryCredential]bool{}
 	for _, credential := range credentials {

@@ -4,87 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-)
 
-// Docker Hub is written in several ways; references and credentials are compared in the
-// canonical form.
-const (
-	dockerHubDomain     = "docker.io"
-	dockerHubRepoPrefix = "library/"
-	defaultTag          = "latest"
+	"github.com/bosun-dev/bosun/pkg/controller/imageref"
 )
-
-// dockerHubAliases are the host names that mean Docker Hub in image references and in
-// registry credential keys.
-var dockerHubAliases = map[string]bool{
-	"docker.io":            true,
-	"index.docker.io":      true,
-	"registry-1.docker.io": true,
-}
 
 // ImageReference is the reference the runtime is asked to pull for tag of the image
 // repository name: "name:tag", or "name@tag" when the tag is a digest ("sha256:…").
 func ImageReference(name, tag string) string {
-	if isDigest(tag) {
-		return name + "@" + tag
-	}
-	return name + ":" + tag
-}
-
-// isDigest tells a digest ("algorithm:hex") from a tag, which may not contain ':'.
-func isDigest(s string) bool { return strings.Contains(s, ":") }
-
-// SplitDomain splits an image repository name (no tag or digest) into its registry host
-// (with port, Docker Hub aliases folded into "docker.io") and the repository path, which
-// gains Docker Hub's "library/" prefix for official images. As in Docker, the first
-// component names a registry only when it looks like a host: it contains '.' or ':', or
-// is "localhost".
-func SplitDomain(name string) (domain, path string) {
-	first, rest, found := strings.Cut(name, "/")
-	if !found || (!strings.ContainsAny(first, ".:") && first != "localhost" && strings.ToLower(first) == first) {
-		domain, path = dockerHubDomain, name
-	} else {
-		domain, path = first, rest
-	}
-	if dockerHubAliases[domain] {
-		domain = dockerHubDomain
-	}
-	if domain == dockerHubDomain && !strings.Contains(path, "/") {
-		path = dockerHubRepoPrefix + path
-	}
-	return domain, path
-}
-
-// splitReference splits an image reference into repository name, tag and digest; tag and
-// digest may be empty.
-func splitReference(ref string) (name, tag, digest string) {
-	name, digest, _ = strings.Cut(ref, "@")
-	if i := strings.LastIndex(name, ":"); i > strings.LastIndex(name, "/") {
-		name, tag = name[:i], name[i+1:]
-	}
-	return name, tag, digest
+	return imageref.Join(name, tag)
 }
 
 // NormalizeImageReference returns ref in the fully qualified form runtimes report in
-// repo tags and digests: registry host, full path, and a tag ("latest" when ref has
-// neither tag nor digest). "nginx:1.25" becomes "docker.io/library/nginx:1.25".
+// repo tags and digests (imageref.Normalize): registry host, full path, and a tag
+// ("latest" when ref has neither tag nor digest). "nginx:1.25" becomes
+// "docker.io/library/nginx:1.25".
 func NormalizeImageReference(ref string) string {
-	name, tag, digest := splitReference(ref)
-	domain, path := SplitDomain(name)
-	out := domain + "/" + path
-	if tag == "" && digest == "" {
-		tag = defaultTag
-	}
-	if tag != "" {
-		out += ":" + tag
-	}
-	if digest != "" {
-		out += "@" + digest
-	}
-	return out
+	return imageref.Normalize(ref)
 }
 
 // ListImages returns the runtime's images with their repo tags and repo digests
@@ -115,7 +52,7 @@ func (r *Runtime) ListImages(ctx context.Context) ([]*runtimeapi.Image, error) {
 // the same digest.
 func FindImage(images []*runtimeapi.Image, ref string) *runtimeapi.Image {
 	want := NormalizeImageReference(ref)
-	name, _, digest := splitReference(want)
+	name, _, digest := imageref.Split(want)
 	for _, image := range images {
 		for _, tag := range image.RepoTags {
 			if tag == want {

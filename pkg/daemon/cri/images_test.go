@@ -26,23 +26,13 @@ func startImageRuntime(t *testing.T) (*crifake.Runtime, *Runtime) {
 	return fake, &Runtime{Endpoint: fake.Endpoint(), ImageService: runtimeapi.NewImageServiceClient(conn)}
 }
 
+// The normalisation itself is imageref's (tested there); the runtime's side relies on
+// its Docker Hub folding, registry-1.docker.io included.
 func TestNormalizeImageReference(t *testing.T) {
 	for ref, want := range map[string]string{
-		"nginx":                                 "docker.io/library/nginx:latest",
-		"nginx:1.25":                            "docker.io/library/nginx:1.25",
-		"library/nginx:1.25":                    "docker.io/library/nginx:1.25",
-		"docker.io/nginx:1.25":                  "docker.io/library/nginx:1.25",
-		"index.docker.io/library/nginx:1.25":    "docker.io/library/nginx:1.25",
-		"team/app:v1":                           "docker.io/team/app:v1",
-		"reg.io/team/app:v1":                    "reg.io/team/app:v1",
-		"reg.io:5000/app":                       "reg.io:5000/app:latest",
-		"localhost/app:v1":                      "localhost/app:v1",
-		"nginx@sha256:abc":                      "docker.io/library/nginx@sha256:abc",
-		"reg.io:5000/app:v1@sha256:abc":         "reg.io:5000/app:v1@sha256:abc",
-		"docker.io/library/nginx:1.25":          "docker.io/library/nginx:1.25",
-		"registry-1.docker.io/bitnami/redis:7":  "docker.io/bitnami/redis:7",
-		"Upper/app:v1":                          "Upper/app:v1",
-		"quay.io/prometheus/node-exporter:v1.7": "quay.io/prometheus/node-exporter:v1.7",
+		"nginx":                                "docker.io/library/nginx:latest",
+		"registry-1.docker.io/bitnami/redis:7": "docker.io/bitnami/redis:7",
+		"reg.io:5000/app:v1@sha256:abc":        "reg.io:5000/app:v1@sha256:abc",
 	} {
 		if got := NormalizeImageReference(ref); got != want {
 			t.Errorf("NormalizeImageReference(%q) = %q, want %q", ref, got, want)

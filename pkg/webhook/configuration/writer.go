@@ -26,9 +26,6 @@ const (
 	// WriterName names the writer in logs.
 	WriterName = "webhook-configuration-writer"
 
-	// queueName is the "name" label of the writer's workqueue metrics.
-	queueName = "webhook_configuration"
-
 	// caBundleWait is how long a sync waits for the CA bundle before it looks again. The
 	// certificate provider's Resync usually comes first; this covers a missed one.
 	caBundleWait = 2 * time.Second
@@ -68,7 +65,7 @@ func NewWriter(ctx context.Context, client kubernetes.Interface,
 			ValidatingName: newValidatingTarget(regs, clientConfig, validatingInformer, client),
 		},
 		cachesSynced: []cache.InformerSynced{mutatingInformer.Informer().HasSynced, validatingInformer.Informer().HasSynced},
-		queue:        queue.New[string](queueName),
+		queue:        queue.New[string](queue.NameWebhookConfiguration),
 	}
 
 	handlers := toolkitinformers.Handlers{Add: w.addConfiguration, Update: w.updateConfiguration, Delete: w.deleteConfiguration}

@@ -2,15 +2,12 @@ package daemonset
 
 import (
 	"context"
-	"fmt"
-	"net/http"
 	"reflect"
 	"strings"
 
 	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
 	"github.com/bosun-dev/bosun/pkg/webhook"
 	admissionv1 "k8s.io/api/admission/v1"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -32,47 +29,24 @@ var (
 // Registrations are the DaemonSet's two webhooks, both called on CREATE and UPDATE: the
 // defaulting one and the validating one.
 func Registrations() []webhook.Registration {
-	return []webhook.Registration{
-		{
-			Name:    MutatingName,
-			Path:    MutatingPath,
-			Type:    webhook.Mutating,
-			Rules:   rules(),
-			Handler: webhook.HandlerFunc(mutate),
-		},
-		{
-			Name:    ValidatingName,
-			Path:    ValidatingPath,
-			Type:    webhook.Validating,
-			Rules:   rules(),
-			Handler: webhook.HandlerFunc(validate),
-		},
+	w := &webhook.ResourceWebhook[appsv1alpha1.DaemonSet, *appsv1alpha1.DaemonSet]{
+		Kind:           daemonSetKind,
+		Resource:       "daemonsets",
+		MutatingName:   MutatingName,
+		MutatingPath:   MutatingPath,
+		Default:        defaults,
+		ValidatingName: ValidatingName,
+		ValidatingPath: ValidatingPath,
+		Validate:       validate,
 	}
+	return w.Registrations()
 }
 
-func rules() []admissionregistrationv1.RuleWithOperations {
-	return webhook.ResourceRules(appsv1alpha1.SchemeGroupVersion, "daemonsets", admissionregistrationv1.Create, admissionregistrationv1.Update)
-}
-
-// admittedObject decodes the DaemonSet of a CREATE or UPDATE, or returns the answer (see
-// webhook.DecodeAdmitted).
-func admittedObject(req *admissionv1.AdmissionRequest) (*appsv1alpha1.DaemonSet, *admissionv1.AdmissionResponse) {
-	return webhook.DecodeAdmitted[appsv1alpha1.DaemonSet](req, daemonSetKind)
-}
-
-// mutate answers with the patch that defaults the object.
-func mutate(_ context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
-	ds, answer := admittedObject(req)
-	if answer != nil {
-		return answer
-	}
+// defaults returns the patch that defaults the object.
+func defaults(_ *admissionv1.AdmissionRequest, ds *appsv1alpha1.DaemonSet) []webhook.Addition {
 	before := ds.Spec.DeepCopy()
 	SetDefaults(ds)
-	resp, err := webhook.AdditionsResponse(defaultedSpecFields(before, &ds.Spec))
-	if err != nil {
-		return webhook.Errored(http.StatusInternalServerError, fmt.Errorf("defaulting DaemonSet %s/%s: %w", req.Namespace, req.Name, err))
-	}
-	return resp
+	return defaultedSpecFields(before, &ds.Spec)
 }
 
 // defaultedSpecFields returns one addition per spec field that defaulting changed (from
@@ -118,33 +92,15 @@ func defaultedSpecFields(before, after *appsv1alpha1.DaemonSetSpec) []webhook.Ad
 // validate denies an invalid object with a 422 naming every offending field, on creation
 // as on update (OpenKruise answers creations with a 500, which clients show as a server
 // fault rather than as a mistake in their object).
-func validate(_ context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
-	ds, answer := admittedObject(req)
-	if answer != nil {
-		return answer
-	}
-	// The API server fills the namespace in from the request; this keeps the metadata
-	// validation from reporting it missing should it not have.
-	if ds.Namespace == "" {
-		ds.Namespace = req.Namespace
-	}
-
+func validate(_ context.Context, req *admissionv1.AdmissionRequest, ds, old *appsv1alpha1.DaemonSet) *admissionv1.AdmissionResponse {
 	var errs field.ErrorList
-	if req.Operation == admissionv1.Update {
-		old, err := webhook.DecodeStrictNew[appsv1alpha1.DaemonSet](req.OldObject.Raw, "oldObject", daemonSetKind)
-		if err != nil {
-			return webhook.Errored(http.StatusBadRequest, err)
-		}
+	if old != nil {
 		errs = ValidateUpdate(ds, old)
 	} else {
 		errs = Validate(ds)
 	}
 	if len(errs) > 0 {
-		name := ds.Name
-		if name == "" {
-			name = req.Name
-		}
-		return webhook.Invalid(daemonSetGroupKind, name, errs)
+		return webhook.Invalid(daemonSetGroupKind, webhook.ObjectName(req, ds), errs)
 	}
 	return webhook.Allowed()
 }

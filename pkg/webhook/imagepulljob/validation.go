@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/bosun-dev/bosun/pkg/controller/imagepulljob/imageref"
 	"github.com/bosun-dev/bosun/pkg/controller/imagepulljob/jobutil"
+	"github.com/bosun-dev/bosun/pkg/controller/imageref"
 )
 
 // Validate returns everything wrong with a job's spec, each error naming its field. It

@@ -2,13 +2,11 @@ package imagepulljob
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"slices"
 
 	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
 	admissionv1 "k8s.io/api/admission/v1"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/component-base/featuregate"
@@ -39,41 +37,22 @@ func Registrations(gates featuregate.FeatureGate) []webhook.Registration {
 		gates = features.DefaultFeatureGate
 	}
 	v := &validator{gates: gates}
-	return []webhook.Registration{
-		{
-			Name:    MutatingName,
-			Path:    MutatingPath,
-			Type:    webhook.Mutating,
-			Rules:   rules(),
-			Handler: webhook.HandlerFunc(mutate),
-		},
-		{
-			Name:    ValidatingName,
-			Path:    ValidatingPath,
-			Type:    webhook.Validating,
-			Rules:   rules(),
-			Handler: webhook.HandlerFunc(v.validate),
-		},
+	w := &webhook.ResourceWebhook[appsv1alpha1.ImagePullJob, *appsv1alpha1.ImagePullJob]{
+		Kind:           jobKind,
+		Resource:       "imagepulljobs",
+		MutatingName:   MutatingName,
+		MutatingPath:   MutatingPath,
+		Default:        defaults,
+		ValidatingName: ValidatingName,
+		ValidatingPath: ValidatingPath,
+		Validate:       v.validate,
 	}
+	return w.Registrations()
 }
 
-func rules() []admissionregistrationv1.RuleWithOperations {
-	return webhook.ResourceRules(appsv1alpha1.SchemeGroupVersion, "imagepulljobs", admissionregistrationv1.Create, admissionregistrationv1.Update)
-}
-
-// admittedObject decodes the job of a CREATE or UPDATE, or returns the answer (see
-// webhook.DecodeAdmitted).
-func admittedObject(req *admissionv1.AdmissionRequest) (*appsv1alpha1.ImagePullJob, *admissionv1.AdmissionResponse) {
-	return webhook.DecodeAdmitted[appsv1alpha1.ImagePullJob](req, jobKind)
-}
-
-// mutate answers with the patch that defaults the spec and, on CREATE, adds the deletion
+// defaults returns the patch that defaults the spec and, on CREATE, adds the deletion
 // protection finalizer.
-func mutate(_ context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
-	job, answer := admittedObject(req)
-	if answer != nil {
-		return answer
-	}
+func defaults(req *admissionv1.AdmissionRequest, job *appsv1alpha1.ImagePullJob) []webhook.Addition {
 	before := job.Spec.DeepCopy()
 	appsv1alpha1.SetDefaults_ImagePullJob(job)
 	additions := defaultedSpecFields(before, &job.Spec)
@@ -81,11 +60,7 @@ func mutate(_ context.Context, req *admissionv1.AdmissionRequest) *admissionv1.A
 		finalizers := append(slices.Clone(job.Finalizers), appsv1alpha1.ImagePullJobProtectionFinalizer)
 		additions = append(additions, webhook.Addition{Path: "/metadata/finalizers", Value: finalizers})
 	}
-	resp, err := webhook.AdditionsResponse(additions)
-	if err != nil {
-		return webhook.Errored(http.StatusInternalServerError, fmt.Errorf("defaulting ImagePullJob %s/%s: %w", req.Namespace, req.Name, err))
-	}
-	return resp
+	return additions
 }
 
 // defaultedSpecFields returns one addition per spec field that defaulting changed, with its
@@ -116,22 +91,8 @@ type validator struct {
 // validate denies an invalid job with a 400 naming every offending field, a change of
 // pullSecrets with a 403, and, while the feature is off, new jobs and spec changes with a
 // 403.
-func (v *validator) validate(_ context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
-	job, answer := admittedObject(req)
-	if answer != nil {
-		return answer
-	}
-	name := job.Name
-	if name == "" {
-		name = req.Name
-	}
-	var old *appsv1alpha1.ImagePullJob
-	if req.Operation == admissionv1.Update {
-		var err error
-		if old, err = webhook.DecodeStrictNew[appsv1alpha1.ImagePullJob](req.OldObject.Raw, "oldObject", jobKind); err != nil {
-			return webhook.Errored(http.StatusBadRequest, err)
-		}
-	}
+func (v *validator) validate(_ context.Context, req *admissionv1.AdmissionRequest, job, old *appsv1alpha1.ImagePullJob) *admissionv1.AdmissionResponse {
+	name := webhook.ObjectName(req, job)
 	if !v.gates.Enabled(features.ImagePullJobGate) {
 		// Metadata-only updates still pass: refusing them would keep the controller from
 		// removing the finalizer, and the job from ever going away.

@@ -2,7 +2,6 @@ package nodeimage
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"sort"
 	"strconv"
@@ -10,7 +9,6 @@ import (
 
 	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
 	admissionv1 "k8s.io/api/admission/v1"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/component-base/featuregate"
@@ -41,48 +39,27 @@ func Registrations(gates featuregate.FeatureGate) []webhook.Registration {
 		gates = features.DefaultFeatureGate
 	}
 	v := &validator{gates: gates}
-	return []webhook.Registration{
-		{
-			Name:    MutatingName,
-			Path:    MutatingPath,
-			Type:    webhook.Mutating,
-			Rules:   rules(),
-			Handler: webhook.HandlerFunc(mutate),
-		},
-		{
-			Name:    ValidatingName,
-			Path:    ValidatingPath,
-			Type:    webhook.Validating,
-			Rules:   rules(),
-			Handler: webhook.HandlerFunc(v.validate),
-		},
+	w := &webhook.ResourceWebhook[appsv1alpha1.NodeImage, *appsv1alpha1.NodeImage]{
+		Kind:           nodeImageKind,
+		Resource:       "nodeimages",
+		MutatingName:   MutatingName,
+		MutatingPath:   MutatingPath,
+		Default:        defaults,
+		ValidatingName: ValidatingName,
+		ValidatingPath: ValidatingPath,
+		Validate:       v.validate,
+		// Every update is judged on the NodeImage alone.
+		OldObjectUnused: true,
 	}
+	return w.Registrations()
 }
 
-func rules() []admissionregistrationv1.RuleWithOperations {
-	return webhook.ResourceRules(appsv1alpha1.SchemeGroupVersion, "nodeimages", admissionregistrationv1.Create, admissionregistrationv1.Update)
-}
-
-// admittedObject decodes the NodeImage of a CREATE or UPDATE, or returns the answer (see
-// webhook.DecodeAdmitted).
-func admittedObject(req *admissionv1.AdmissionRequest) (*appsv1alpha1.NodeImage, *admissionv1.AdmissionResponse) {
-	return webhook.DecodeAdmitted[appsv1alpha1.NodeImage](req, nodeImageKind)
-}
-
-// mutate answers with the patch that defaults every tag: createdAt now when absent, and a
+// defaults returns the patch that defaults every tag: createdAt now when absent, and a
 // pull policy with the default timeout and backoff limit.
-func mutate(_ context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
-	ni, answer := admittedObject(req)
-	if answer != nil {
-		return answer
-	}
+func defaults(_ *admissionv1.AdmissionRequest, ni *appsv1alpha1.NodeImage) []webhook.Addition {
 	before := ni.Spec.DeepCopy()
 	SetDefaults(ni)
-	resp, err := webhook.AdditionsResponse(defaultedTagFields(before, &ni.Spec))
-	if err != nil {
-		return webhook.Errored(http.StatusInternalServerError, fmt.Errorf("defaulting NodeImage %s: %w", req.Name, err))
-	}
-	return resp
+	return defaultedTagFields(before, &ni.Spec)
 }
 
 // SetDefaults writes the defaults of a NodeImage's tags in place. The rules live with the
@@ -130,11 +107,7 @@ type validator struct {
 
 // validate denies an invalid NodeImage with a 400 naming every offending field, and every
 // new NodeImage while the node agent's APIs are switched off (403).
-func (v *validator) validate(_ context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
-	ni, answer := admittedObject(req)
-	if answer != nil {
-		return answer
-	}
+func (v *validator) validate(_ context.Context, req *admissionv1.AdmissionRequest, ni, _ *appsv1alpha1.NodeImage) *admissionv1.AdmissionResponse {
 	if req.Operation == admissionv1.Create && !v.gates.Enabled(features.KruiseDaemon) {
 		return webhook.Denied(http.StatusForbidden, "feature-gate %s is not enabled", features.KruiseDaemon)
 	}
@@ -144,11 +117,7 @@ func (v *validator) validate(_ context.Context, req *admissionv1.AdmissionReques
 		return webhook.Allowed()
 	}
 	if errs := Validate(ni); len(errs) > 0 {
-		name := ni.Name
-		if name == "" {
-			name = req.Name
-		}
-		return invalid(name, errs)
+		return invalid(webhook.ObjectName(req, ni), errs)
 	}
 	return webhook.Allowed()
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/bosun-dev/bosun/pkg/webhook"
 	policylisters "github.com/bosun-dev/client-go/listers/policy/v1alpha1"
 	admissionv1 "k8s.io/api/admission/v1"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/component-base/featuregate"
@@ -36,14 +35,14 @@ func Registrations(budgets policylisters.PodUnavailableBudgetLister, gates featu
 		gates = features.DefaultFeatureGate
 	}
 	v := &validator{budgets: budgets, gates: gates}
-	return []webhook.Registration{{
-		Name: ValidatingName,
-		Path: ValidatingPath,
-		Type: webhook.Validating,
-		Rules: webhook.ResourceRules(policyv1alpha1.SchemeGroupVersion, "podunavailablebudgets",
-			admissionregistrationv1.Create, admissionregistrationv1.Update),
-		Handler: webhook.HandlerFunc(v.validate),
-	}}
+	w := &webhook.ResourceWebhook[policyv1alpha1.PodUnavailableBudget, *policyv1alpha1.PodUnavailableBudget]{
+		Kind:           budgetKind,
+		Resource:       "podunavailablebudgets",
+		ValidatingName: ValidatingName,
+		ValidatingPath: ValidatingPath,
+		Validate:       v.validate,
+	}
+	return w.Registrations()
 }
 
 type validator struct {
@@ -53,23 +52,12 @@ type validator struct {
 
 // validate admits a budget that is valid, has kept its selector and targetRef (on UPDATE)
 // and conflicts with no other budget of its namespace; it denies anything else with a 400.
-func (v *validator) validate(_ context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
-	pub, answer := webhook.DecodeAdmitted[policyv1alpha1.PodUnavailableBudget](req, budgetKind)
-	if answer != nil {
-		return answer
-	}
-	var old *policyv1alpha1.PodUnavailableBudget
-	if req.Operation == admissionv1.Update {
-		var err error
-		if old, err = webhook.DecodeStrictNew[policyv1alpha1.PodUnavailableBudget](req.OldObject.Raw, "oldObject", budgetKind); err != nil {
-			return webhook.Errored(http.StatusBadRequest, err)
-		}
-		// A budget being deleted is about to stop protecting anything whatever it says;
-		// refusing its updates, such as the removal of a finalizer, could only keep it from
-		// going (for example once both gates are off, when every budget is refused).
-		if pub.DeletionTimestamp != nil {
-			return webhook.Allowed()
-		}
+func (v *validator) validate(_ context.Context, req *admissionv1.AdmissionRequest, pub, old *policyv1alpha1.PodUnavailableBudget) *admissionv1.AdmissionResponse {
+	// A budget being deleted is about to stop protecting anything whatever it says;
+	// refusing its updates, such as the removal of a finalizer, could only keep it from
+	// going (for example once both gates are off, when every budget is refused).
+	if old != nil && pub.DeletionTimestamp != nil {
+		return webhook.Allowed()
 	}
 	if !v.gates.Enabled(features.PodUnavailableBudgetDeleteGate) && !v.gates.Enabled(features.PodUnavailableBudgetUpdateGate) {
 		// Nothing would enforce the budget: admitting it would promise a protection the
@@ -77,15 +65,7 @@ func (v *validator) validate(_ context.Context, req *admissionv1.AdmissionReques
 		return webhook.Denied(http.StatusBadRequest, "PodUnavailableBudget protection is disabled: enable feature gate %s or %s",
 			features.PodUnavailableBudgetDeleteGate, features.PodUnavailableBudgetUpdateGate)
 	}
-	// The API server fills the namespace in from the request; the conflict check needs it.
-	if pub.Namespace == "" {
-		pub.Namespace = req.Namespace
-	}
-	name := pub.Name
-	if name == "" {
-		name = req.Name
-	}
-
+	name := webhook.ObjectName(req, pub)
 	var errs field.ErrorList
 	if old != nil {
 		errs = ValidateUpdate(pub, old)

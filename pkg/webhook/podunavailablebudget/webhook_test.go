@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -377,12 +378,38 @@ func TestHandlerReadsGatesOnEveryRequest(t *testing.T) {
 	}
 }
 
+// TestHandlerNilGatesUseTheDefaults checks that nil gates mean the process-wide gate, read
+// on every request: its defaults (PodUnavailableBudgetDeleteGate on) admit a budget, and
+// once both budget gates of that gate are off the same request is refused.
 func TestHandlerNilGatesUseTheDefaults(t *testing.T) {
-	// PodUnavailableBudgetDeleteGate is on by default.
-	if !features.DefaultFeatureGate.Enabled(features.PodUnavailableBudgetDeleteGate) {
-		t.Skip("the process-wide gate has PodUnavailableBudgetDeleteGate off")
+	processGates := map[string]bool{}
+	for _, gate := range []featuregate.Feature{features.PodUnavailableBudgetDeleteGate, features.PodUnavailableBudgetUpdateGate} {
+		processGates[string(gate)] = features.DefaultFeatureGate.Enabled(gate)
 	}
-	checkAllowed(t, handle(t, newLister(t), nil, newRequest(t, admissionv1.Create, userBudget, nil)))
+	if want := map[string]bool{
+		string(features.PodUnavailableBudgetDeleteGate): true,
+		string(features.PodUnavailableBudgetUpdateGate): false,
+	}; !maps.Equal(processGates, want) {
+		t.Fatalf("the process-wide gate has %v, not its defaults %v", processGates, want)
+	}
+	regs := Registrations(newLister(t), nil)
+	_, ctx := ktesting.NewTestContext(t)
+	checkAllowed(t, regs[0].Handler.Handle(ctx, newRequest(t, admissionv1.Create, userBudget, nil)))
+
+	t.Cleanup(func() {
+		if err := features.DefaultMutableFeatureGate.SetFromMap(processGates); err != nil {
+			t.Errorf("restoring the process-wide gate: %v", err)
+		}
+	})
+	if err := features.DefaultMutableFeatureGate.SetFromMap(map[string]bool{
+		string(features.PodUnavailableBudgetDeleteGate): false,
+		string(features.PodUnavailableBudgetUpdateGate): false,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := regs[0].Handler.Handle(ctx, newRequest(t, admissionv1.Create, userBudget, nil)); resp.Allowed {
+		t.Error("allowed with both budget gates of the process-wide gate off: nil gates did not read it")
+	}
 }
 
 func TestHandlerAllowsOtherOperations(t *testing.T) {

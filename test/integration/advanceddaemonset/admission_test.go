@@ -23,7 +23,7 @@ func TestDefaultingFillsOpenKruiseDefaults(t *testing.T) {
 	e := setup(t)
 	e.startManager(t, "")
 
-	ds := e.createDS(t, newDS("defaults"))
+	ds := e.daemonSets().Create(t, newDS("defaults"))
 
 	if got := ds.Spec.UpdateStrategy.Type; got != appsv1alpha1.RollingUpdateDaemonSetStrategyType {
 		t.Errorf("updateStrategy.type = %q, want RollingUpdate", got)
@@ -66,7 +66,7 @@ func TestSurgingIsRewrittenToStandardWithSurge(t *testing.T) {
 
 	ds := newDS("surging")
 	rollingUpdate(ds).Type = appsv1alpha1.DeprecatedSurgingRollingUpdateType
-	ds = e.createDS(t, ds)
+	ds = e.daemonSets().Create(t, ds)
 
 	ru := ds.Spec.UpdateStrategy.RollingUpdate
 	if ru == nil {
@@ -126,19 +126,19 @@ func TestValidationDeniesInvalidDaemonSets(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ds := newDS("invalid-" + string(rune('a'+i)))
 			tc.mutate(ds)
-			_, err := e.kruise.AppsV1alpha1().DaemonSets(e.ns).Create(e.ctx, ds, metav1.CreateOptions{})
+			_, err := e.Bosun.AppsV1alpha1().DaemonSets(e.Namespace).Create(e.Ctx, ds, metav1.CreateOptions{})
 			if err == nil {
 				t.Fatalf("creating a DaemonSet with %s was allowed", tc.name)
 			}
-			if _, getErr := e.kruise.AppsV1alpha1().DaemonSets(e.ns).Get(e.ctx, ds.Name, metav1.GetOptions{}); !apierrors.IsNotFound(getErr) {
+			if _, getErr := e.Bosun.AppsV1alpha1().DaemonSets(e.Namespace).Get(e.Ctx, ds.Name, metav1.GetOptions{}); !apierrors.IsNotFound(getErr) {
 				t.Errorf("the denied DaemonSet was stored (get: %v)", getErr)
 			}
 		})
 	}
 
 	t.Run("update changing the selector", func(t *testing.T) {
-		ds := e.createDS(t, newDS("immutable"))
-		_, err := e.tryUpdateDS(ds.Name, func(ds *appsv1alpha1.DaemonSet) {
+		ds := e.daemonSets().Create(t, newDS("immutable"))
+		_, err := e.daemonSets().TryUpdate(ds.Name, func(ds *appsv1alpha1.DaemonSet) {
 			// The template follows, so that only the selector's immutability can be the reason.
 			ds.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "changed"}}
 			ds.Spec.Template.Labels = map[string]string{"app": "changed"}
@@ -146,7 +146,7 @@ func TestValidationDeniesInvalidDaemonSets(t *testing.T) {
 		if err == nil {
 			t.Fatal("changing spec.selector was allowed")
 		}
-		if got := e.getDS(t, ds.Name).Spec.Selector.MatchLabels["app"]; got != "immutable" {
+		if got := e.daemonSets().Get(t, ds.Name).Spec.Selector.MatchLabels["app"]; got != "immutable" {
 			t.Errorf("selector app=%s after the denied update, want app=immutable", got)
 		}
 	})
@@ -177,7 +177,7 @@ func TestInvalidCreateIsRefusedWith422NamingTheField(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ds := newDS("invalid-" + string(rune('a'+i)))
 			tc.mutate(ds)
-			_, err := e.kruise.AppsV1alpha1().DaemonSets(e.ns).Create(e.ctx, ds, metav1.CreateOptions{})
+			_, err := e.Bosun.AppsV1alpha1().DaemonSets(e.Namespace).Create(e.Ctx, ds, metav1.CreateOptions{})
 			if err == nil {
 				t.Fatal("the create was allowed")
 			}
@@ -243,12 +243,12 @@ func TestOpenKruiseSampleApplies(t *testing.T) {
 	if err != nil || len(objs) != 1 {
 		t.Fatalf("decoding the sample: %d objects, %v", len(objs), err)
 	}
-	_, err = e.dynamic.Resource(daemonSetResource).Namespace(e.ns).Apply(e.ctx, objs[0].GetName(), objs[0], metav1.ApplyOptions{FieldManager: "kubectl"})
+	_, err = e.Dynamic.Resource(daemonSetResource).Namespace(e.Namespace).Apply(e.Ctx, objs[0].GetName(), objs[0], metav1.ApplyOptions{FieldManager: "kubectl"})
 	if err != nil {
 		t.Fatalf("applying OpenKruise's sample: %v", err)
 	}
 
-	ds := e.getDS(t, "sample-ds")
+	ds := e.daemonSets().Get(t, "sample-ds")
 	ru := ds.Spec.UpdateStrategy.RollingUpdate
 	if ru == nil || ru.Type != appsv1alpha1.StandardRollingUpdateType || ptr.Deref(ru.MaxUnavailable, intstr.IntOrString{}) != intstr.FromInt32(5) ||
 		ptr.Deref(ru.Partition, intstr.IntOrString{}) != intstr.FromInt32(10) || ptr.Deref(ru.Paused, true) ||
@@ -257,7 +257,7 @@ func TestOpenKruiseSampleApplies(t *testing.T) {
 	}
 	// The rolling selector and the partition limit rolling updates only: every node gets a pod.
 	pods := e.waitForDaemonPods(t, ds, nodes, "")
-	e.waitForDS(t, ds.Name, "status desired=2 current=2", func(ds *appsv1alpha1.DaemonSet) bool {
+	e.daemonSets().WaitFor(t, ds.Name, "status desired=2 current=2", func(ds *appsv1alpha1.DaemonSet) bool {
 		return ds.Status.DesiredNumberScheduled == 2 && ds.Status.CurrentNumberScheduled == 2
 	})
 	for _, pod := range pods {

@@ -23,8 +23,8 @@ func (e *testEnv) waitForRevisions(t *testing.T, hashes ...string) map[string]ap
 	want := slices.Sorted(slices.Values(hashes))
 	var last []string
 	var revs map[string]appsv1.ControllerRevision
-	err := framework.WaitFor(e.ctx, waitTimeout, fmt.Sprintf("ControllerRevisions %v", want), func(ctx context.Context) (bool, error) {
-		list, err := e.client.AppsV1().ControllerRevisions(e.ns).List(ctx, metav1.ListOptions{})
+	err := framework.WaitFor(e.Ctx, waitTimeout, fmt.Sprintf("ControllerRevisions %v", want), func(ctx context.Context) (bool, error) {
+		list, err := e.Client.AppsV1().ControllerRevisions(e.Namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -50,7 +50,7 @@ func TestRevisionHistoryKeepsLimitAndLiveRevisions(t *testing.T) {
 	nodes := e.createNodes(t, "a", "b")
 	ds := newDS("agent")
 	ds.Spec.RevisionHistoryLimit = ptr.To[int32](1)
-	ds, _ = e.waitForSettled(t, e.createDS(t, ds).Name, nodes)
+	ds, _ = e.waitForSettled(t, e.daemonSets().Create(t, ds).Name, nodes)
 	hashes := []string{ds.Status.DaemonSetHash}
 
 	for _, image := range []string{image2, image3, image4} {
@@ -62,7 +62,7 @@ func TestRevisionHistoryKeepsLimitAndLiveRevisions(t *testing.T) {
 	e.waitForRevisions(t, hashes[3], hashes[2])
 
 	// A partition of 1 keeps the pod on the smallest node at hashes[3] through two more changes.
-	e.updateDS(t, ds.Name, func(ds *appsv1alpha1.DaemonSet) {
+	e.daemonSets().Update(t, ds.Name, func(ds *appsv1alpha1.DaemonSet) {
 		rollingUpdate(ds).Partition = ptr.To(intstr.FromInt32(1))
 		ds.Spec.Template.Spec.Containers[0].Image = "registry.example/agent:5.0"
 	})
@@ -75,7 +75,7 @@ func TestRevisionHistoryKeepsLimitAndLiveRevisions(t *testing.T) {
 	// Of the old revisions, hashes[3] is live and hashes[4] is not: with a limit of 1 the
 	// live one stays, although it is the oldest.
 	e.waitForRevisions(t, hashes[5], hashes[3])
-	e.waitForIdle(t)
+	e.WaitForNoWrites(t, idlePeriod)
 	if revs := e.revisions(t); len(revs) != 2 {
 		t.Errorf("%d revisions after the controller settled, want 2", len(revs))
 	}
@@ -88,7 +88,7 @@ func TestRollbackReusesTheOldRevision(t *testing.T) {
 	e.startManager(t, "")
 	e.startKubelet(t)
 	nodes := e.createNodes(t, "a")
-	ds, _ := e.waitForSettled(t, e.createDS(t, newDS("agent")).Name, nodes)
+	ds, _ := e.waitForSettled(t, e.daemonSets().Create(t, newDS("agent")).Name, nodes)
 	h1 := ds.Status.DaemonSetHash
 
 	e.setImage(t, ds.Name, image2)
@@ -106,8 +106,8 @@ func TestRollbackReusesTheOldRevision(t *testing.T) {
 		t.Errorf("the rollback's hash is %s, want the first revision's %s", back, h1)
 	}
 	e.waitForSettled(t, ds.Name, nodes)
-	err := framework.WaitFor(e.ctx, waitTimeout, "the first revision to be renumbered 3", func(ctx context.Context) (bool, error) {
-		rev, err := e.client.AppsV1().ControllerRevisions(e.ns).Get(ctx, r1.Name, metav1.GetOptions{})
+	err := framework.WaitFor(e.Ctx, waitTimeout, "the first revision to be renumbered 3", func(ctx context.Context) (bool, error) {
+		rev, err := e.Client.AppsV1().ControllerRevisions(e.Namespace).Get(ctx, r1.Name, metav1.GetOptions{})
 		return err == nil && rev.Revision == 3, nil
 	})
 	if err != nil {

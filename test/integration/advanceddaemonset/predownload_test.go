@@ -32,7 +32,7 @@ const (
 // by the DaemonSet, and labels the new revision; the job goes once every pod is updated.
 func TestPreDownloadCreatesImagePullJobUntilTheRolloutCompletes(t *testing.T) {
 	e := setup(t)
-	framework.StartBosunControllerManager(t, e.cp, framework.ControllerManagerOptions{
+	framework.StartBosunControllerManager(t, e.CP, framework.ControllerManagerOptions{
 		Controllers:  controllerUnderTest + "," + imagePullJobController,
 		Webhooks:     true,
 		FeatureGates: preDownloadGate + "=true",
@@ -44,7 +44,7 @@ func TestPreDownloadCreatesImagePullJobUntilTheRolloutCompletes(t *testing.T) {
 	nodes := e.createNodes(t, "a", "b", "c")
 	ds := newDS("agent")
 	rollingUpdate(ds).Partition = ptr.To(intstr.FromInt32(1))
-	ds, _ = e.waitForSettled(t, e.createDS(t, ds).Name, nodes)
+	ds, _ = e.waitForSettled(t, e.daemonSets().Create(t, ds).Name, nodes)
 	h1 := ds.Status.DaemonSetHash
 	if got := e.imagePullJobs(t); len(got) != 0 {
 		t.Errorf("ImagePullJobs %v after the DaemonSet's first rollout, want none", got)
@@ -71,14 +71,14 @@ func TestPreDownloadCreatesImagePullJobUntilTheRolloutCompletes(t *testing.T) {
 	if job.Spec.PodSelector == nil || !reflect.DeepEqual(job.Spec.PodSelector.LabelSelector, wantSelector) {
 		t.Errorf("job podSelector = %+v, want %+v", job.Spec.PodSelector, wantSelector)
 	}
-	err := framework.WaitFor(e.ctx, waitTimeout, "revision "+revisionName+" labelled "+appsv1alpha1.ImagePreDownloadCreatedKey, func(context.Context) (bool, error) {
+	err := framework.WaitFor(e.Ctx, waitTimeout, "revision "+revisionName+" labelled "+appsv1alpha1.ImagePreDownloadCreatedKey, func(context.Context) (bool, error) {
 		rev, ok := e.revisions(t)[h2]
 		return ok && rev.Labels[appsv1alpha1.ImagePreDownloadCreatedKey] == "true", nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = framework.WaitFor(e.ctx, waitTimeout, "a "+eventCreatedImagePullJob+" event", func(context.Context) (bool, error) {
+	err = framework.WaitFor(e.Ctx, waitTimeout, "a "+eventCreatedImagePullJob+" event", func(context.Context) (bool, error) {
 		return len(e.dsEvents(t, ds.Name, eventCreatedImagePullJob)) > 0, nil
 	})
 	if err != nil {
@@ -87,15 +87,15 @@ func TestPreDownloadCreatesImagePullJobUntilTheRolloutCompletes(t *testing.T) {
 
 	// The partition keeps the smallest node old: the rollout is not complete, the job stays.
 	e.waitForHashes(t, ds, map[string]string{nodes[0]: h1, nodes[1]: h2, nodes[2]: h2})
-	e.waitForIdle(t)
-	if _, err := e.kruise.AppsV1alpha1().ImagePullJobs(e.ns).Get(e.ctx, jobName, metav1.GetOptions{}); err != nil {
+	e.WaitForNoWrites(t, idlePeriod)
+	if _, err := e.Bosun.AppsV1alpha1().ImagePullJobs(e.Namespace).Get(e.Ctx, jobName, metav1.GetOptions{}); err != nil {
 		t.Fatalf("ImagePullJob %s while a pod is still old: %v", jobName, err)
 	}
 
-	e.updateDS(t, ds.Name, func(ds *appsv1alpha1.DaemonSet) { rollingUpdate(ds).Partition = ptr.To(intstr.FromInt32(0)) })
+	e.daemonSets().Update(t, ds.Name, func(ds *appsv1alpha1.DaemonSet) { rollingUpdate(ds).Partition = ptr.To(intstr.FromInt32(0)) })
 	e.waitForSettled(t, ds.Name, nodes)
-	err = framework.WaitFor(e.ctx, waitTimeout, "ImagePullJob "+jobName+" to be deleted", func(ctx context.Context) (bool, error) {
-		_, err := e.kruise.AppsV1alpha1().ImagePullJobs(e.ns).Get(ctx, jobName, metav1.GetOptions{})
+	err = framework.WaitFor(e.Ctx, waitTimeout, "ImagePullJob "+jobName+" to be deleted", func(ctx context.Context) (bool, error) {
+		_, err := e.Bosun.AppsV1alpha1().ImagePullJobs(e.Namespace).Get(ctx, jobName, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
 	if err != nil {
@@ -110,8 +110,8 @@ func TestPreDownloadCreatesImagePullJobUntilTheRolloutCompletes(t *testing.T) {
 func (e *testEnv) waitForImagePullJob(t *testing.T, name string) *appsv1alpha1.ImagePullJob {
 	t.Helper()
 	var job *appsv1alpha1.ImagePullJob
-	err := framework.WaitFor(e.ctx, waitTimeout, "ImagePullJob "+name, func(ctx context.Context) (bool, error) {
-		got, err := e.kruise.AppsV1alpha1().ImagePullJobs(e.ns).Get(ctx, name, metav1.GetOptions{})
+	err := framework.WaitFor(e.Ctx, waitTimeout, "ImagePullJob "+name, func(ctx context.Context) (bool, error) {
+		got, err := e.Bosun.AppsV1alpha1().ImagePullJobs(e.Namespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -127,7 +127,7 @@ func (e *testEnv) waitForImagePullJob(t *testing.T, name string) *appsv1alpha1.I
 // imagePullJobs returns the names of the namespace's ImagePullJobs.
 func (e *testEnv) imagePullJobs(t *testing.T) []string {
 	t.Helper()
-	list, err := e.kruise.AppsV1alpha1().ImagePullJobs(e.ns).List(e.ctx, metav1.ListOptions{})
+	list, err := e.Bosun.AppsV1alpha1().ImagePullJobs(e.Namespace).List(e.Ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatalf("listing ImagePullJobs: %v", err)
 	}
@@ -143,7 +143,7 @@ func (e *testEnv) imagePullJobs(t *testing.T) []string {
 func (e *testEnv) removeImagePullJobs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	jobs := e.kruise.AppsV1alpha1().ImagePullJobs(e.ns)
+	jobs := e.Bosun.AppsV1alpha1().ImagePullJobs(e.Namespace)
 	if err := jobs.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
 		t.Errorf("cleanup: deleting ImagePullJobs: %v", err)
 	}

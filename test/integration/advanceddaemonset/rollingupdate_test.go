@@ -52,7 +52,7 @@ func hashesByNode(pods []corev1.Pod) map[string]string {
 // want gives for the node, and returns them.
 func (e *testEnv) waitForHashes(t *testing.T, ds *appsv1alpha1.DaemonSet, want map[string]string) []corev1.Pod {
 	t.Helper()
-	pods := e.waitForPods(t, fmt.Sprintf("pods of %s with the hashes %v", ds.Name, want), func(pods []corev1.Pod) bool {
+	pods := e.WaitForPods(t, fmt.Sprintf("pods of %s with the hashes %v", ds.Name, want), func(pods []corev1.Pod) bool {
 		return maps.Equal(hashesByNode(daemonPods(pods, ds.UID)), want)
 	})
 	return daemonPods(pods, ds.UID)
@@ -66,7 +66,7 @@ func TestRollingUpdateReplacesOneNodeAtATime(t *testing.T) {
 	e.startManager(t, "")
 	e.startKubelet(t)
 	nodes := e.createNodes(t, "a", "b", "c")
-	ds, _ := e.waitForSettled(t, e.createDS(t, newDS("agent")).Name, nodes)
+	ds, _ := e.waitForSettled(t, e.daemonSets().Create(t, newDS("agent")).Name, nodes)
 	oldHash := ds.Status.DaemonSetHash
 	unavailable := e.recordUnavailable(t, nodes, 0)
 
@@ -103,34 +103,34 @@ func TestPartitionKeepsOldPodsOnSmallestNodes(t *testing.T) {
 	nodes := e.createNodes(t, "a", "b", "c", "d")
 	ds := newDS("agent")
 	rollingUpdate(ds).Partition = ptr.To(intstr.FromInt32(1))
-	ds, _ = e.waitForSettled(t, e.createDS(t, ds).Name, nodes)
+	ds, _ = e.waitForSettled(t, e.daemonSets().Create(t, ds).Name, nodes)
 	h1 := ds.Status.DaemonSetHash
 
 	e.setImage(t, ds.Name, image2)
 	h2 := e.waitForNewHash(t, ds.Name, h1)
 	want := map[string]string{nodes[0]: h1, nodes[1]: h2, nodes[2]: h2, nodes[3]: h2}
 	e.waitForHashes(t, ds, want)
-	e.waitForDS(t, ds.Name, "status.updatedNumberScheduled=3", func(ds *appsv1alpha1.DaemonSet) bool {
+	e.daemonSets().WaitFor(t, ds.Name, "status.updatedNumberScheduled=3", func(ds *appsv1alpha1.DaemonSet) bool {
 		return ds.Status.UpdatedNumberScheduled == 3 && ds.Status.NumberAvailable == 4
 	})
-	e.waitForIdle(t)
-	if got := hashesByNode(daemonPods(e.listPods(t), ds.UID)); !maps.Equal(got, want) {
+	e.WaitForNoWrites(t, idlePeriod)
+	if got := hashesByNode(daemonPods(e.GetPods(t, nil), ds.UID)); !maps.Equal(got, want) {
 		t.Errorf("pod hashes by node %v, want %v: partition 1 keeps the smallest node old", got, want)
 	}
 
-	e.updateDS(t, ds.Name, func(ds *appsv1alpha1.DaemonSet) { rollingUpdate(ds).Partition = ptr.To(intstr.FromInt32(0)) })
+	e.daemonSets().Update(t, ds.Name, func(ds *appsv1alpha1.DaemonSet) { rollingUpdate(ds).Partition = ptr.To(intstr.FromInt32(0)) })
 	e.waitForHashes(t, ds, map[string]string{nodes[0]: h2, nodes[1]: h2, nodes[2]: h2, nodes[3]: h2})
 	e.waitForSettled(t, ds.Name, nodes)
 
-	e.updateDS(t, ds.Name, func(ds *appsv1alpha1.DaemonSet) {
+	e.daemonSets().Update(t, ds.Name, func(ds *appsv1alpha1.DaemonSet) {
 		rollingUpdate(ds).Partition = ptr.To(intstr.FromString("50%"))
 		ds.Spec.Template.Spec.Containers[0].Image = image3
 	})
 	h3 := e.waitForNewHash(t, ds.Name, h2)
 	want = map[string]string{nodes[0]: h2, nodes[1]: h2, nodes[2]: h3, nodes[3]: h3}
 	e.waitForHashes(t, ds, want)
-	e.waitForIdle(t)
-	if got := hashesByNode(daemonPods(e.listPods(t), ds.UID)); !maps.Equal(got, want) {
+	e.WaitForNoWrites(t, idlePeriod)
+	if got := hashesByNode(daemonPods(e.GetPods(t, nil), ds.UID)); !maps.Equal(got, want) {
 		t.Errorf("pod hashes by node %v, want %v: partition 50%% of 4 keeps 2 old", got, want)
 	}
 }
@@ -147,22 +147,22 @@ func TestRollingSelectorUpdatesOnlyMatchingNodes(t *testing.T) {
 	nodes := []string{a, canary, c}
 	ds := newDS("agent")
 	rollingUpdate(ds).Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"canary": "true"}}
-	ds, _ = e.waitForSettled(t, e.createDS(t, ds).Name, nodes)
+	ds, _ = e.waitForSettled(t, e.daemonSets().Create(t, ds).Name, nodes)
 	h1 := ds.Status.DaemonSetHash
 
 	e.setImage(t, ds.Name, image2)
 	h2 := e.waitForNewHash(t, ds.Name, h1)
 	want := map[string]string{a: h1, canary: h2, c: h1}
 	pods := e.waitForHashes(t, ds, want)
-	e.waitForIdle(t)
-	if got := hashesByNode(daemonPods(e.listPods(t), ds.UID)); !maps.Equal(got, want) {
+	e.WaitForNoWrites(t, idlePeriod)
+	if got := hashesByNode(daemonPods(e.GetPods(t, nil), ds.UID)); !maps.Equal(got, want) {
 		t.Fatalf("pod hashes by node %v, want %v: only the canary node is rolled", got, want)
 	}
 
 	before := podUIDs(pods)
-	e.updateNode(t, canary, func(n *corev1.Node) { delete(n.Labels, "canary") })
-	e.waitForIdle(t)
-	after := daemonPods(e.listPods(t), ds.UID)
+	e.Nodes().Update(t, canary, func(n *corev1.Node) { delete(n.Labels, "canary") })
+	e.WaitForNoWrites(t, idlePeriod)
+	after := daemonPods(e.GetPods(t, nil), ds.UID)
 	if got := hashesByNode(after); !maps.Equal(got, want) || !maps.Equal(podUIDs(after), before) {
 		t.Errorf("after the canary label was removed: %s; want the same pods, hashes %v", describePods(after), want)
 	}
@@ -174,23 +174,23 @@ func TestPausedKeepsPodsButNewNodesGetNewRevision(t *testing.T) {
 	e.startManager(t, "")
 	e.startKubelet(t)
 	nodes := e.createNodes(t, "a", "b")
-	ds, pods := e.waitForSettled(t, e.createDS(t, newDS("agent")).Name, nodes)
+	ds, pods := e.waitForSettled(t, e.daemonSets().Create(t, newDS("agent")).Name, nodes)
 	h1, before := ds.Status.DaemonSetHash, podUIDs(pods)
 
-	e.updateDS(t, ds.Name, func(ds *appsv1alpha1.DaemonSet) {
+	e.daemonSets().Update(t, ds.Name, func(ds *appsv1alpha1.DaemonSet) {
 		rollingUpdate(ds).Paused = ptr.To(true)
 		ds.Spec.Template.Spec.Containers[0].Image = image2
 	})
 	h2 := e.waitForNewHash(t, ds.Name, h1)
-	e.waitForIdle(t)
-	if after := daemonPods(e.listPods(t), ds.UID); !maps.Equal(podUIDs(after), before) || !onePerNode(after, nodes, h1) {
+	e.WaitForNoWrites(t, idlePeriod)
+	if after := daemonPods(e.GetPods(t, nil), ds.UID); !maps.Equal(podUIDs(after), before) || !onePerNode(after, nodes, h1) {
 		t.Errorf("paused: %s; want the original pods, all at %s", describePods(after), h1)
 	}
 
 	added := e.createNode(t, "c").Name
 	e.waitForHashes(t, ds, map[string]string{nodes[0]: h1, nodes[1]: h1, added: h2})
-	e.waitForIdle(t)
-	after := daemonPods(e.listPods(t), ds.UID)
+	e.WaitForNoWrites(t, idlePeriod)
+	after := daemonPods(e.GetPods(t, nil), ds.UID)
 	for node, uid := range before {
 		if podUIDs(after)[node] != uid {
 			t.Errorf("the paused DaemonSet replaced the pod on %s: %s", node, describePods(after))
@@ -206,17 +206,17 @@ func TestOnDeleteReplacesOnlyDeletedPods(t *testing.T) {
 	nodes := e.createNodes(t, "a", "b")
 	ds := newDS("agent")
 	ds.Spec.UpdateStrategy.Type = appsv1alpha1.OnDeleteDaemonSetStrategyType
-	ds, pods := e.waitForSettled(t, e.createDS(t, ds).Name, nodes)
+	ds, pods := e.waitForSettled(t, e.daemonSets().Create(t, ds).Name, nodes)
 	h1, before := ds.Status.DaemonSetHash, podUIDs(pods)
 
 	e.setImage(t, ds.Name, image2)
 	h2 := e.waitForNewHash(t, ds.Name, h1)
-	e.waitForIdle(t)
-	if after := daemonPods(e.listPods(t), ds.UID); !maps.Equal(podUIDs(after), before) {
+	e.WaitForNoWrites(t, idlePeriod)
+	if after := daemonPods(e.GetPods(t, nil), ds.UID); !maps.Equal(podUIDs(after), before) {
 		t.Fatalf("OnDelete: %s; want the original pods untouched", describePods(after))
 	}
 
-	e.deletePod(t, byNode(pods)[nodes[0]][0].Name)
+	e.Pods().Delete(t, byNode(pods)[nodes[0]][0].Name)
 	after := e.waitForHashes(t, ds, map[string]string{nodes[0]: h2, nodes[1]: h1})
 	if podUIDs(after)[nodes[1]] != before[nodes[1]] {
 		t.Errorf("the pod on %s was replaced too: %s", nodes[1], describePods(after))
@@ -235,7 +235,7 @@ func TestMaxSurgeStartsNewPodBeforeDeletingOld(t *testing.T) {
 	ds.Spec.MinReadySeconds = minReady
 	ru := rollingUpdate(ds)
 	ru.MaxSurge, ru.MaxUnavailable = ptr.To(intstr.FromInt32(1)), ptr.To(intstr.FromInt32(0))
-	ds, _ = e.waitForSettled(t, e.createDS(t, ds).Name, nodes)
+	ds, _ = e.waitForSettled(t, e.daemonSets().Create(t, ds).Name, nodes)
 	h1 := ds.Status.DaemonSetHash
 
 	unavailable := e.recordUnavailable(t, nodes, minReady)
@@ -285,7 +285,7 @@ func imageID(image string) string {
 // reportImage writes the container status a kubelet reports once the container runs image.
 func (e *testEnv) reportImage(t *testing.T, podName, image string) {
 	t.Helper()
-	e.updatePodStatus(t, podName, func(p *corev1.Pod) {
+	e.Pods().UpdateStatus(t, podName, func(p *corev1.Pod) {
 		p.Status.ContainerStatuses = []corev1.ContainerStatus{{
 			Name: "main", Image: image, ImageID: imageID(image), Ready: true, Started: ptr.To(true),
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}},
@@ -304,7 +304,7 @@ func TestInPlaceImageUpdateKeepsPods(t *testing.T) {
 	ds := newDS("agent")
 	ru := rollingUpdate(ds)
 	ru.Type, ru.MaxUnavailable = appsv1alpha1.InplaceRollingUpdateType, ptr.To(intstr.FromInt32(2))
-	ds, pods := e.waitForSettled(t, e.createDS(t, ds).Name, nodes)
+	ds, pods := e.waitForSettled(t, e.daemonSets().Create(t, ds).Name, nodes)
 	for _, pod := range pods {
 		e.reportImage(t, pod.Name, image1)
 	}
@@ -312,7 +312,7 @@ func TestInPlaceImageUpdateKeepsPods(t *testing.T) {
 
 	e.setImage(t, ds.Name, image2)
 	h2 := e.waitForNewHash(t, ds.Name, h1)
-	pods = e.waitForPods(t, "both pods updated in place, InPlaceUpdateReady=False", func(pods []corev1.Pod) bool {
+	pods = e.WaitForPods(t, "both pods updated in place, InPlaceUpdateReady=False", func(pods []corev1.Pod) bool {
 		own := daemonPods(pods, ds.UID)
 		if !onePerNode(own, nodes, h2) {
 			return false
@@ -347,7 +347,7 @@ func TestInPlaceImageUpdateKeepsPods(t *testing.T) {
 	for _, pod := range pods {
 		e.reportImage(t, pod.Name, image2)
 	}
-	e.waitForPods(t, "InPlaceUpdateReady=True on both pods", func(pods []corev1.Pod) bool {
+	e.WaitForPods(t, "InPlaceUpdateReady=True on both pods", func(pods []corev1.Pod) bool {
 		own := daemonPods(pods, ds.UID)
 		for _, pod := range own {
 			if c := podCondition(&pod, appsv1alpha1.InPlaceUpdateReady); c == nil || c.Status != corev1.ConditionTrue {
@@ -373,13 +373,13 @@ func TestInPlaceFallsBackToRecreate(t *testing.T) {
 	nodes := e.createNodes(t, "a", "b")
 	ds := newDS("agent")
 	rollingUpdate(ds).Type = appsv1alpha1.InplaceRollingUpdateType
-	ds, pods := e.waitForSettled(t, e.createDS(t, ds).Name, nodes)
+	ds, pods := e.waitForSettled(t, e.daemonSets().Create(t, ds).Name, nodes)
 	for _, pod := range pods {
 		e.reportImage(t, pod.Name, image1)
 	}
 	h1, before := ds.Status.DaemonSetHash, podUIDs(pods)
 
-	e.updateDS(t, ds.Name, func(ds *appsv1alpha1.DaemonSet) {
+	e.daemonSets().Update(t, ds.Name, func(ds *appsv1alpha1.DaemonSet) {
 		ds.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "MODE", Value: "fast"}}
 	})
 	e.waitForNewHash(t, ds.Name, h1)
@@ -406,16 +406,16 @@ func TestPreDeleteHookHoldsPodUntilLabelRemoved(t *testing.T) {
 	ds := newDS("agent")
 	ds.Spec.Template.Labels["hold"] = "true"
 	ds.Spec.Lifecycle = &appsv1alpha1.Lifecycle{PreDelete: &appsv1alpha1.LifecycleHook{LabelsHandler: map[string]string{"hold": "true"}}}
-	ds, pods := e.waitForSettled(t, e.createDS(t, ds).Name, nodes)
+	ds, pods := e.waitForSettled(t, e.daemonSets().Create(t, ds).Name, nodes)
 	held := pods[0]
 
 	e.setImage(t, ds.Name, image2)
 	// Not waitForNewHash: whether status.observedGeneration follows while a pod is held is
 	// not what this test is about.
-	h2 := e.waitForDS(t, ds.Name, "a new status.daemonSetHash", func(d *appsv1alpha1.DaemonSet) bool {
+	h2 := e.daemonSets().WaitFor(t, ds.Name, "a new status.daemonSetHash", func(d *appsv1alpha1.DaemonSet) bool {
 		return d.Status.DaemonSetHash != "" && d.Status.DaemonSetHash != ds.Status.DaemonSetHash
 	}).Status.DaemonSetHash
-	e.waitForPods(t, "pod "+held.Name+" to be marked PreparingDelete", func(pods []corev1.Pod) bool {
+	e.WaitForPods(t, "pod "+held.Name+" to be marked PreparingDelete", func(pods []corev1.Pod) bool {
 		for _, pod := range pods {
 			if pod.UID == held.UID {
 				return pod.Labels[appsv1alpha1.LifecycleStateKey] == string(appsv1alpha1.LifecycleStatePreparingDelete)
@@ -423,8 +423,8 @@ func TestPreDeleteHookHoldsPodUntilLabelRemoved(t *testing.T) {
 		}
 		return false
 	})
-	e.waitForIdle(t)
-	all := e.listPods(t)
+	e.WaitForNoWrites(t, idlePeriod)
+	all := e.GetPods(t, nil)
 	if len(all) != 1 || all[0].UID != held.UID || all[0].DeletionTimestamp != nil {
 		t.Fatalf("%s; want only the held pod, not deleted", describePods(all))
 	}
@@ -432,7 +432,7 @@ func TestPreDeleteHookHoldsPodUntilLabelRemoved(t *testing.T) {
 		t.Errorf("pod %s has no %s annotation", held.Name, appsv1alpha1.LifecycleTimestampKey)
 	}
 
-	e.updatePod(t, held.Name, func(p *corev1.Pod) { delete(p.Labels, "hold") })
+	e.Pods().Update(t, held.Name, func(p *corev1.Pod) { delete(p.Labels, "hold") })
 	pods = e.waitForHashes(t, ds, map[string]string{nodes[0]: h2})
 	if pods[0].UID == held.UID {
 		t.Errorf("the held pod %s was kept after its hook label went", held.Name)
@@ -452,12 +452,12 @@ func (e *testEnv) quickSecondUpdate(t *testing.T, minReady int32) (*appsv1alpha1
 	ds := newDS("agent")
 	ds.Spec.MinReadySeconds = minReady
 	rollingUpdate(ds).MaxUnavailable = ptr.To(intstr.FromInt32(1))
-	ds, _ = e.waitForSettled(t, e.createDS(t, ds).Name, nodes)
+	ds, _ = e.waitForSettled(t, e.daemonSets().Create(t, ds).Name, nodes)
 	unavailable := e.recordUnavailable(t, nodes, minReady)
 
 	e.setImage(t, ds.Name, image2)
 	h2 := e.waitForNewHash(t, ds.Name, ds.Status.DaemonSetHash)
-	pods := e.waitForPods(t, "the first new pod to be Ready", func(pods []corev1.Pod) bool {
+	pods := e.WaitForPods(t, "the first new pod to be Ready", func(pods []corev1.Pod) bool {
 		for _, pod := range daemonPods(pods, ds.UID) {
 			if hashOf(&pod) == h2 && podutil.IsPodReady(&pod) {
 				return true
@@ -499,7 +499,7 @@ func TestWithoutStrictGateQuickUpdatesExceedMaxUnavailable(t *testing.T) {
 	e.startManager(t, "")
 	_, _, unavailable := e.quickSecondUpdate(t, 15)
 
-	err := framework.WaitFor(e.ctx, waitTimeout, "two nodes without an available pod at once", func(context.Context) (bool, error) {
+	err := framework.WaitFor(e.Ctx, waitTimeout, "two nodes without an available pod at once", func(context.Context) (bool, error) {
 		peak, _ := unavailable.get()
 		return peak >= 2, nil
 	})
@@ -523,10 +523,10 @@ func TestProgressingConditionFollowsTheRollout(t *testing.T) {
 	ds.Spec.MinReadySeconds = 2
 	ru := rollingUpdate(ds)
 	ru.MaxSurge, ru.MaxUnavailable = ptr.To(intstr.FromInt32(1)), ptr.To(intstr.FromInt32(0))
-	ds, _ = e.waitForSettled(t, e.createDS(t, ds).Name, nodes)
+	ds, _ = e.waitForSettled(t, e.daemonSets().Create(t, ds).Name, nodes)
 	waitProgressing := func(status metav1.ConditionStatus, reason string) {
 		t.Helper()
-		e.waitForDS(t, ds.Name, fmt.Sprintf("condition Progressing %s/%s", status, reason), func(ds *appsv1alpha1.DaemonSet) bool {
+		e.daemonSets().WaitFor(t, ds.Name, fmt.Sprintf("condition Progressing %s/%s", status, reason), func(ds *appsv1alpha1.DaemonSet) bool {
 			c := dsCondition(ds, conditionProgressing)
 			return c != nil && string(c.Status) == string(status) && c.Reason == reason
 		})
@@ -549,7 +549,7 @@ func TestProgressingConditionFollowsTheRollout(t *testing.T) {
 	waitProgressing(metav1.ConditionTrue, reasonComplete)
 	// The watch delivers in order: once it has shown the completion, it has shown every
 	// condition written before.
-	err := framework.WaitFor(e.ctx, waitTimeout, "the watch to show the completed rollout", func(context.Context) (bool, error) {
+	err := framework.WaitFor(e.Ctx, waitTimeout, "the watch to show the completed rollout", func(context.Context) (bool, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		return slices.Contains(seen, h2+":True/"+reasonComplete), nil
@@ -563,17 +563,17 @@ func TestProgressingConditionFollowsTheRollout(t *testing.T) {
 	}
 	mu.Unlock()
 
-	e.updateDS(t, ds.Name, func(ds *appsv1alpha1.DaemonSet) {
+	e.daemonSets().Update(t, ds.Name, func(ds *appsv1alpha1.DaemonSet) {
 		rollingUpdate(ds).Paused = ptr.To(true)
 		ds.Spec.Template.Spec.Containers[0].Image = image3
 	})
 	e.waitForNewHash(t, ds.Name, h2)
 	waitProgressing(metav1.ConditionFalse, reasonPaused)
-	if pods := daemonPods(e.listPods(t), ds.UID); !onePerNode(pods, nodes, h2) {
+	if pods := daemonPods(e.GetPods(t, nil), ds.UID); !onePerNode(pods, nodes, h2) {
 		t.Errorf("paused: %s; want the old pods left at %s", describePods(pods), h2)
 	}
 
-	e.updateDS(t, ds.Name, func(ds *appsv1alpha1.DaemonSet) { rollingUpdate(ds).Paused = ptr.To(false) })
+	e.daemonSets().Update(t, ds.Name, func(ds *appsv1alpha1.DaemonSet) { rollingUpdate(ds).Paused = ptr.To(false) })
 	e.waitForSettled(t, ds.Name, nodes)
 	waitProgressing(metav1.ConditionTrue, reasonComplete)
 }

@@ -34,15 +34,15 @@ func TestOnePodPerEligibleNode(t *testing.T) {
 	eligible := e.createNodes(t, "a", "b")
 	tainted := e.createNode(t, "c", withTaint("dedicated", corev1.TaintEffectNoSchedule)).Name
 
-	ds := e.createDS(t, newDS("agent"))
-	ds = e.waitForDS(t, ds.Name, "status desired=2 current=2 for the current generation", func(ds *appsv1alpha1.DaemonSet) bool {
+	ds := e.daemonSets().Create(t, newDS("agent"))
+	ds = e.daemonSets().WaitFor(t, ds.Name, "status desired=2 current=2 for the current generation", func(ds *appsv1alpha1.DaemonSet) bool {
 		s := ds.Status
 		return s.ObservedGeneration == ds.Generation && s.DesiredNumberScheduled == 2 && s.CurrentNumberScheduled == 2 && s.DaemonSetHash != ""
 	})
 	pods := e.waitForDaemonPods(t, ds, eligible, ds.Status.DaemonSetHash)
-	e.waitForIdle(t)
+	e.WaitForNoWrites(t, idlePeriod)
 
-	if all := e.listPods(t); len(all) != 2 {
+	if all := e.GetPods(t, nil); len(all) != 2 {
 		t.Errorf("%s; want exactly 2 pods, none on %s", describePods(all), tainted)
 	}
 	for _, pod := range pods {
@@ -81,9 +81,9 @@ func TestCordonedAndNotReadyNodesGetPods(t *testing.T) {
 		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "node.kubernetes.io/not-ready", Effect: corev1.TaintEffectNoExecute})
 	}).Name
 
-	ds := e.createDS(t, newDS("agent"))
+	ds := e.daemonSets().Create(t, newDS("agent"))
 	e.waitForDaemonPods(t, ds, []string{cordoned, notReady}, "")
-	e.waitForDS(t, ds.Name, "status desired=2 current=2", func(ds *appsv1alpha1.DaemonSet) bool {
+	e.daemonSets().WaitFor(t, ds.Name, "status desired=2 current=2", func(ds *appsv1alpha1.DaemonSet) bool {
 		return ds.Status.DesiredNumberScheduled == 2 && ds.Status.CurrentNumberScheduled == 2
 	})
 }
@@ -96,25 +96,25 @@ func TestNoExecuteTaintEvictsAndNoScheduleTaintMisschedules(t *testing.T) {
 	e.startKubelet(t)
 	nodes := e.createNodes(t, "a", "b")
 	evicting, keeping := nodes[0], nodes[1]
-	ds, pods := e.waitForSettled(t, e.createDS(t, newDS("agent")).Name, nodes)
+	ds, pods := e.waitForSettled(t, e.daemonSets().Create(t, newDS("agent")).Name, nodes)
 	kept := byNode(pods)[keeping][0]
 
-	e.updateNode(t, evicting, withTaint("evict", corev1.TaintEffectNoExecute))
-	e.waitForPods(t, "the pod on the NoExecute-tainted node to be deleted", func(pods []corev1.Pod) bool {
+	e.Nodes().Update(t, evicting, withTaint("evict", corev1.TaintEffectNoExecute))
+	e.WaitForPods(t, "the pod on the NoExecute-tainted node to be deleted", func(pods []corev1.Pod) bool {
 		return len(byNode(daemonPods(pods, ds.UID))[evicting]) == 0
 	})
-	e.waitForDS(t, ds.Name, "status desired=1 current=1 misscheduled=0", func(ds *appsv1alpha1.DaemonSet) bool {
+	e.daemonSets().WaitFor(t, ds.Name, "status desired=1 current=1 misscheduled=0", func(ds *appsv1alpha1.DaemonSet) bool {
 		s := ds.Status
 		return s.DesiredNumberScheduled == 1 && s.CurrentNumberScheduled == 1 && s.NumberMisscheduled == 0
 	})
 
-	e.updateNode(t, keeping, withTaint("drain", corev1.TaintEffectNoSchedule))
-	e.waitForDS(t, ds.Name, "status desired=0 misscheduled=1", func(ds *appsv1alpha1.DaemonSet) bool {
+	e.Nodes().Update(t, keeping, withTaint("drain", corev1.TaintEffectNoSchedule))
+	e.daemonSets().WaitFor(t, ds.Name, "status desired=0 misscheduled=1", func(ds *appsv1alpha1.DaemonSet) bool {
 		s := ds.Status
 		return s.DesiredNumberScheduled == 0 && s.CurrentNumberScheduled == 0 && s.NumberMisscheduled == 1
 	})
-	e.waitForIdle(t)
-	left := daemonPods(e.listPods(t), ds.UID)
+	e.WaitForNoWrites(t, idlePeriod)
+	left := daemonPods(e.GetPods(t, nil), ds.UID)
 	if len(left) != 1 || left[0].UID != kept.UID {
 		t.Errorf("%s; want only the original pod %s on the NoSchedule-tainted node", describePods(left), kept.Name)
 	}
@@ -130,15 +130,15 @@ func TestNodeSelectorFollowsNodeLabels(t *testing.T) {
 
 	ds := newDS("agent")
 	ds.Spec.Template.Spec.NodeSelector = map[string]string{"role": "edge"}
-	ds = e.createDS(t, ds)
+	ds = e.daemonSets().Create(t, ds)
 	e.waitForDaemonPods(t, ds, []string{edge}, "")
 
-	e.updateNode(t, other, func(n *corev1.Node) { n.Labels["role"] = "edge" })
+	e.Nodes().Update(t, other, func(n *corev1.Node) { n.Labels["role"] = "edge" })
 	e.waitForDaemonPods(t, ds, []string{edge, other}, "")
 
-	e.updateNode(t, edge, func(n *corev1.Node) { delete(n.Labels, "role") })
+	e.Nodes().Update(t, edge, func(n *corev1.Node) { delete(n.Labels, "role") })
 	e.waitForDaemonPods(t, ds, []string{other}, "")
-	e.waitForDS(t, ds.Name, "status desired=1 current=1 misscheduled=0", func(ds *appsv1alpha1.DaemonSet) bool {
+	e.daemonSets().WaitFor(t, ds.Name, "status desired=1 current=1 misscheduled=0", func(ds *appsv1alpha1.DaemonSet) bool {
 		s := ds.Status
 		return s.DesiredNumberScheduled == 1 && s.CurrentNumberScheduled == 1 && s.NumberMisscheduled == 0
 	})
@@ -150,22 +150,22 @@ func TestFailedPodIsReplacedWithGrowingBackoff(t *testing.T) {
 	e := setup(t)
 	e.startManager(t, "")
 	node := e.createNode(t, "a").Name
-	ds := e.createDS(t, newDS("agent"))
+	ds := e.daemonSets().Create(t, newDS("agent"))
 
 	seen := map[types.UID]bool{}
 	for round := 1; round <= 3; round++ {
-		pods := e.waitForPods(t, fmt.Sprintf("a new pod on %s (round %d)", node, round), func(pods []corev1.Pod) bool {
+		pods := e.WaitForPods(t, fmt.Sprintf("a new pod on %s (round %d)", node, round), func(pods []corev1.Pod) bool {
 			own := daemonPods(pods, ds.UID)
 			return len(own) == 1 && !seen[own[0].UID]
 		})
 		pod := daemonPods(pods, ds.UID)[0]
 		seen[pod.UID] = true
-		e.updatePodStatus(t, pod.Name, func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed })
-		e.waitForPods(t, "the failed pod "+pod.Name+" to be deleted", func(pods []corev1.Pod) bool {
+		e.Pods().UpdateStatus(t, pod.Name, func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed })
+		e.WaitForPods(t, "the failed pod "+pod.Name+" to be deleted", func(pods []corev1.Pod) bool {
 			return !slices.ContainsFunc(pods, func(p corev1.Pod) bool { return p.UID == pod.UID })
 		})
 	}
-	e.waitForPods(t, "a fourth pod replacing the third failed one", func(pods []corev1.Pod) bool {
+	e.WaitForPods(t, "a fourth pod replacing the third failed one", func(pods []corev1.Pod) bool {
 		own := daemonPods(pods, ds.UID)
 		return len(own) == 1 && !seen[own[0].UID]
 	})
@@ -182,7 +182,7 @@ func TestFailedPodIsReplacedWithGrowingBackoff(t *testing.T) {
 	}
 	const tolerance = 100 * time.Millisecond
 	for i, want := range []time.Duration{time.Second, 2 * time.Second} {
-		if gap := deletes[i+1].received.Sub(deletes[i].received); gap < want-tolerance {
+		if gap := deletes[i+1].Received.Sub(deletes[i].Received); gap < want-tolerance {
 			t.Errorf("deletion %d came %v after deletion %d, want a backoff of at least %v", i+2, gap, i+1, want)
 		}
 	}
@@ -203,7 +203,7 @@ func TestBurstReplicasCapsCreatesPerSync(t *testing.T) {
 
 	ds := newDS("agent")
 	ds.Spec.BurstReplicas = ptr.To(intstr.FromInt32(3))
-	ds = e.createDS(t, ds)
+	ds = e.daemonSets().Create(t, ds)
 	e.waitForDaemonPods(t, ds, nodes, "")
 
 	creates := e.podRequests(t, "create")
@@ -215,7 +215,7 @@ func TestBurstReplicasCapsCreatesPerSync(t *testing.T) {
 		concurrent := 1
 		for j, other := range creates {
 			// In flight when c arrived: arrived no later and not yet answered.
-			if j != i && !other.received.After(c.received) && c.received.Before(other.completed) {
+			if j != i && !other.Received.After(c.Received) && c.Received.Before(other.Completed) {
 				concurrent++
 			}
 		}
@@ -236,10 +236,10 @@ func TestProgressiveCreationHonoursPartition(t *testing.T) {
 	ds := newDS("agent")
 	ds.Annotations = map[string]string{partitionedScalingLabel: "true"}
 	rollingUpdate(ds).Partition = ptr.To(intstr.FromInt32(2))
-	ds = e.createDS(t, ds)
+	ds = e.daemonSets().Create(t, ds)
 	e.waitForDaemonPods(t, ds, nodes[:3], "")
-	e.waitForIdle(t)
-	if pods := daemonPods(e.listPods(t), ds.UID); !onePerNode(pods, nodes[:3], "") {
+	e.WaitForNoWrites(t, idlePeriod)
+	if pods := daemonPods(e.GetPods(t, nil), ds.UID); !onePerNode(pods, nodes[:3], "") {
 		t.Errorf("%s; want one pod on each of %v only", describePods(pods), nodes[:3])
 	}
 }
@@ -252,7 +252,7 @@ func TestOrphanPodIsAdopted(t *testing.T) {
 	node := e.createNode(t, "a").Name
 
 	template := newDS("agent")
-	orphan := e.createPod(t, &corev1.Pod{
+	orphan := e.Pods().Create(t, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "orphan", Labels: copyMap(template.Spec.Template.Labels)},
 		Spec: corev1.PodSpec{
 			Containers: template.Spec.Template.Spec.Containers,
@@ -266,17 +266,17 @@ func TestOrphanPodIsAdopted(t *testing.T) {
 	// OnDelete, so that the adopted pod, which carries no revision label, is not replaced
 	// by a rolling update: adoption alone is under test.
 	template.Spec.UpdateStrategy.Type = appsv1alpha1.OnDeleteDaemonSetStrategyType
-	ds := e.createDS(t, template)
+	ds := e.daemonSets().Create(t, template)
 
-	pods := e.waitForPods(t, "the orphan to be adopted", func(pods []corev1.Pod) bool {
+	pods := e.WaitForPods(t, "the orphan to be adopted", func(pods []corev1.Pod) bool {
 		own := daemonPods(pods, ds.UID)
 		return len(own) == 1 && own[0].UID == orphan.UID
 	})
-	e.waitForIdle(t)
-	if pods = e.listPods(t); len(pods) != 1 || pods[0].UID != orphan.UID || !controlledBy(&pods[0], ds.UID) {
+	e.WaitForNoWrites(t, idlePeriod)
+	if pods = e.GetPods(t, nil); len(pods) != 1 || pods[0].UID != orphan.UID || !controlledBy(&pods[0], ds.UID) {
 		t.Errorf("%s; want only the adopted orphan", describePods(pods))
 	}
-	e.waitForDS(t, ds.Name, "status desired=1 current=1", func(ds *appsv1alpha1.DaemonSet) bool {
+	e.daemonSets().WaitFor(t, ds.Name, "status desired=1 current=1", func(ds *appsv1alpha1.DaemonSet) bool {
 		return ds.Status.DesiredNumberScheduled == 1 && ds.Status.CurrentNumberScheduled == 1
 	})
 }

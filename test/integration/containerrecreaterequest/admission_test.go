@@ -9,6 +9,8 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"github.com/bosun-dev/bosun/test/integration/framework"
 )
 
 // TestAdmission: a request for a running pod's container is completed by admission (its
@@ -32,7 +34,7 @@ func TestAdmission(t *testing.T) {
 	}}
 	running, ids := e.createRunningPod(t, pod)
 
-	admitted := e.createCRR(t, newCRR("restart-app", "web", "app", "sidecar"))
+	admitted := e.requests().Create(t, newCRR("restart-app", "web", "app", "sidecar"))
 	wantLabels := map[string]string{podUIDLabel: string(running.UID), nodeNameLabel: node, activeLabel: "true"}
 	for key, want := range wantLabels {
 		if got := admitted.Labels[key]; got != want {
@@ -70,12 +72,12 @@ func TestAdmission(t *testing.T) {
 
 	// A pod on a virtual-kubelet node: the request says so.
 	e.createRunningPod(t, newPod("virtual", virtualNode, "app"))
-	if vk := e.createCRR(t, newCRR("restart-virtual", "virtual", "app")); vk.Labels["type"] != "virtual-kubelet" {
+	if vk := e.requests().Create(t, newCRR("restart-virtual", "virtual", "app")); vk.Labels["type"] != "virtual-kubelet" {
 		t.Errorf("a request for a pod on a virtual-kubelet node has labels %v, want type=virtual-kubelet", vk.Labels)
 	}
 
 	// Refused.
-	e.createPod(t, newPod("pending", "", "app"))
+	e.Pods().Create(t, newPod("pending", "", "app"))
 	withStatusContext := newCRR("user-status-context", "web", "app")
 	withStatusContext.Spec.Containers[0].StatusContext = &appsv1alpha1.ContainerRecreateRequestContainerContext{ContainerID: "containerd://abc"}
 	for _, c := range []struct {
@@ -92,16 +94,16 @@ func TestAdmission(t *testing.T) {
 		{"a request with failurePolicy Sometimes", withCRR(newCRR("bad-policy", "web", "app"),
 			strategy(func(s *appsv1alpha1.ContainerRecreateRequestStrategy) { s.FailurePolicy = "Sometimes" })), "spec.strategy.failurePolicy"},
 	} {
-		_, err := e.tryCreateCRR(c.crr)
-		expectRefused(t, c.what, err, http.StatusBadRequest, c.field)
+		_, err := e.requests().TryCreate(c.crr)
+		framework.ExpectRefused(t, c.what, err, http.StatusBadRequest, c.field)
 	}
 
 	// The spec is fixed once admitted; the rest of the object is not.
-	_, err := e.tryUpdateCRR("restart-app", func(r *crr) { r.Spec.ActiveDeadlineSeconds = ptr.To[int64](100) })
-	expectRefused(t, "changing the spec of an admitted request", err, http.StatusForbidden, "spec is immutable")
-	_, err = e.tryUpdateCRR("restart-app", func(r *crr) { r.Labels[nodeNameLabel] = "elsewhere" })
-	expectRefused(t, "changing the node-name label", err, http.StatusForbidden, nodeNameLabel)
-	if _, err := e.tryUpdateCRR("restart-app", func(r *crr) { r.Labels["team"] = "web" }); err != nil {
+	_, err := e.requests().TryUpdate("restart-app", func(r *crr) { r.Spec.ActiveDeadlineSeconds = ptr.To[int64](100) })
+	framework.ExpectRefused(t, "changing the spec of an admitted request", err, http.StatusForbidden, "spec is immutable")
+	_, err = e.requests().TryUpdate("restart-app", func(r *crr) { r.Labels[nodeNameLabel] = "elsewhere" })
+	framework.ExpectRefused(t, "changing the node-name label", err, http.StatusForbidden, nodeNameLabel)
+	if _, err := e.requests().TryUpdate("restart-app", func(r *crr) { r.Labels["team"] = "web" }); err != nil {
 		t.Errorf("adding a label of one's own: %v", err)
 	}
 }
@@ -113,6 +115,6 @@ func TestAdmissionRefusedWithoutKruiseDaemon(t *testing.T) {
 	e.startManager(t, daemonGate+"=false")
 	node := e.createNode(t, "a", nil)
 	e.createRunningPod(t, newPod("web", node, "app"))
-	_, err := e.tryCreateCRR(newCRR("restart-app", "web", "app"))
-	expectRefused(t, "a request with KruiseDaemon off", err, http.StatusForbidden, daemonGate)
+	_, err := e.requests().TryCreate(newCRR("restart-app", "web", "app"))
+	framework.ExpectRefused(t, "a request with KruiseDaemon off", err, http.StatusForbidden, daemonGate)
 }

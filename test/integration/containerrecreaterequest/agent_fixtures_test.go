@@ -2,6 +2,7 @@ package containerrecreaterequest
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -10,11 +11,9 @@ import (
 	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/bosun-dev/bosun/pkg/daemon/cri/crifake"
-	"github.com/bosun-dev/bosun/test/integration/framework"
 )
 
 // agentEnv is a test with a manager, one Node and the real bosun-daemon for it, talking to
@@ -41,7 +40,7 @@ func setupAgent(t *testing.T) *agentEnv {
 func (a *agentEnv) createRuntimePod(t *testing.T, pod *corev1.Pod) *corev1.Pod {
 	t.Helper()
 	pod.Spec.NodeName = a.node
-	created := a.createPod(t, pod)
+	created := a.Pods().Create(t, pod)
 	var names []string
 	for _, c := range pod.Spec.Containers {
 		names = append(names, c.Name)
@@ -55,43 +54,22 @@ func (a *agentEnv) createRuntimePod(t *testing.T, pod *corev1.Pod) *corev1.Pod {
 // (ID as "fake-runtime://<id>", restart count, start time), with readiness ready.
 func (a *agentEnv) writeRuntimeStatuses(t *testing.T, pod *corev1.Pod, ready bool, names ...string) *corev1.Pod {
 	t.Helper()
-	var updated *corev1.Pod
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		live, err := a.client.CoreV1().Pods(a.ns).Get(a.ctx, pod.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
+	return a.Pods().UpdateStatus(t, pod.Name, func(live *corev1.Pod) {
+		var statuses []corev1.ContainerStatus
 		for _, name := range names {
 			current, ok := a.runtime.Container(string(pod.UID), name)
 			if !ok {
 				t.Fatalf("the fake runtime has no container %s in pod %s", name, pod.Name)
 			}
-			status := corev1.ContainerStatus{
+			statuses = append(statuses, corev1.ContainerStatus{
 				Name: name, Image: image, ImageID: "registry.example/app@sha256:0000",
 				ContainerID: crifake.KubeContainerID(current.ID), RestartCount: current.RestartCount,
 				Ready: ready, Started: ptr.To(true),
 				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(current.StartedAt)}},
-			}
-			if i := slices.IndexFunc(live.Status.ContainerStatuses, func(s corev1.ContainerStatus) bool { return s.Name == name }); i >= 0 {
-				live.Status.ContainerStatuses[i] = status
-			} else {
-				live.Status.ContainerStatuses = append(live.Status.ContainerStatuses, status)
-			}
+			})
 		}
-		allReady := len(live.Status.ContainerStatuses) == len(live.Spec.Containers)
-		for _, s := range live.Status.ContainerStatuses {
-			allReady = allReady && s.Ready
-		}
-		live.Status.Phase = corev1.PodRunning
-		setPodCondition(live, corev1.ContainersReady, allReady)
-		setPodCondition(live, corev1.PodReady, allReady)
-		updated, err = a.client.CoreV1().Pods(a.ns).UpdateStatus(a.ctx, live, metav1.UpdateOptions{})
-		return err
+		putContainerStatuses(live, statuses...)
 	})
-	if err != nil {
-		t.Fatalf("writing the container statuses of pod %s: %v", pod.Name, err)
-	}
-	return updated
 }
 
 // restart plays the kubelet after the agent stopped a container: a new instance in the
@@ -107,13 +85,10 @@ func (a *agentEnv) restart(t *testing.T, pod *corev1.Pod, name string) {
 func (a *agentEnv) waitForStops(t *testing.T, n int) []crifake.ContainerCall {
 	t.Helper()
 	var stops []crifake.ContainerCall
-	err := framework.WaitFor(a.ctx, waitTimeout, "StopContainer calls", func(context.Context) (bool, error) {
+	a.Await(t, fmt.Sprintf("%d StopContainer calls", n), func(context.Context) (bool, error) {
 		stops = a.runtime.StopCalls()
 		return len(stops) >= n, nil
-	})
-	if err != nil {
-		t.Fatalf("%v: got %+v, want %d", err, stops, n)
-	}
+	}, func() string { return fmt.Sprintf("%+v", stops) })
 	return stops
 }
 
@@ -141,11 +116,11 @@ func (a *agentEnv) witnessStops(t *testing.T, podName string, names ...string) *
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		for _, name := range names {
-			if r, err := a.bosun.AppsV1alpha1().ContainerRecreateRequests(a.ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
+			if r, err := a.Bosun.AppsV1alpha1().ContainerRecreateRequests(a.Namespace).Get(ctx, name, metav1.GetOptions{}); err == nil {
 				m.requests[name] = r
 			}
 		}
-		if pod, err := a.client.CoreV1().Pods(a.ns).Get(ctx, podName, metav1.GetOptions{}); err == nil {
+		if pod, err := a.Client.CoreV1().Pods(a.Namespace).Get(ctx, podName, metav1.GetOptions{}); err == nil {
 			m.pod = pod
 		}
 		w.mu.Lock()
@@ -189,41 +164,15 @@ func (a *agentEnv) containerIDOfRuntime(pod *corev1.Pod, name string) string {
 // readiness gate does for a pod nobody has marked not ready.
 func (a *agentEnv) setKruisePodReady(t *testing.T, podName string) {
 	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		live, err := a.client.CoreV1().Pods(a.ns).Get(a.ctx, podName, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		setPodCondition(live, kruisePodReady, true)
-		_, err = a.client.CoreV1().Pods(a.ns).UpdateStatus(a.ctx, live, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatalf("setting %s on pod %s: %v", kruisePodReady, podName, err)
-	}
+	a.Pods().UpdateStatus(t, podName, func(live *corev1.Pod) { setPodCondition(live, kruisePodReady, true) })
 }
 
 // waitForPodEvent waits for an event of type, reason and message on pod podName.
 func (a *agentEnv) waitForPodEvent(t *testing.T, podName, eventType, reason, message string) {
 	t.Helper()
-	var seen []string
-	err := framework.WaitFor(a.ctx, waitTimeout, "event "+reason+" on pod "+podName, func(ctx context.Context) (bool, error) {
-		events, err := a.client.CoreV1().Events(a.ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, nil
-		}
-		seen = seen[:0]
-		for _, e := range events.Items {
-			seen = append(seen, e.Type+" "+e.Reason+" "+e.InvolvedObject.Kind+"/"+e.InvolvedObject.Name+": "+e.Message)
-			if e.InvolvedObject.Kind == "Pod" && e.InvolvedObject.Name == podName && e.Type == eventType && e.Reason == reason && e.Message == message {
-				return true, nil
-			}
-		}
-		return false, nil
+	a.WaitForEvent(t, a.Namespace, "Pod", podName, fmt.Sprintf("a %s event %s %q", eventType, reason, message), func(ev *corev1.Event) bool {
+		return ev.Type == eventType && ev.Reason == reason && ev.Message == message
 	})
-	if err != nil {
-		t.Fatalf("%v; events: %q", err, seen)
-	}
 }
 
 func containsString(list []string, s string) bool { return slices.Contains(list, s) }

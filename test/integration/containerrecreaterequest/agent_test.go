@@ -33,9 +33,9 @@ func TestAgentHappyPath(t *testing.T) {
 	a := setupAgent(t)
 	pod := a.createRuntimePod(t, newPod("web", "", "app"))
 	oldID := a.containerIDOfRuntime(pod, "app")
-	a.createCRR(t, newCRR("r1", "web", "app"))
+	a.requests().Create(t, newCRR("r1", "web", "app"))
 
-	a.waitForCRR(t, "r1", "phase Recreating", hasPhase(phaseRecreating))
+	a.requests().WaitForEvenAbsent(t, "r1", "phase Recreating", hasPhase(phaseRecreating))
 	stops := a.waitForStops(t, 1)
 	if stops[0].ContainerID != oldID || stops[0].Timeout < 2 {
 		t.Errorf("stop %+v, want container %s with a grace of at least 2 s", stops[0], oldID)
@@ -55,7 +55,7 @@ func TestAgentHappyPath(t *testing.T) {
 	if s := stateOf(r, "app"); s.Phase != stateSucceeded || !s.IsKilled || r.Status.Message != "" {
 		t.Errorf("request: %s; want app Succeeded and killed, no message", describeCRR(r))
 	}
-	a.waitForCRR(t, "r1", "the active label removed", func(r *crr) bool { _, active := r.Labels[activeLabel]; return r != nil && !active })
+	a.requests().WaitForEvenAbsent(t, "r1", "the active label removed", func(r *crr) bool { _, active := r.Labels[activeLabel]; return r != nil && !active })
 	if got := len(a.runtime.StopCalls()); got != 1 {
 		t.Errorf("%d StopContainer calls, want 1", got)
 	}
@@ -89,7 +89,7 @@ func TestAgentPreStop(t *testing.T) {
 		}}
 		pod = a.createRuntimePod(t, pod)
 		id := a.containerIDOfRuntime(pod, "app")
-		a.createCRR(t, withCRR(newCRR("r-"+tc.pod, tc.pod, "app"),
+		a.requests().Create(t, withCRR(newCRR("r-"+tc.pod, tc.pod, "app"),
 			strategy(func(s *appsv1alpha1.ContainerRecreateRequestStrategy) {
 				s.TerminationGracePeriodSeconds = ptr.To(tc.grace)
 			})))
@@ -126,13 +126,13 @@ func TestAgentOrderedRecreate(t *testing.T) {
 	t.Run("ordered", func(t *testing.T) {
 		pod := a.createRuntimePod(t, newPod("ordered", "", "a", "b"))
 		witness := a.witnessStops(t, "ordered", "r-ordered")
-		a.createCRR(t, withCRR(newCRR("r-ordered", "ordered", "a", "b"),
+		a.requests().Create(t, withCRR(newCRR("r-ordered", "ordered", "a", "b"),
 			strategy(func(s *appsv1alpha1.ContainerRecreateRequestStrategy) { s.OrderedRecreate = true })))
 		a.waitForStops(t, 1)
 		// a comes back, not ready yet: b must wait.
 		a.runtime.RestartContainer(string(pod.UID), "a")
 		a.writeRuntimeStatuses(t, pod, false, "a")
-		a.waitForCRR(t, "r-ordered", "the copied status of a, not ready", func(r *crr) bool {
+		a.requests().WaitForEvenAbsent(t, "r-ordered", "the copied status of a, not ready", func(r *crr) bool {
 			return r != nil && strings.Contains(r.Annotations[syncStatusesAnnotation], `"ready":false`)
 		})
 		a.writeRuntimeStatuses(t, pod, true, "a")
@@ -158,7 +158,7 @@ func TestAgentOrderedRecreate(t *testing.T) {
 		pod := a.createRuntimePod(t, newPod("unordered", "", "a", "b"))
 		before := len(a.runtime.StopCalls())
 		witness := a.witnessStops(t, "unordered", "r-unordered")
-		a.createCRR(t, newCRR("r-unordered", "unordered", "a", "b"))
+		a.requests().Create(t, newCRR("r-unordered", "unordered", "a", "b"))
 		// Both are stopped with no pod status written in between.
 		a.waitForStops(t, before+2)
 		moments := witness.moments()
@@ -186,11 +186,11 @@ func TestAgentFailurePolicy(t *testing.T) {
 		pod := a.createRuntimePod(t, newPod(name, "", "a", "b"))
 		a.runtime.FailStopContainer(a.containerIDOfRuntime(pod, "a"), status.Error(codes.Internal, "device busy"))
 		bID := a.containerIDOfRuntime(pod, "b")
-		a.createCRR(t, withCRR(newCRR("r-"+name, name, "a", "b"),
+		a.requests().Create(t, withCRR(newCRR("r-"+name, name, "a", "b"),
 			strategy(func(s *appsv1alpha1.ContainerRecreateRequestStrategy) { s.FailurePolicy = policy })))
 
 		if policy == appsv1alpha1.ContainerRecreateRequestFailurePolicyIgnore {
-			err := framework.WaitFor(a.ctx, waitTimeout, "b stopped", func(context.Context) (bool, error) {
+			err := framework.WaitFor(a.Ctx, waitTimeout, "b stopped", func(context.Context) (bool, error) {
 				for _, call := range a.runtime.StopCalls() {
 					if call.ContainerID == bID {
 						return true, nil
@@ -231,12 +231,12 @@ func TestAgentFailurePolicy(t *testing.T) {
 func TestAgentMinStartedSeconds(t *testing.T) {
 	a := setupAgent(t)
 	pod := a.createRuntimePod(t, newPod("web", "", "app"))
-	a.createCRR(t, withCRR(newCRR("r1", "web", "app"),
+	a.requests().Create(t, withCRR(newCRR("r1", "web", "app"),
 		strategy(func(s *appsv1alpha1.ContainerRecreateRequestStrategy) { s.MinStartedSeconds = 10 })))
 	a.waitForStops(t, 1)
 	a.restart(t, pod, "app")
 	current, _ := a.runtime.Container(string(pod.UID), "app")
-	early := a.waitForCRR(t, "r1", "the copied status of the new container", func(r *crr) bool {
+	early := a.requests().WaitForEvenAbsent(t, "r1", "the copied status of the new container", func(r *crr) bool {
 		return r != nil && strings.Contains(r.Annotations[syncStatusesAnnotation], current.ID)
 	})
 	if time.Since(current.StartedAt) < 10*time.Second && stateOf(early, "app").Phase == stateSucceeded {
@@ -262,7 +262,7 @@ func TestAgentUnreadyGrace(t *testing.T) {
 	pod = a.createRuntimePod(t, pod)
 	a.setKruisePodReady(t, pod.Name)
 	witness := a.witnessStops(t, "web", "r1")
-	a.createCRR(t, withCRR(newCRR("r1", "web", "app"),
+	a.requests().Create(t, withCRR(newCRR("r1", "web", "app"),
 		strategy(func(s *appsv1alpha1.ContainerRecreateRequestStrategy) { s.UnreadyGracePeriodSeconds = ptr.To[int64](3) })))
 
 	a.waitForStops(t, 1)
@@ -284,9 +284,9 @@ func TestAgentUnreadyGrace(t *testing.T) {
 
 	a.restart(t, pod, "app")
 	a.waitForCompleted(t, "r1")
-	a.waitForCRR(t, "r1", "the finalizer removed", func(r *crr) bool { return r != nil && !containsString(r.Finalizers, unreadyAcquiredKey) })
-	err = framework.WaitFor(a.ctx, waitTimeout, kruisePodReady+" True again", func(ctx context.Context) (bool, error) {
-		live, err := a.client.CoreV1().Pods(a.ns).Get(ctx, "web", metav1.GetOptions{})
+	a.requests().WaitForEvenAbsent(t, "r1", "the finalizer removed", func(r *crr) bool { return r != nil && !containsString(r.Finalizers, unreadyAcquiredKey) })
+	err = framework.WaitFor(a.Ctx, waitTimeout, kruisePodReady+" True again", func(ctx context.Context) (bool, error) {
+		live, err := a.Client.CoreV1().Pods(a.Namespace).Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -305,17 +305,17 @@ func TestAgentSerialization(t *testing.T) {
 	a := setupAgent(t)
 	pod := a.createRuntimePod(t, newPod("web", "", "app"))
 	witness := a.witnessStops(t, "web", "r1", "r2", "r3")
-	a.createCRR(t, newCRR("r1", "web", "app"))
-	a.createCRR(t, newCRR("r2", "web", "app"))
+	a.requests().Create(t, newCRR("r1", "web", "app"))
+	a.requests().Create(t, newCRR("r2", "web", "app"))
 
-	a.waitForCRR(t, "r2", "phase Pending", hasPhase(phasePending))
+	a.requests().WaitForEvenAbsent(t, "r2", "phase Pending", hasPhase(phasePending))
 	a.waitForStops(t, 1)
 	m := witness.moments()[0]
 	// r2 may not have reached the agent yet at that moment; it must not be running.
 	if m.requests["r1"].Status.Phase != phaseRecreating || m.requests["r2"].Status.Phase == phaseRecreating {
 		t.Errorf("at the first stop: r1 %s; r2 %s; want r1 Recreating, r2 waiting", describeCRR(m.requests["r1"]), describeCRR(m.requests["r2"]))
 	}
-	if r2 := a.getCRR(t, "r2"); r2.Status.Phase != phasePending {
+	if r2 := a.requests().Get(t, "r2"); r2.Status.Phase != phasePending {
 		t.Errorf("r2 before r1 completed: %s; want Pending", describeCRR(r2))
 	}
 	a.restart(t, pod, "app")
@@ -335,12 +335,12 @@ func TestAgentSerialization(t *testing.T) {
 	}
 
 	for _, name := range []string{"r1", "r2"} {
-		if err := a.bosun.AppsV1alpha1().ContainerRecreateRequests(a.ns).Delete(a.ctx, name, metav1.DeleteOptions{}); err != nil {
+		if err := a.Bosun.AppsV1alpha1().ContainerRecreateRequests(a.Namespace).Delete(a.Ctx, name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	stops := len(a.runtime.StopCalls())
-	a.createCRR(t, newCRR("r3", "web", "app"))
+	a.requests().Create(t, newCRR("r3", "web", "app"))
 	a.waitForStops(t, stops+1)
 	a.restart(t, pod, "app")
 	if r3 := a.waitForCompleted(t, "r3"); stateOf(r3, "app").Phase != stateSucceeded {

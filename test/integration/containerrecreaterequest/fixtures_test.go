@@ -4,22 +4,16 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
-	bosunclientset "github.com/bosun-dev/client-go/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/bosun-dev/bosun/pkg/daemon/cri/crifake"
@@ -48,10 +42,6 @@ const (
 	// daemonGate switches the CRR webhook (and the NodeImage one) off when false.
 	daemonGate = "KruiseDaemon"
 
-	// nodeOwnerLabel marks the Nodes a test made with its namespace: Nodes are cluster-scoped,
-	// and the cleanup deletes them by it.
-	nodeOwnerLabel = "bosun.dev/integration-test-namespace"
-
 	image = "registry.example/app:1.0"
 
 	// testTimeout bounds one test; waitTimeout one awaited state. Generous: the machine is
@@ -63,63 +53,28 @@ const (
 
 type crr = appsv1alpha1.ContainerRecreateRequest
 
-// testEnv is what every test works with: a context bounded by testTimeout, the shared
-// control plane, admin clients and a fresh namespace.
-type testEnv struct {
-	ctx    context.Context
-	cp     *framework.ControlPlane
-	client kubernetes.Interface
-	bosun  bosunclientset.Interface
-	ns     string
+// testEnv is what every test works with: the framework's environment (see envOptions).
+type testEnv struct{ *framework.Env }
+
+// envOptions give every test a context bounded by testTimeout. When it ends — after its
+// manager and agents have stopped, since they start later — the webhook configurations are
+// deleted (nothing answers them any more), then the namespace's requests (finalizers
+// dropped), pods and the test's Nodes, so that the managers and agents of later tests do
+// not work on them: without a namespace controller they would stay.
+var envOptions = framework.EnvOptions{
+	Timeout: testTimeout, WaitTimeout: waitTimeout, RemoveWebhookConfigurations: true,
+	Remove: []string{"containerrecreaterequests.apps.kruise.io", "pods"},
 }
 
-// setup prepares a test. When it ends — after its manager and agents have stopped, since
-// they start later — the webhook configurations are deleted (nothing answers them any
-// more), then the namespace's requests (finalizers dropped), pods and the test's Nodes,
-// so that the managers and agents of later tests do not work on them: without a namespace
-// controller they would stay.
 func setup(t *testing.T) *testEnv {
 	t.Helper()
-	cp := framework.SharedControlPlane(t)
-	client := cp.Clientset(t)
-	bosun, err := bosunclientset.NewForConfig(cp.Config())
-	if err != nil {
-		t.Fatalf("creating bosun's clientset: %v", err)
-	}
-	ns := framework.CreateTestNamespace(t, client).Name
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	t.Cleanup(cancel)
-	e := &testEnv{ctx: ctx, cp: cp, client: client, bosun: bosun, ns: ns}
-	t.Cleanup(func() { e.removeEverything(t) })
-	return e
+	return &testEnv{framework.NewTestEnv(t, framework.SharedControlPlane(t), envOptions)}
 }
 
-func (e *testEnv) removeEverything(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := framework.DeleteWebhookConfigurations(ctx, e.client); err != nil {
-		t.Errorf("cleanup: %v", err)
-	}
-	all := metav1.ListOptions{}
-	requests := e.bosun.AppsV1alpha1().ContainerRecreateRequests(e.ns)
-	if list, err := requests.List(ctx, all); err == nil {
-		dropFinalizers := []byte(`{"metadata":{"finalizers":null}}`)
-		for _, r := range list.Items {
-			if len(r.Finalizers) > 0 {
-				_, _ = requests.Patch(ctx, r.Name, types.MergePatchType, dropFinalizers, metav1.PatchOptions{})
-			}
-		}
-	}
-	if err := requests.DeleteCollection(ctx, metav1.DeleteOptions{}, all); err != nil {
-		t.Errorf("cleanup: deleting ContainerRecreateRequests: %v", err)
-	}
-	now := metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}
-	if err := e.client.CoreV1().Pods(e.ns).DeleteCollection(ctx, now, all); err != nil {
-		t.Errorf("cleanup: deleting pods: %v", err)
-	}
-	if err := e.client.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: nodeOwnerLabel + "=" + e.ns}); err != nil {
-		t.Errorf("cleanup: deleting Nodes: %v", err)
-	}
+// requests are the namespace's ContainerRecreateRequests, shown by describeCRR when a wait
+// fails.
+func (e *testEnv) requests() *framework.Objects[*crr] {
+	return e.ContainerRecreateRequests().DescribedBy(describeCRR)
 }
 
 // ---- The manager ----
@@ -130,13 +85,13 @@ func (e *testEnv) removeEverything(t *testing.T) {
 func (e *testEnv) startManager(t *testing.T, featureGates string, extraArgs ...string) *framework.ControllerManager {
 	t.Helper()
 	probe := newCRR("admission-probe", "admission-probe", "app")
-	return framework.StartBosunControllerManagerWithWebhooks(e.ctx, t, e.cp, framework.ControllerManagerOptions{
+	return framework.StartBosunControllerManagerWithWebhooks(e.Ctx, t, e.CP, framework.ControllerManagerOptions{
 		Controllers:  crrController,
 		FeatureGates: featureGates,
 		ExtraArgs:    extraArgs,
 	}, framework.WebhookProbe{Webhook: webhookCRRMutation, Send: func(ctx context.Context) {
 		// Refused or not (the pod does not exist), the request reaches the webhook.
-		_, _ = e.bosun.AppsV1alpha1().ContainerRecreateRequests(e.ns).Create(ctx, probe, framework.DryRunCreate)
+		_, _ = e.Bosun.AppsV1alpha1().ContainerRecreateRequests(e.Namespace).Create(ctx, probe, framework.DryRunCreate)
 	}})
 }
 
@@ -148,37 +103,17 @@ func (e *testEnv) startManager(t *testing.T, featureGates string, extraArgs ...s
 func (e *testEnv) startAgent(t *testing.T, node string) *crifake.Runtime {
 	t.Helper()
 	runtime := crifake.Start(t, filepath.Join(crifake.ShortTempDir(t), "containerd.sock"))
-	framework.StartBosunDaemon(e.ctx, t, e.cp, framework.BosunDaemonOptions{Node: node, RuntimeEndpoint: runtime.Endpoint(), Verbosity: 4})
+	framework.StartBosunDaemon(e.Ctx, t, e.CP, framework.BosunDaemonOptions{Node: node, RuntimeEndpoint: runtime.Endpoint(), Verbosity: 4})
 	return runtime
 }
 
 // ---- Nodes and pods ----
 
-// createNode creates a Ready Node named <namespace>-<suffix> with the test's label plus
-// labels, and returns its name.
+// createNode creates a Ready Node named <namespace>-<suffix> with labels (see
+// framework.Env.CreateNode) and returns its name.
 func (e *testEnv) createNode(t *testing.T, suffix string, labels map[string]string) string {
 	t.Helper()
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: e.ns + "-" + suffix, Labels: map[string]string{nodeOwnerLabel: e.ns}}}
-	maps.Copy(node.Labels, labels)
-	if _, err := e.client.CoreV1().Nodes().Create(e.ctx, node, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating node %s: %v", node.Name, err)
-	}
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		n, err := e.client.CoreV1().Nodes().Get(e.ctx, node.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		n.Status.Conditions = []corev1.NodeCondition{{
-			Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),
-		}}
-		_, err = e.client.CoreV1().Nodes().UpdateStatus(e.ctx, n, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatalf("writing the status of node %s: %v", node.Name, err)
-	}
-	return node.Name
+	return e.CreateNode(t, e.NewNode(suffix, labels, time.Now())).Name
 }
 
 // newPod is a pod bound to node (not bound when node is empty) with one container per
@@ -207,16 +142,6 @@ func newContainerID() string {
 // containerIDOf is the pod-status form of a runtime container ID.
 func containerIDOf(id string) string { return "containerd://" + id }
 
-// createPod creates pod in the test's namespace and returns it as the API server stored it.
-func (e *testEnv) createPod(t *testing.T, pod *corev1.Pod) *corev1.Pod {
-	t.Helper()
-	created, err := e.client.CoreV1().Pods(e.ns).Create(e.ctx, pod, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating pod %s: %v", pod.Name, err)
-	}
-	return created
-}
-
 // runningContainer is the status of one running container of a pod, as a kubelet writes it.
 type runningContainer struct {
 	name string
@@ -233,7 +158,7 @@ type runningContainer struct {
 // pod and the runtime ID of each container by name.
 func (e *testEnv) createRunningPod(t *testing.T, pod *corev1.Pod) (*corev1.Pod, map[string]string) {
 	t.Helper()
-	e.createPod(t, pod)
+	e.Pods().Create(t, pod)
 	ids := map[string]string{}
 	var statuses []runningContainer
 	now := time.Now()
@@ -249,43 +174,38 @@ func (e *testEnv) createRunningPod(t *testing.T, pod *corev1.Pod) (*corev1.Pod, 
 // is ready. It plays the kubelet after a container was started again.
 func (e *testEnv) setContainerStatuses(t *testing.T, podName string, containers ...runningContainer) *corev1.Pod {
 	t.Helper()
-	var updated *corev1.Pod
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		pod, err := e.client.CoreV1().Pods(e.ns).Get(e.ctx, podName, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
+	return e.Pods().UpdateStatus(t, podName, func(pod *corev1.Pod) {
+		var statuses []corev1.ContainerStatus
 		for _, c := range containers {
-			status := corev1.ContainerStatus{
+			statuses = append(statuses, corev1.ContainerStatus{
 				Name: c.name, Image: image, ImageID: "registry.example/app@sha256:" + strings.Repeat("0", 64),
 				ContainerID: containerIDOf(c.id), RestartCount: c.restartCount, Ready: c.ready, Started: ptr.To(true),
 				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(c.startedAt)}},
-			}
-			replaced := false
-			for i := range pod.Status.ContainerStatuses {
-				if pod.Status.ContainerStatuses[i].Name == c.name {
-					pod.Status.ContainerStatuses[i] = status
-					replaced = true
-				}
-			}
-			if !replaced {
-				pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, status)
-			}
+			})
 		}
-		allReady := len(pod.Status.ContainerStatuses) == len(pod.Spec.Containers)
-		for _, s := range pod.Status.ContainerStatuses {
-			allReady = allReady && s.Ready
-		}
-		pod.Status.Phase = corev1.PodRunning
-		setPodCondition(pod, corev1.PodReady, allReady)
-		setPodCondition(pod, corev1.ContainersReady, allReady)
-		updated, err = e.client.CoreV1().Pods(e.ns).UpdateStatus(e.ctx, pod, metav1.UpdateOptions{})
-		return err
+		putContainerStatuses(pod, statuses...)
 	})
-	if err != nil {
-		t.Fatalf("writing the container statuses of pod %s: %v", podName, err)
+}
+
+// putContainerStatuses puts statuses into the pod's status in place of those of the same
+// containers (the others are kept), sets phase Running and makes the Ready and
+// ContainersReady conditions True when every container is ready: what a kubelet writes
+// once it has (re)started containers.
+func putContainerStatuses(pod *corev1.Pod, statuses ...corev1.ContainerStatus) {
+	for _, status := range statuses {
+		if i := slices.IndexFunc(pod.Status.ContainerStatuses, func(s corev1.ContainerStatus) bool { return s.Name == status.Name }); i >= 0 {
+			pod.Status.ContainerStatuses[i] = status
+		} else {
+			pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, status)
+		}
 	}
-	return updated
+	allReady := len(pod.Status.ContainerStatuses) == len(pod.Spec.Containers)
+	for _, s := range pod.Status.ContainerStatuses {
+		allReady = allReady && s.Ready
+	}
+	pod.Status.Phase = corev1.PodRunning
+	setPodCondition(pod, corev1.PodReady, allReady)
+	setPodCondition(pod, corev1.ContainersReady, allReady)
 }
 
 // setPodCondition sets a condition of type kind to True or False, keeping its transition
@@ -305,15 +225,6 @@ func setPodCondition(pod *corev1.Pod, kind corev1.PodConditionType, value bool) 
 		}
 	}
 	pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: kind, Status: status, LastTransitionTime: metav1.Now()})
-}
-
-func (e *testEnv) getPod(t *testing.T, name string) *corev1.Pod {
-	t.Helper()
-	pod, err := e.client.CoreV1().Pods(e.ns).Get(e.ctx, name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("getting pod %s: %v", name, err)
-	}
-	return pod
 }
 
 // podCondition returns the pod's condition of type kind, nil when it has none.
@@ -366,61 +277,6 @@ func strategy(set func(*appsv1alpha1.ContainerRecreateRequestStrategy)) crrOptio
 	}
 }
 
-func (e *testEnv) tryCreateCRR(r *crr) (*crr, error) {
-	return e.bosun.AppsV1alpha1().ContainerRecreateRequests(e.ns).Create(e.ctx, r, metav1.CreateOptions{})
-}
-
-func (e *testEnv) createCRR(t *testing.T, r *crr) *crr {
-	t.Helper()
-	created, err := e.tryCreateCRR(r)
-	if err != nil {
-		t.Fatalf("creating ContainerRecreateRequest %s: %v", r.Name, err)
-	}
-	return created
-}
-
-func (e *testEnv) getCRR(t *testing.T, name string) *crr {
-	t.Helper()
-	r, err := e.bosun.AppsV1alpha1().ContainerRecreateRequests(e.ns).Get(e.ctx, name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("getting ContainerRecreateRequest %s: %v", name, err)
-	}
-	return r
-}
-
-// tryUpdateCRR applies mutate to the live request and updates it once (no conflict retry:
-// the caller wants the answer of admission).
-func (e *testEnv) tryUpdateCRR(name string, mutate func(*crr)) (*crr, error) {
-	r, err := e.bosun.AppsV1alpha1().ContainerRecreateRequests(e.ns).Get(e.ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	mutate(r)
-	return e.bosun.AppsV1alpha1().ContainerRecreateRequests(e.ns).Update(e.ctx, r, metav1.UpdateOptions{})
-}
-
-// waitForCRR waits until cond holds for the live request and returns it. cond sees nil
-// when the request does not exist.
-func (e *testEnv) waitForCRR(t *testing.T, name, what string, cond func(*crr) bool) *crr {
-	t.Helper()
-	var last *crr
-	err := framework.WaitFor(e.ctx, waitTimeout, what, func(ctx context.Context) (bool, error) {
-		r, err := e.bosun.AppsV1alpha1().ContainerRecreateRequests(e.ns).Get(ctx, name, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			r = nil
-		case err != nil:
-			return false, nil // retried; a persistent error ends in the timeout
-		}
-		last = r
-		return cond(r), nil
-	})
-	if err != nil {
-		t.Fatalf("ContainerRecreateRequest %s: %v; last: %s", name, err, describeCRR(last))
-	}
-	return last
-}
-
 // completed reports whether the request exists and is Completed with a completionTime.
 func completed(r *crr) bool {
 	return r != nil && r.Status.Phase == appsv1alpha1.ContainerRecreateRequestCompleted && r.Status.CompletionTime != nil
@@ -429,7 +285,7 @@ func completed(r *crr) bool {
 // waitForCompleted waits until the request is Completed and returns it.
 func (e *testEnv) waitForCompleted(t *testing.T, name string) *crr {
 	t.Helper()
-	return e.waitForCRR(t, name, "phase Completed with a completionTime", completed)
+	return e.requests().WaitForEvenAbsent(t, name, "phase Completed with a completionTime", completed)
 }
 
 func describeCRR(r *crr) string {
@@ -447,34 +303,4 @@ func describeCRR(r *crr) string {
 	}
 	b.WriteString("]")
 	return b.String()
-}
-
-// ---- Checks ----
-
-// statusCode is the HTTP code of an API error, 0 for other errors.
-func statusCode(err error) int32 {
-	var status apierrors.APIStatus
-	if errors.As(err, &status) {
-		return status.Status().Code
-	}
-	return 0
-}
-
-// expectRefused checks that err is an API error of HTTP code whose message contains every
-// string of contains.
-func expectRefused(t *testing.T, what string, err error, code int32, contains ...string) {
-	t.Helper()
-	if err == nil {
-		t.Errorf("%s was allowed, want HTTP %d", what, code)
-		return
-	}
-	if got := statusCode(err); got != code {
-		t.Errorf("%s: HTTP %d (%v), want %d", what, got, err, code)
-		return
-	}
-	for _, s := range contains {
-		if !strings.Contains(err.Error(), s) {
-			t.Errorf("%s: %q does not contain %q", what, err.Error(), s)
-		}
-	}
 }

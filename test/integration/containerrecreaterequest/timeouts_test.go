@@ -22,14 +22,14 @@ func TestManagerTimeouts(t *testing.T) {
 	for _, name := range []string{"unpicked", "deadline", "deleted", "ttl"} {
 		e.createRunningPod(t, newPod(name, node, "app"))
 	}
-	unpicked := e.createCRR(t, newCRR("unpicked", "unpicked", "app"))
-	e.createCRR(t, withCRR(newCRR("deadline", "deadline", "app"), activeDeadline(5)))
-	e.createCRR(t, newCRR("deleted", "deleted", "app"))
-	e.createCRR(t, withCRR(newCRR("ttl", "ttl", "app"), activeDeadline(3), ttlAfterFinished(5)))
+	unpicked := e.requests().Create(t, newCRR("unpicked", "unpicked", "app"))
+	e.requests().Create(t, withCRR(newCRR("deadline", "deadline", "app"), activeDeadline(5)))
+	e.requests().Create(t, newCRR("deleted", "deleted", "app"))
+	e.requests().Create(t, withCRR(newCRR("ttl", "ttl", "app"), activeDeadline(3), ttlAfterFinished(5)))
 
 	t.Run("pod deleted", func(t *testing.T) {
 		now := metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}
-		if err := e.client.CoreV1().Pods(e.ns).Delete(e.ctx, "deleted", now); err != nil {
+		if err := e.Client.CoreV1().Pods(e.Namespace).Delete(e.Ctx, "deleted", now); err != nil {
 			t.Fatalf("deleting pod deleted: %v", err)
 		}
 		e.expectCompletedWith(t, "deleted", messagePodGone)
@@ -45,7 +45,7 @@ func TestManagerTimeouts(t *testing.T) {
 		if r.Status.Message != messageDeadlineExceeds {
 			t.Errorf("completed with message %q, want %q", r.Status.Message, messageDeadlineExceeds)
 		}
-		e.waitForCRR(t, "ttl", "the request to be deleted after its ttlSecondsAfterFinished", func(r *crr) bool { return r == nil })
+		e.requests().WaitForEvenAbsent(t, "ttl", "the request to be deleted after its ttlSecondsAfterFinished", func(r *crr) bool { return r == nil })
 		// completionTime has second precision: the deletion may come up to a second
 		// earlier than it seems to.
 		if earliest := r.Status.CompletionTime.Add(4 * time.Second); time.Now().Before(earliest) {
@@ -71,7 +71,7 @@ func (e *testEnv) expectCompletedWith(t *testing.T, name, message string) *crr {
 	if r.Status.Message != message {
 		t.Fatalf("request %s completed with message %q, want %q", name, r.Status.Message, message)
 	}
-	return e.waitForCRR(t, name, "the active label to be removed", func(r *crr) bool {
+	return e.requests().WaitForEvenAbsent(t, name, "the active label to be removed", func(r *crr) bool {
 		if r == nil {
 			return false
 		}

@@ -33,12 +33,12 @@ func TestDeploymentDeletesOldReplicaSets(t *testing.T) {
 			},
 		},
 	}
-	orphan, err := e.client.AppsV1().ReplicaSets(e.ns).Create(e.ctx, orphan, metav1.CreateOptions{})
+	orphan, err := e.Client.AppsV1().ReplicaSets(e.Namespace).Create(e.Ctx, orphan, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = framework.WaitFor(e.ctx, waitTimeout, "the ReplicaSet's pod to be available", func(ctx context.Context) (bool, error) {
-		rs, err := e.client.AppsV1().ReplicaSets(e.ns).Get(ctx, orphan.Name, metav1.GetOptions{})
+	err = framework.WaitFor(e.Ctx, waitTimeout, "the ReplicaSet's pod to be available", func(ctx context.Context) (bool, error) {
+		rs, err := e.Client.AppsV1().ReplicaSets(e.Namespace).Get(ctx, orphan.Name, metav1.GetOptions{})
 		return err == nil && rs.Status.AvailableReplicas == 1, err
 	})
 	if err != nil {
@@ -47,23 +47,23 @@ func TestDeploymentDeletesOldReplicaSets(t *testing.T) {
 	rses := startTracker(e, "ReplicaSets", replicaSetsListWatch(e), nil)
 
 	const name = "test-cleanup-deployment"
-	d := newDeployment(e.ns, name, 1)
+	d := newDeployment(e.Namespace, name, 1)
 	d.Spec.Selector.MatchLabels = copyLabels(labels)
 	d.Spec.Template.Labels = copyLabels(labels)
 	d.Spec.Template.Spec.Containers[0].Image = "agnhost"
 	d.Spec.RevisionHistoryLimit = ptr.To[int32](0)
-	d = e.createDeployment(d)
+	d = e.deployments().Create(e.t, d)
 
 	d, newRS := e.waitForComplete(name)
-	err = framework.WaitFor(e.ctx, waitTimeout, "the old ReplicaSet to be deleted", func(ctx context.Context) (bool, error) {
-		_, err := e.client.AppsV1().ReplicaSets(e.ns).Get(ctx, orphan.Name, metav1.GetOptions{})
+	err = framework.WaitFor(e.Ctx, waitTimeout, "the old ReplicaSet to be deleted", func(ctx context.Context) (bool, error) {
+		_, err := e.Client.AppsV1().ReplicaSets(e.Namespace).Get(ctx, orphan.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, nil
 		}
 		return false, err
 	})
 	if err != nil {
-		all, _ := e.allReplicaSets(e.ctx)
+		all, _ := e.allReplicaSets(e.Ctx)
 		t.Fatalf("%v\nReplicaSets:\n%s", err, describeReplicaSets(all))
 	}
 	if !rses.Saw(func(rs *appsv1.ReplicaSet) bool {
@@ -72,14 +72,14 @@ func TestDeploymentDeletesOldReplicaSets(t *testing.T) {
 	}) {
 		t.Errorf("ReplicaSet %s was deleted without being seen adopted by the Deployment", orphan.Name)
 	}
-	all, err := e.allReplicaSets(e.ctx)
+	all, err := e.allReplicaSets(e.Ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(all) != 1 || all[0].UID != newRS.UID {
 		t.Errorf("want only the new ReplicaSet %s left:\n%s", newRS.Name, describeReplicaSets(all))
 	}
-	for _, pod := range e.mustPods() {
+	for _, pod := range e.GetPods(e.t, nil) {
 		if podImage(&pod) == "httpd" && podutil.IsPodActive(&pod) {
 			t.Errorf("pod %s of the deleted ReplicaSet is still active", pod.Name)
 		}
@@ -91,18 +91,18 @@ func TestDeploymentDeletesOldReplicaSets(t *testing.T) {
 // running.
 func TestDeploymentDeletionCascades(t *testing.T) {
 	e := setup(t, "")
-	framework.StartBosunControllerManager(t, e.cp, framework.ControllerManagerOptions{Controllers: garbageCollectorControllerID})
+	framework.StartBosunControllerManager(t, e.CP, framework.ControllerManagerOptions{Controllers: garbageCollectorControllerID})
 	e.startPodReadier(nil)
 	const name = "test-deployment-reaping"
-	e.createDeployment(newDeployment(e.ns, name, 2))
+	e.deployments().Create(e.t, newDeployment(e.Namespace, name, 2))
 	e.waitForComplete(name)
 
-	if err := e.client.AppsV1().Deployments(e.ns).Delete(e.ctx, name, metav1.DeleteOptions{}); err != nil {
+	if err := e.Client.AppsV1().Deployments(e.Namespace).Delete(e.Ctx, name, metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("deleting the Deployment: %v", err)
 	}
 	var left string
-	err := framework.WaitFor(e.ctx, waitTimeout, "the Deployment, its ReplicaSets and its pods to be gone", func(ctx context.Context) (bool, error) {
-		_, err := e.client.AppsV1().Deployments(e.ns).Get(ctx, name, metav1.GetOptions{})
+	err := framework.WaitFor(e.Ctx, waitTimeout, "the Deployment, its ReplicaSets and its pods to be gone", func(ctx context.Context) (bool, error) {
+		_, err := e.Client.AppsV1().Deployments(e.Namespace).Get(ctx, name, metav1.GetOptions{})
 		if err == nil {
 			left = "the Deployment"
 			return false, nil
@@ -114,7 +114,7 @@ func TestDeploymentDeletionCascades(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		pods, err := e.pods(ctx)
+		pods, err := e.ListPods(ctx, nil)
 		if err != nil {
 			return false, err
 		}

@@ -26,13 +26,13 @@ func TestNewDeployment(t *testing.T) {
 	const name = "test-new-deployment"
 	deployments := startTracker(e, "Deployments", deploymentsListWatch(e), nil)
 
-	d := newDeployment(e.ns, name, 20)
+	d := newDeployment(e.Namespace, name, 20)
 	d.Spec.MinReadySeconds = 4
 	d.Annotations = map[string]string{
 		"test":                "should-copy-to-replica-set",
 		lastAppliedAnnotation: "should-not-copy-to-replica-set",
 	}
-	d = e.createDeployment(d)
+	d = e.deployments().Create(e.t, d)
 
 	rs := e.waitForReplicaSets(d, "one ReplicaSet with 20 pods", func(rses []*appsv1.ReplicaSet) bool {
 		return len(rses) == 1 && rses[0].Status.Replicas == 20
@@ -74,11 +74,11 @@ func TestNewDeployment(t *testing.T) {
 	if _, ok := rs.Annotations[lastAppliedAnnotation]; ok {
 		t.Errorf("ReplicaSet has the %s annotation; it must not be copied", lastAppliedAnnotation)
 	}
-	e.waitForDeployment(name, `revision annotation "1"`, func(d *appsv1.Deployment) bool {
+	e.deployments().WaitFor(e.t, name, `revision annotation "1"`, func(d *appsv1.Deployment) bool {
 		return d.Annotations[revisionAnnotation] == "1"
 	})
 
-	pods := e.mustPods()
+	pods := e.GetPods(e.t, nil)
 	if len(pods) != 20 {
 		t.Errorf("%d pods, want 20", len(pods))
 	}
@@ -113,7 +113,7 @@ func TestDeploymentRollingUpdate(t *testing.T) {
 	const name = "test-rolling-update-deployment"
 	e.startPodReadier(exceptImages("dont-finish"))
 
-	d := newDeployment(e.ns, name, 20)
+	d := newDeployment(e.Namespace, name, 20)
 	d.Spec.Strategy = appsv1.DeploymentStrategy{
 		Type: appsv1.RollingUpdateDeploymentStrategyType,
 		RollingUpdate: &appsv1.RollingUpdateDeployment{
@@ -121,7 +121,7 @@ func TestDeploymentRollingUpdate(t *testing.T) {
 			MaxUnavailable: ptr.To(intstr.FromString("25%")),
 		},
 	}
-	e.createDeployment(d)
+	e.deployments().Create(e.t, d)
 	e.waitForRevisionAndImage(name, "1", fakeImage)
 	d, firstRS := e.waitForComplete(name)
 	maxTotal, minAvailable := rollingLimits(t, d)
@@ -174,12 +174,12 @@ func TestDeploymentRollingUpdate(t *testing.T) {
 func TestDeploymentSelectorImmutability(t *testing.T) {
 	e := setupWithoutControllers(t)
 	const name = "test-deployment-selector"
-	d := e.createDeployment(newDeployment(e.ns, name, 1))
+	d := e.deployments().Create(e.t, newDeployment(e.Namespace, name, 1))
 
 	changed := d.DeepCopy()
 	changed.Spec.Selector.MatchLabels["version"] = "2"
 	changed.Spec.Template.Labels["version"] = "2"
-	_, err := e.client.AppsV1().Deployments(e.ns).Update(e.ctx, changed, metav1.UpdateOptions{})
+	_, err := e.Client.AppsV1().Deployments(e.Namespace).Update(e.Ctx, changed, metav1.UpdateOptions{})
 	if !apierrors.IsInvalid(err) {
 		t.Fatalf("changing the selector: err = %v, want Invalid", err)
 	}
@@ -193,7 +193,7 @@ func TestDeploymentSelectorImmutability(t *testing.T) {
 		t.Errorf("the error does not say spec.selector is immutable: %v", err)
 	}
 
-	live := e.getDeployment(name)
+	live := e.deployments().Get(e.t, name)
 	if live.Generation != d.Generation || len(live.Spec.Selector.MatchLabels) != 1 || live.Spec.Selector.MatchLabels["name"] != name {
 		t.Errorf("the stored Deployment changed: generation %d -> %d, selector %v", d.Generation, live.Generation, live.Spec.Selector)
 	}
@@ -211,25 +211,25 @@ func TestPausedDeployment(t *testing.T) {
 			hasCondition(d, appsv1.DeploymentProgressing, corev1.ConditionUnknown, reasonPaused, messagePaused)
 	}
 
-	d := newDeployment(e.ns, name, 1)
+	d := newDeployment(e.Namespace, name, 1)
 	d.Spec.Paused = true
-	e.createDeployment(d)
-	e.waitForDeployment(name, "Progressing=Unknown/DeploymentPaused", pausedObserved)
-	if rses, err := e.allReplicaSets(e.ctx); err != nil || len(rses) != 0 {
+	e.deployments().Create(e.t, d)
+	e.deployments().WaitFor(e.t, name, "Progressing=Unknown/DeploymentPaused", pausedObserved)
+	if rses, err := e.allReplicaSets(e.Ctx); err != nil || len(rses) != 0 {
 		t.Fatalf("a Deployment paused at creation made ReplicaSets (err %v):\n%s", err, describeReplicaSets(rses))
 	}
 
-	e.updateDeployment(name, func(d *appsv1.Deployment) { d.Spec.Paused = false })
-	deployments.WaitSaw(e.ctx, "Progressing=Unknown/DeploymentResumed after resume", func(d *appsv1.Deployment) bool {
+	e.deployments().Update(e.t, name, func(d *appsv1.Deployment) { d.Spec.Paused = false })
+	deployments.WaitSaw(e.Ctx, "Progressing=Unknown/DeploymentResumed after resume", func(d *appsv1.Deployment) bool {
 		return hasCondition(d, appsv1.DeploymentProgressing, corev1.ConditionUnknown, reasonResumed, messageResumed)
 	})
 	e.waitForRevisionAndImage(name, "1", fakeImage)
 	_, firstRS := e.waitForComplete(name)
 
-	e.updateDeployment(name, func(d *appsv1.Deployment) { d.Spec.Paused = true })
-	e.waitForDeployment(name, "paused again", pausedObserved)
+	e.deployments().Update(e.t, name, func(d *appsv1.Deployment) { d.Spec.Paused = true })
+	e.deployments().WaitFor(e.t, name, "paused again", pausedObserved)
 	e.setImage(name, "new-image")
-	d = e.waitForDeployment(name, "the template edit observed while paused", pausedObserved)
+	d = e.deployments().WaitFor(e.t, name, "the template edit observed while paused", pausedObserved)
 	if rses := e.mustReplicaSetsOf(d); len(rses) != 1 || rses[0].UID != firstRS.UID {
 		t.Fatalf("a template edit of a paused Deployment changed its ReplicaSets:\n%s", describeReplicaSets(rses))
 	}
@@ -237,13 +237,13 @@ func TestPausedDeployment(t *testing.T) {
 		t.Errorf("revision while paused = %q, want 1", got)
 	}
 
-	e.updateDeployment(name, func(d *appsv1.Deployment) { d.Spec.Paused = false })
+	e.deployments().Update(e.t, name, func(d *appsv1.Deployment) { d.Spec.Paused = false })
 	_, secondRS := e.waitForRevisionAndImage(name, "2", "new-image")
 	d, _ = e.waitForComplete(name)
 	if secondRS.UID == firstRS.UID {
 		t.Errorf("the resumed rollout reused ReplicaSet %s", firstRS.Name)
 	}
-	if old := e.getReplicaSet(firstRS.Name); *old.Spec.Replicas != 0 {
+	if old := e.ReplicaSets().Get(e.t, firstRS.Name); *old.Spec.Replicas != 0 {
 		t.Errorf("old ReplicaSet %s has %d replicas after the rollout, want 0", old.Name, *old.Spec.Replicas)
 	}
 }
@@ -253,15 +253,15 @@ func TestScalePausedDeployment(t *testing.T) {
 	e := setup(t, "")
 	const name = "test-scale-paused-deployment"
 	e.startPodReadier(nil)
-	e.createDeployment(newDeployment(e.ns, name, 2))
+	e.deployments().Create(e.t, newDeployment(e.Namespace, name, 2))
 	_, rs := e.waitForComplete(name)
 
-	e.updateDeployment(name, func(d *appsv1.Deployment) { d.Spec.Paused = true })
-	e.waitForDeployment(name, "paused", func(d *appsv1.Deployment) bool {
+	e.deployments().Update(e.t, name, func(d *appsv1.Deployment) { d.Spec.Paused = true })
+	e.deployments().WaitFor(e.t, name, "paused", func(d *appsv1.Deployment) bool {
 		return observed(d) && hasCondition(d, appsv1.DeploymentProgressing, corev1.ConditionUnknown, reasonPaused, messagePaused)
 	})
 	e.scaleDeployment(name, 3)
-	d := e.waitForDeployment(name, "3 available replicas while paused", func(d *appsv1.Deployment) bool {
+	d := e.deployments().WaitFor(e.t, name, "3 available replicas while paused", func(d *appsv1.Deployment) bool {
 		s := d.Status
 		return observed(d) && s.Replicas == 3 && s.UpdatedReplicas == 3 && s.AvailableReplicas == 3
 	})
@@ -283,23 +283,23 @@ func TestDeploymentHashCollision(t *testing.T) {
 	e := setup(t, "")
 	const name = "test-hash-collision"
 	e.startPodReadier(nil)
-	e.createDeployment(newDeployment(e.ns, name, 1))
+	e.deployments().Create(e.t, newDeployment(e.Namespace, name, 1))
 	_, oldRS := e.waitForComplete(name)
 	oldHash := oldRS.Labels[podTemplateHashLabel]
 
 	// The ReplicaSet keeps its name, which the Deployment's template hash still gives, but
 	// no longer has the Deployment's template.
-	e.updateReplicaSet(oldRS.Name, func(rs *appsv1.ReplicaSet) {
+	e.ReplicaSets().Update(e.t, oldRS.Name, func(rs *appsv1.ReplicaSet) {
 		rs.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To[int64](5)
 	})
-	e.updateDeployment(name, func(d *appsv1.Deployment) {
+	e.deployments().Update(e.t, name, func(d *appsv1.Deployment) {
 		if d.Annotations == nil {
 			d.Annotations = map[string]string{}
 		}
 		d.Annotations["bosun.dev/touched"] = "after-the-replicaset-edit"
 	})
 
-	d := e.waitForDeployment(name, "collisionCount 1", func(d *appsv1.Deployment) bool {
+	d := e.deployments().WaitFor(e.t, name, "collisionCount 1", func(d *appsv1.Deployment) bool {
 		return d.Status.CollisionCount != nil && *d.Status.CollisionCount == 1
 	})
 	_, newRS := e.waitForRevisionAndImage(name, "2", fakeImage)
@@ -317,7 +317,7 @@ func TestDeploymentHashCollision(t *testing.T) {
 	if got := d.Status.CollisionCount; got == nil || *got != 1 {
 		t.Errorf("collisionCount after the rollout = %s, want 1", int32PtrString(got))
 	}
-	if got := e.getReplicaSet(oldRS.Name).Annotations[revisionAnnotation]; got != "1" {
+	if got := e.ReplicaSets().Get(e.t, oldRS.Name).Annotations[revisionAnnotation]; got != "1" {
 		t.Errorf("edited ReplicaSet revision = %q, want 1", got)
 	}
 }
@@ -327,16 +327,16 @@ func TestDeploymentHashCollision(t *testing.T) {
 func TestFailedDeployment(t *testing.T) {
 	e := setup(t, "")
 	const name = "test-failed-deployment"
-	d := newDeployment(e.ns, name, 1)
+	d := newDeployment(e.Namespace, name, 1)
 	d.Spec.ProgressDeadlineSeconds = ptr.To[int32](3)
-	e.createDeployment(d)
+	e.deployments().Create(e.t, d)
 	_, rs := e.waitForRevisionAndImage(name, "1", fakeImage)
 
 	timedOut := fmt.Sprintf("ReplicaSet %q has timed out progressing.", rs.Name)
-	e.waitForDeployment(name, "Progressing=False/ProgressDeadlineExceeded", func(d *appsv1.Deployment) bool {
+	e.deployments().WaitFor(e.t, name, "Progressing=False/ProgressDeadlineExceeded", func(d *appsv1.Deployment) bool {
 		return hasCondition(d, appsv1.DeploymentProgressing, corev1.ConditionFalse, reasonProgressDeadline, timedOut)
 	})
-	out, err := e.kubectl("rollout", "status", "deployment/"+name, "--timeout=60s")
+	out, err := e.Kubectl(e.t, "rollout", "status", "deployment/"+name, "--timeout=60s")
 	if err == nil || !strings.Contains(out, fmt.Sprintf("deployment %q exceeded its progress deadline", name)) {
 		t.Errorf("kubectl rollout status of a failed rollout: err %v, output:\n%s", err, out)
 	}
@@ -355,10 +355,10 @@ func TestOverlappingDeployments(t *testing.T) {
 	names := []string{"first-deployment", "second-deployment"}
 	deployments := map[string]*appsv1.Deployment{}
 	for _, name := range names {
-		d := newDeployment(e.ns, name, 1)
+		d := newDeployment(e.Namespace, name, 1)
 		d.Spec.Selector.MatchLabels = copyLabels(shared)
 		d.Spec.Template.Labels = copyLabels(shared)
-		deployments[name] = e.createDeployment(d)
+		deployments[name] = e.deployments().Create(e.t, d)
 	}
 
 	owned := map[string]*appsv1.ReplicaSet{}
@@ -368,7 +368,7 @@ func TestOverlappingDeployments(t *testing.T) {
 	}
 	checkOwnership := func(stage string) {
 		t.Helper()
-		all, err := e.allReplicaSets(e.ctx)
+		all, err := e.allReplicaSets(e.Ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -381,7 +381,7 @@ func TestOverlappingDeployments(t *testing.T) {
 				t.Errorf("%s: Deployment %s controls:\n%s want only %s", stage, name, describeReplicaSets(rses), owned[name].Name)
 			}
 		}
-		for _, pod := range e.mustPods() {
+		for _, pod := range e.GetPods(e.t, nil) {
 			ref := metav1.GetControllerOf(&pod)
 			if ref == nil || (ref.UID != owned[names[0]].UID && ref.UID != owned[names[1]].UID) {
 				t.Errorf("%s: pod %s is not controlled by either ReplicaSet: %v", stage, pod.Name, pod.OwnerReferences)
@@ -393,10 +393,10 @@ func TestOverlappingDeployments(t *testing.T) {
 	e.scaleDeployment(names[0], 2)
 	e.waitForComplete(names[0])
 	checkOwnership("after scaling the first")
-	if got := *e.getReplicaSet(owned[names[0]].Name).Spec.Replicas; got != 2 {
+	if got := *e.ReplicaSets().Get(e.t, owned[names[0]].Name).Spec.Replicas; got != 2 {
 		t.Errorf("first ReplicaSet has %d replicas, want 2", got)
 	}
-	if got := *e.getReplicaSet(owned[names[1]].Name).Spec.Replicas; got != 1 {
+	if got := *e.ReplicaSets().Get(e.t, owned[names[1]].Name).Spec.Replicas; got != 1 {
 		t.Errorf("second ReplicaSet has %d replicas, want 1 (only the first Deployment was scaled)", got)
 	}
 }
@@ -409,12 +409,12 @@ func TestScaledRolloutDeployment(t *testing.T) {
 	// Pods of the blocked rollouts are never ready.
 	e.startPodReadier(exceptImages("fakeimage2", "fakeimage4"))
 
-	d := newDeployment(e.ns, name, 10)
+	d := newDeployment(e.Namespace, name, 10)
 	d.Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{
 		MaxSurge:       ptr.To(intstr.FromInt32(3)),
 		MaxUnavailable: ptr.To(intstr.FromInt32(2)),
 	}
-	e.createDeployment(d)
+	e.deployments().Create(e.t, d)
 	e.waitForRevisionAndImage(name, "1", fakeImage)
 	d, firstRS := e.waitForComplete(name)
 
@@ -428,12 +428,12 @@ func TestScaledRolloutDeployment(t *testing.T) {
 	if d = e.waitForObserved(name); d.Status.AvailableReplicas < int32(minAvailable) {
 		t.Errorf("blocked rollout: %d available replicas, want at least %d", d.Status.AvailableReplicas, minAvailable)
 	}
-	if got := e.getReplicaSet(firstRS.Name).Annotations[desiredReplicasAnnotation]; got != "10" {
+	if got := e.ReplicaSets().Get(e.t, firstRS.Name).Annotations[desiredReplicasAnnotation]; got != "10" {
 		t.Errorf("first ReplicaSet desired-replicas = %q during the blocked rollout, want 10", got)
 	}
 
 	// Scale up and roll out at once; this rollout completes.
-	e.updateDeployment(name, func(d *appsv1.Deployment) {
+	e.deployments().Update(e.t, name, func(d *appsv1.Deployment) {
 		d.Spec.Replicas = ptr.To[int32](20)
 		d.Spec.Template.Spec.Containers[0].Image = "fakeimage3"
 	})
@@ -453,7 +453,7 @@ func TestScaledRolloutDeployment(t *testing.T) {
 	}
 
 	// Scale down and roll out at once.
-	e.updateDeployment(name, func(d *appsv1.Deployment) {
+	e.deployments().Update(e.t, name, func(d *appsv1.Deployment) {
 		d.Spec.Replicas = ptr.To[int32](5)
 		d.Spec.Template.Spec.Containers[0].Image = "fakeimage5"
 	})
@@ -471,7 +471,7 @@ func TestScaledRolloutDeployment(t *testing.T) {
 func (e *testEnv) expectDesiredReplicas(want string, rses ...*appsv1.ReplicaSet) {
 	e.t.Helper()
 	for _, rs := range rses {
-		live := e.getReplicaSet(rs.Name)
+		live := e.ReplicaSets().Get(e.t, rs.Name)
 		if got := live.Annotations[desiredReplicasAnnotation]; got != want {
 			e.t.Errorf("ReplicaSet %s (image %s) desired-replicas = %q, want %q",
 				live.Name, live.Spec.Template.Spec.Containers[0].Image, got, want)
@@ -485,7 +485,7 @@ func TestSpecReplicasChange(t *testing.T) {
 	e := setup(t, "")
 	const name = "test-spec-replicas-change"
 	e.startPodReadier(nil)
-	e.createDeployment(newDeployment(e.ns, name, 1))
+	e.deployments().Create(e.t, newDeployment(e.Namespace, name, 1))
 	_, rs := e.waitForComplete(name)
 
 	for _, replicas := range []int32{2, 1} {
@@ -499,8 +499,8 @@ func TestSpecReplicasChange(t *testing.T) {
 	// An annotation-only change: the API server bumps generation for Deployment
 	// annotations too (they are copied onto ReplicaSets); the controller copies the
 	// annotation onto its ReplicaSet and observes the new generation.
-	before := e.getDeployment(name)
-	annotated := e.updateDeployment(name, func(d *appsv1.Deployment) {
+	before := e.deployments().Get(e.t, name)
+	annotated := e.deployments().Update(e.t, name, func(d *appsv1.Deployment) {
 		if d.Annotations == nil {
 			d.Annotations = map[string]string{}
 		}
@@ -517,7 +517,7 @@ func TestSpecReplicasChange(t *testing.T) {
 	}
 
 	// A spec change that is neither replicas nor template.
-	limited := e.updateDeployment(name, func(d *appsv1.Deployment) { d.Spec.RevisionHistoryLimit = ptr.To[int32](4) })
+	limited := e.deployments().Update(e.t, name, func(d *appsv1.Deployment) { d.Spec.RevisionHistoryLimit = ptr.To[int32](4) })
 	if limited.Generation <= annotated.Generation {
 		t.Fatalf("changing revisionHistoryLimit did not move generation (%d)", limited.Generation)
 	}
@@ -539,10 +539,10 @@ func countsOf(d *appsv1.Deployment) replicaCounts {
 func TestDeploymentAvailableCondition(t *testing.T) {
 	e := setup(t, "")
 	const name = "test-available-condition"
-	d := newDeployment(e.ns, name, 10)
+	d := newDeployment(e.Namespace, name, 10)
 	d.Spec.MinReadySeconds = 3600
 	d.Spec.ProgressDeadlineSeconds = ptr.To[int32](7200) // must exceed minReadySeconds
-	e.createDeployment(d)
+	e.deployments().Create(e.t, d)
 
 	steps := []struct {
 		what   string
@@ -563,13 +563,13 @@ func TestDeploymentAvailableCondition(t *testing.T) {
 		status: corev1.ConditionFalse, reason: reasonMinimumUnavailable, msg: messageMinimumUnavailable,
 	}, {
 		what:   "minReadySeconds lowered to 1",
-		act:    func() { e.updateDeployment(name, func(d *appsv1.Deployment) { d.Spec.MinReadySeconds = 1 }) },
+		act:    func() { e.deployments().Update(e.t, name, func(d *appsv1.Deployment) { d.Spec.MinReadySeconds = 1 }) },
 		want:   replicaCounts{10, 10, 10, 10, 0},
 		status: corev1.ConditionTrue, reason: reasonMinimumAvailable, msg: messageMinimumAvailable,
 	}}
 	for _, step := range steps {
 		step.act()
-		d = e.waitForDeployment(name, fmt.Sprintf("%s: counts %+v", step.what, step.want), func(d *appsv1.Deployment) bool {
+		d = e.deployments().WaitFor(e.t, name, fmt.Sprintf("%s: counts %+v", step.what, step.want), func(d *appsv1.Deployment) bool {
 			return observed(d) && countsOf(d) == step.want
 		})
 		e.expectCondition(d, appsv1.DeploymentAvailable, step.status, step.reason, step.msg)
@@ -584,10 +584,10 @@ func TestDeploymentAvailableCondition(t *testing.T) {
 func TestGeneralReplicaSetAdoption(t *testing.T) {
 	e := setup(t, "")
 	const name = "test-adopt-deployment"
-	d := e.createDeployment(newDeployment(e.ns, name, 1))
+	d := e.deployments().Create(e.t, newDeployment(e.Namespace, name, 1))
 	rs := e.waitForReplicaSets(d, "one ReplicaSet", func(rses []*appsv1.ReplicaSet) bool { return len(rses) == 1 })[0]
 
-	cm, err := e.client.CoreV1().ConfigMaps(e.ns).Create(e.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "unrelated-owner"}}, metav1.CreateOptions{})
+	cm, err := e.Client.CoreV1().ConfigMaps(e.Namespace).Create(e.Ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "unrelated-owner"}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -606,10 +606,10 @@ func TestGeneralReplicaSetAdoption(t *testing.T) {
 		{what: "a reference to a ConfigMap", refs: []metav1.OwnerReference{toConfigMap}, keep: &toConfigMap},
 	}
 	for _, c := range cases {
-		e.updateReplicaSet(rs.Name, func(rs *appsv1.ReplicaSet) { rs.OwnerReferences = c.refs })
+		e.ReplicaSets().Update(e.t, rs.Name, func(rs *appsv1.ReplicaSet) { rs.OwnerReferences = c.refs })
 		var last *appsv1.ReplicaSet
-		err := framework.WaitFor(e.ctx, waitTimeout, "adoption of a ReplicaSet with "+c.what, func(ctx context.Context) (bool, error) {
-			got, err := e.client.AppsV1().ReplicaSets(e.ns).Get(ctx, rs.Name, metav1.GetOptions{})
+		err := framework.WaitFor(e.Ctx, waitTimeout, "adoption of a ReplicaSet with "+c.what, func(ctx context.Context) (bool, error) {
+			got, err := e.Client.AppsV1().ReplicaSets(e.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
 			if err != nil {
 				return false, err
 			}
@@ -643,7 +643,7 @@ func TestGeneralReplicaSetAdoption(t *testing.T) {
 	}
 
 	d = e.waitForObserved(name)
-	if all, err := e.allReplicaSets(e.ctx); err != nil || len(all) != 1 {
+	if all, err := e.allReplicaSets(e.Ctx); err != nil || len(all) != 1 {
 		t.Errorf("want the one adopted ReplicaSet, got (err %v):\n%s", err, describeReplicaSets(all))
 	}
 	if d.Status.CollisionCount != nil {
@@ -656,14 +656,14 @@ func TestDeploymentScaleSubresource(t *testing.T) {
 	e := setup(t, "")
 	const name = "test-scale-subresource"
 	e.startPodReadier(nil)
-	e.createDeployment(newDeployment(e.ns, name, 2))
+	e.deployments().Create(e.t, newDeployment(e.Namespace, name, 2))
 	d, _ := e.waitForComplete(name)
 	selector, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	scale, err := e.client.AppsV1().Deployments(e.ns).GetScale(e.ctx, name, metav1.GetOptions{})
+	scale, err := e.Client.AppsV1().Deployments(e.Namespace).GetScale(e.Ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("getting /scale: %v", err)
 	}
@@ -672,12 +672,12 @@ func TestDeploymentScaleSubresource(t *testing.T) {
 	}
 
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		scale, err := e.client.AppsV1().Deployments(e.ns).GetScale(e.ctx, name, metav1.GetOptions{})
+		scale, err := e.Client.AppsV1().Deployments(e.Namespace).GetScale(e.Ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		scale.Spec.Replicas = 3
-		_, err = e.client.AppsV1().Deployments(e.ns).UpdateScale(e.ctx, name, scale, metav1.UpdateOptions{})
+		_, err = e.Client.AppsV1().Deployments(e.Namespace).UpdateScale(e.Ctx, name, scale, metav1.UpdateOptions{})
 		return err
 	})
 	if err != nil {
@@ -687,7 +687,7 @@ func TestDeploymentScaleSubresource(t *testing.T) {
 	if *d.Spec.Replicas != 3 || *rs.Spec.Replicas != 3 {
 		t.Errorf("after /scale to 3: Deployment replicas %d, ReplicaSet replicas %d", *d.Spec.Replicas, *rs.Spec.Replicas)
 	}
-	scale, err = e.client.AppsV1().Deployments(e.ns).GetScale(e.ctx, name, metav1.GetOptions{})
+	scale, err = e.Client.AppsV1().Deployments(e.Namespace).GetScale(e.Ctx, name, metav1.GetOptions{})
 	if err != nil || scale.Spec.Replicas != 3 || scale.Status.Replicas != 3 {
 		t.Errorf("/scale after scaling: %+v, err %v; want spec and status 3", scale, err)
 	}
@@ -699,13 +699,13 @@ func TestReplicaSetOrphaningAndAdoptionWhenLabelsChange(t *testing.T) {
 	e := setup(t, "")
 	const name = "test-orphan-adopt"
 	e.startPodReadier(nil)
-	e.createDeployment(newDeployment(e.ns, name, 1))
+	e.deployments().Create(e.t, newDeployment(e.Namespace, name, 1))
 	d, rs := e.waitForComplete(name)
 	originalLabels := copyLabels(rs.Labels)
 
-	e.updateReplicaSet(rs.Name, func(rs *appsv1.ReplicaSet) { rs.Labels = map[string]string{"new-name": "new-test"} })
-	err := framework.WaitFor(e.ctx, waitTimeout, "the relabelled ReplicaSet to be released", func(ctx context.Context) (bool, error) {
-		got, err := e.client.AppsV1().ReplicaSets(e.ns).Get(ctx, rs.Name, metav1.GetOptions{})
+	e.ReplicaSets().Update(e.t, rs.Name, func(rs *appsv1.ReplicaSet) { rs.Labels = map[string]string{"new-name": "new-test"} })
+	err := framework.WaitFor(e.Ctx, waitTimeout, "the relabelled ReplicaSet to be released", func(ctx context.Context) (bool, error) {
+		got, err := e.Client.AppsV1().ReplicaSets(e.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
 		return err == nil && metav1.GetControllerOf(got) == nil, err
 	})
 	if err != nil {
@@ -717,7 +717,7 @@ func TestReplicaSetOrphaningAndAdoptionWhenLabelsChange(t *testing.T) {
 		return n != nil && n.UID != rs.UID
 	})
 	newRS := newReplicaSetAmong(d, rses)
-	d = e.waitForDeployment(name, "collisionCount 1", func(d *appsv1.Deployment) bool {
+	d = e.deployments().WaitFor(e.t, name, "collisionCount 1", func(d *appsv1.Deployment) bool {
 		return d.Status.CollisionCount != nil && *d.Status.CollisionCount == 1
 	})
 	newHash := newRS.Labels[podTemplateHashLabel]
@@ -731,9 +731,9 @@ func TestReplicaSetOrphaningAndAdoptionWhenLabelsChange(t *testing.T) {
 		t.Errorf("replacement name = %q, want %q", newRS.Name, want)
 	}
 
-	e.updateReplicaSet(rs.Name, func(rs *appsv1.ReplicaSet) { rs.Labels = copyLabels(originalLabels) })
-	err = framework.WaitFor(e.ctx, waitTimeout, "the relabelled-back ReplicaSet to be adopted", func(ctx context.Context) (bool, error) {
-		got, err := e.client.AppsV1().ReplicaSets(e.ns).Get(ctx, rs.Name, metav1.GetOptions{})
+	e.ReplicaSets().Update(e.t, rs.Name, func(rs *appsv1.ReplicaSet) { rs.Labels = copyLabels(originalLabels) })
+	err = framework.WaitFor(e.Ctx, waitTimeout, "the relabelled-back ReplicaSet to be adopted", func(ctx context.Context) (bool, error) {
+		got, err := e.Client.AppsV1().ReplicaSets(e.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
 		return err == nil && metav1.IsControlledBy(got, d), err
 	})
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
 	"sort"
 	"strconv"
 	"strings"
@@ -20,8 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/bosun-dev/bosun/pkg/controller/podutil"
 	"github.com/bosun-dev/bosun/test/integration/framework"
@@ -70,47 +67,48 @@ const (
 	waitTimeout = 2 * time.Minute
 )
 
-// testEnv is what every test works with: a fresh namespace of the shared control plane, an
-// admin client and a context bounded by testTimeout.
+// testEnv is what every test works with: the framework's environment, with a context
+// bounded by testTimeout, for the test t.
 type testEnv struct {
-	t      *testing.T
-	ctx    context.Context
-	cp     *framework.ControlPlane
-	client kubernetes.Interface
-	ns     string
+	*framework.Env
+	t *testing.T
 }
 
 // setup prepares a test and runs bosun-controller-manager with the ReplicaSet and
 // Deployment controllers and the given --feature-gates value ("" for the defaults). The
-// manager stops when the test ends, before the test's held pods are released.
+// manager stops when the test ends, before the test's workloads are removed.
 func setup(t *testing.T, featureGates string) *testEnv {
 	t.Helper()
 	e := setupWithoutControllers(t)
-	framework.StartBosunControllerManager(t, e.cp, framework.ControllerManagerOptions{
+	framework.StartBosunControllerManager(t, e.CP, framework.ControllerManagerOptions{
 		Controllers:  controllersUnderTest,
 		FeatureGates: featureGates,
 	})
 	return e
 }
 
-// setupWithoutControllers prepares a test that needs only the API server.
+// setupWithoutControllers prepares a test that needs only the API server. When the test
+// ends, the namespace's Deployments, ReplicaSets and pods are removed, held pods included.
 func setupWithoutControllers(t *testing.T) *testEnv {
 	t.Helper()
-	cp := framework.SharedControlPlane(t)
-	client := cp.Clientset(t)
-	ns := framework.CreateTestNamespace(t, client).Name
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	t.Cleanup(cancel)
-	e := &testEnv{t: t, ctx: ctx, cp: cp, client: client, ns: ns}
-	t.Cleanup(e.releaseHeldPods)
-	return e
+	env := framework.NewTestEnv(t, framework.SharedControlPlane(t), framework.EnvOptions{
+		Timeout: testTimeout, WaitTimeout: waitTimeout,
+		Remove: []string{"deployments.apps", "replicasets.apps", "pods"},
+	})
+	return &testEnv{Env: env, t: t}
+}
+
+// deployments are the namespace's Deployments, shown by describeDeployment when a wait
+// fails.
+func (e *testEnv) deployments() *framework.Objects[*appsv1.Deployment] {
+	return e.Deployments().DescribedBy(describeDeployment)
 }
 
 // startPodReadier marks the namespace's pods Running and Ready as they appear, except those
 // accept refuses (nil accepts all), in place of a kubelet.
 func (e *testEnv) startPodReadier(accept func(*corev1.Pod) bool) {
 	e.t.Helper()
-	framework.StartPodReadierForTest(e.t, e.ctx, e.client, e.ns, 8, accept)
+	e.StartPodReadier(e.t, 8, accept)
 }
 
 // exceptImages is a readier filter that leaves pods of the given images not ready.
@@ -154,85 +152,20 @@ func copyLabels(m map[string]string) map[string]string {
 	return c
 }
 
-func (e *testEnv) createDeployment(d *appsv1.Deployment) *appsv1.Deployment {
-	e.t.Helper()
-	created, err := e.client.AppsV1().Deployments(e.ns).Create(e.ctx, d, metav1.CreateOptions{})
-	if err != nil {
-		e.t.Fatalf("creating Deployment %s: %v", d.Name, err)
-	}
-	return created
-}
-
-func (e *testEnv) getDeployment(name string) *appsv1.Deployment {
-	e.t.Helper()
-	d, err := e.client.AppsV1().Deployments(e.ns).Get(e.ctx, name, metav1.GetOptions{})
-	if err != nil {
-		e.t.Fatalf("getting Deployment %s: %v", name, err)
-	}
-	return d
-}
-
-// updateDeployment applies mutate to the live Deployment, retrying on conflicts (the
-// controller writes its status concurrently).
-func (e *testEnv) updateDeployment(name string, mutate func(*appsv1.Deployment)) *appsv1.Deployment {
-	e.t.Helper()
-	var updated *appsv1.Deployment
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		d, err := e.client.AppsV1().Deployments(e.ns).Get(e.ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		mutate(d)
-		updated, err = e.client.AppsV1().Deployments(e.ns).Update(e.ctx, d, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		e.t.Fatalf("updating Deployment %s: %v", name, err)
-	}
-	return updated
-}
-
 // setImage changes the image of the Deployment's first container: a new template.
 func (e *testEnv) setImage(name, image string) *appsv1.Deployment {
 	e.t.Helper()
-	return e.updateDeployment(name, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = image })
+	return e.deployments().Update(e.t, name, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = image })
 }
 
 func (e *testEnv) scaleDeployment(name string, replicas int32) *appsv1.Deployment {
 	e.t.Helper()
-	return e.updateDeployment(name, func(d *appsv1.Deployment) { d.Spec.Replicas = &replicas })
-}
-
-func (e *testEnv) updateReplicaSet(name string, mutate func(*appsv1.ReplicaSet)) *appsv1.ReplicaSet {
-	e.t.Helper()
-	var updated *appsv1.ReplicaSet
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		rs, err := e.client.AppsV1().ReplicaSets(e.ns).Get(e.ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		mutate(rs)
-		updated, err = e.client.AppsV1().ReplicaSets(e.ns).Update(e.ctx, rs, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		e.t.Fatalf("updating ReplicaSet %s: %v", name, err)
-	}
-	return updated
-}
-
-func (e *testEnv) getReplicaSet(name string) *appsv1.ReplicaSet {
-	e.t.Helper()
-	rs, err := e.client.AppsV1().ReplicaSets(e.ns).Get(e.ctx, name, metav1.GetOptions{})
-	if err != nil {
-		e.t.Fatalf("getting ReplicaSet %s: %v", name, err)
-	}
-	return rs
+	return e.deployments().Update(e.t, name, func(d *appsv1.Deployment) { d.Spec.Replicas = &replicas })
 }
 
 // allReplicaSets lists the namespace's ReplicaSets, oldest first (name breaks ties).
 func (e *testEnv) allReplicaSets(ctx context.Context) ([]*appsv1.ReplicaSet, error) {
-	list, err := e.client.AppsV1().ReplicaSets(e.ns).List(ctx, metav1.ListOptions{})
+	list, err := e.Client.AppsV1().ReplicaSets(e.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("listing ReplicaSets: %w", err)
 	}
@@ -272,7 +205,7 @@ func (e *testEnv) replicaSetsOf(ctx context.Context, uid types.UID) ([]*appsv1.R
 // mustReplicaSetsOf is replicaSetsOf for the test's own goroutine.
 func (e *testEnv) mustReplicaSetsOf(d *appsv1.Deployment) []*appsv1.ReplicaSet {
 	e.t.Helper()
-	rses, err := e.replicaSetsOf(e.ctx, d.UID)
+	rses, err := e.replicaSetsOf(e.Ctx, d.UID)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -299,23 +232,9 @@ func newReplicaSetAmong(d *appsv1.Deployment, rses []*appsv1.ReplicaSet) *appsv1
 	return nil
 }
 
-// waitForDeployment polls the Deployment until cond holds and returns it. The failure
-// message shows the last status seen.
-func (e *testEnv) waitForDeployment(name, what string, cond func(*appsv1.Deployment) bool) *appsv1.Deployment {
-	e.t.Helper()
-	var last *appsv1.Deployment
-	err := framework.WaitFor(e.ctx, waitTimeout, fmt.Sprintf("Deployment %s: %s", name, what), func(ctx context.Context) (bool, error) {
-		d, err := e.client.AppsV1().Deployments(e.ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		last = d
-		return cond(d), nil
-	})
-	if err != nil {
-		e.t.Fatalf("%v\nlast seen: generation %d, annotations %v, status %s", err, generationOf(last), annotationsOf(last), statusString(last))
-	}
-	return last
+// describeDeployment renders a Deployment for the failure messages of waits.
+func describeDeployment(d *appsv1.Deployment) string {
+	return fmt.Sprintf("generation %d, annotations %v, status %s", generationOf(d), annotationsOf(d), statusString(d))
 }
 
 func generationOf(d *appsv1.Deployment) int64 {
@@ -368,7 +287,7 @@ func observed(d *appsv1.Deployment) bool {
 // generation.
 func (e *testEnv) waitForObserved(name string) *appsv1.Deployment {
 	e.t.Helper()
-	return e.waitForDeployment(name, "observedGeneration to reach generation", observed)
+	return e.deployments().WaitFor(e.t, name, "observedGeneration to reach generation", observed)
 }
 
 // complete is the Deployment's "successfully rolled out" state as kubectl rollout status
@@ -391,7 +310,7 @@ func complete(d *appsv1.Deployment) bool {
 // complete and returns the Deployment with its new ReplicaSet.
 func (e *testEnv) waitForComplete(name string) (*appsv1.Deployment, *appsv1.ReplicaSet) {
 	e.t.Helper()
-	d := e.waitForDeployment(name, "rollout to complete", complete)
+	d := e.deployments().WaitFor(e.t, name, "rollout to complete", complete)
 	rs := newReplicaSetAmong(d, e.mustReplicaSetsOf(d))
 	if rs == nil {
 		e.t.Fatalf("Deployment %s is complete but no ReplicaSet it controls has its template", name)
@@ -410,10 +329,9 @@ func (e *testEnv) waitForRevisionAndImage(name, revision, image string) (*appsv1
 	e.t.Helper()
 	var d *appsv1.Deployment
 	var rs *appsv1.ReplicaSet
-	what := fmt.Sprintf("revision %s with image %s", revision, image)
-	err := framework.WaitFor(e.ctx, waitTimeout, fmt.Sprintf("Deployment %s: %s", name, what), func(ctx context.Context) (bool, error) {
+	e.Await(e.t, fmt.Sprintf("Deployment %s: revision %s with image %s", name, revision, image), func(ctx context.Context) (bool, error) {
 		var err error
-		d, err = e.client.AppsV1().Deployments(e.ns).Get(ctx, name, metav1.GetOptions{})
+		d, err = e.Client.AppsV1().Deployments(e.Namespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -426,11 +344,10 @@ func (e *testEnv) waitForRevisionAndImage(name, revision, image string) (*appsv1
 		}
 		rs = newReplicaSetAmong(d, rses)
 		return rs != nil && rs.Annotations[revisionAnnotation] == revision && rs.Spec.Template.Spec.Containers[0].Image == image, nil
+	}, func() string {
+		rses, _ := e.allReplicaSets(e.Ctx)
+		return fmt.Sprintf("Deployment annotations %v\nReplicaSets:\n%s", annotationsOf(d), describeReplicaSets(rses))
 	})
-	if err != nil {
-		rses, _ := e.allReplicaSets(e.ctx)
-		e.t.Fatalf("%v\nDeployment annotations %v\nReplicaSets:\n%s", err, annotationsOf(d), describeReplicaSets(rses))
-	}
 	return d, rs
 }
 
@@ -453,17 +370,14 @@ func describeReplicaSets(rses []*appsv1.ReplicaSet) string {
 func (e *testEnv) waitForReplicaSets(d *appsv1.Deployment, what string, cond func([]*appsv1.ReplicaSet) bool) []*appsv1.ReplicaSet {
 	e.t.Helper()
 	var last []*appsv1.ReplicaSet
-	err := framework.WaitFor(e.ctx, waitTimeout, fmt.Sprintf("ReplicaSets of %s: %s", d.Name, what), func(ctx context.Context) (bool, error) {
+	e.Await(e.t, fmt.Sprintf("ReplicaSets of %s: %s", d.Name, what), func(ctx context.Context) (bool, error) {
 		rses, err := e.replicaSetsOf(ctx, d.UID)
 		if err != nil {
 			return false, err
 		}
 		last = rses
 		return cond(rses), nil
-	})
-	if err != nil {
-		e.t.Fatalf("%v\nReplicaSets:\n%s", err, describeReplicaSets(last))
-	}
+	}, func() string { return "ReplicaSets:\n" + describeReplicaSets(last) })
 	return last
 }
 
@@ -522,24 +436,6 @@ func rollingLimits(t *testing.T, d *appsv1.Deployment) (maxTotal, minAvailable i
 	return replicas + surge, replicas - min(unavailable, replicas)
 }
 
-// pods lists the namespace's pods.
-func (e *testEnv) pods(ctx context.Context) ([]corev1.Pod, error) {
-	list, err := e.client.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing pods: %w", err)
-	}
-	return list.Items, nil
-}
-
-func (e *testEnv) mustPods() []corev1.Pod {
-	e.t.Helper()
-	pods, err := e.pods(e.ctx)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return pods
-}
-
 func podImage(pod *corev1.Pod) string {
 	return pod.Spec.Containers[0].Image
 }
@@ -548,7 +444,7 @@ func podImage(pod *corev1.Pod) string {
 // Ready now, as a kubelet would, and returns how many it marked.
 func (e *testEnv) markPodsReady(accept func(*corev1.Pod) bool) int {
 	e.t.Helper()
-	pods := e.mustPods()
+	pods := e.GetPods(e.t, nil)
 	var todo []string
 	for i := range pods {
 		if podutil.IsPodActive(&pods[i]) && !podutil.IsPodReady(&pods[i]) && (accept == nil || accept(&pods[i])) {
@@ -556,7 +452,7 @@ func (e *testEnv) markPodsReady(accept func(*corev1.Pod) bool) int {
 		}
 	}
 	errs := forEachParallel(todo, func(name string) error {
-		_, err := framework.SetPodRunning(e.ctx, e.client, e.ns, name, true, time.Time{})
+		_, err := framework.SetPodRunning(e.Ctx, e.Client, e.Namespace, name, true, time.Time{})
 		if apierrors.IsNotFound(err) || errors.Is(err, context.Canceled) {
 			return nil
 		}
@@ -596,34 +492,11 @@ func forEachParallel(names []string, do func(name string) error) error {
 	return errors.Join(errs...)
 }
 
-// releaseHeldPods removes holdFinalizer from every pod of the namespace, so that deleted
-// pods go away and the namespace can be removed.
-func (e *testEnv) releaseHeldPods() {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	list, err := e.client.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		e.t.Errorf("listing pods to release: %v", err)
-		return
-	}
-	var held []string
-	for _, pod := range list.Items {
-		for _, f := range pod.Finalizers {
-			if f == holdFinalizer {
-				held = append(held, pod.Name)
-			}
-		}
-	}
-	if err := e.releasePods(ctx, held); err != nil {
-		e.t.Errorf("releasing held pods: %v", err)
-	}
-}
-
 // releasePods removes holdFinalizer from the named pods.
 func (e *testEnv) releasePods(ctx context.Context, names []string) error {
 	patch := []byte(fmt.Sprintf(`{"metadata":{"$deleteFromPrimitiveList/finalizers":[%q]}}`, holdFinalizer))
 	return forEachParallel(names, func(name string) error {
-		_, err := e.client.CoreV1().Pods(e.ns).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+		_, err := e.Client.CoreV1().Pods(e.Namespace).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -642,50 +515,15 @@ func (e *testEnv) waitForEvent(deploymentName, eventType, reason, message string
 // with that type and reason and a message for which match is true (described by what).
 func (e *testEnv) waitForEventMatching(deploymentName, eventType, reason, what string, match func(message string) bool) {
 	e.t.Helper()
-	var seen []string
-	err := framework.WaitFor(e.ctx, waitTimeout, fmt.Sprintf("%s event %s %s on Deployment %s", eventType, reason, what, deploymentName), func(ctx context.Context) (bool, error) {
-		list, err := e.client.CoreV1().Events(e.ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
-		}
-		seen = seen[:0]
-		for _, ev := range list.Items {
-			if ev.InvolvedObject.Kind != "Deployment" || ev.InvolvedObject.Name != deploymentName {
-				continue
-			}
-			source := ev.Source.Component
-			if source == "" {
-				source = ev.ReportingController
-			}
-			seen = append(seen, fmt.Sprintf("%s %s %q from %s", ev.Type, ev.Reason, ev.Message, source))
-			if ev.Type == eventType && ev.Reason == reason && match(ev.Message) && source == deploymentControllerName {
-				return true, nil
-			}
-		}
-		return false, nil
+	e.WaitForEvent(e.t, e.Namespace, "Deployment", deploymentName, fmt.Sprintf("%s event %s %s", eventType, reason, what), func(ev *corev1.Event) bool {
+		return ev.Type == eventType && ev.Reason == reason && match(ev.Message) && framework.EventSource(ev) == deploymentControllerName
 	})
-	if err != nil {
-		e.t.Fatalf("%v\nevents on the Deployment:\n  %s", err, strings.Join(seen, "\n  "))
-	}
-}
-
-// kubectl runs the real kubectl against the control plane in the test's namespace and
-// returns its combined output.
-func (e *testEnv) kubectl(args ...string) (string, error) {
-	e.t.Helper()
-	path, err := framework.ToolPath("kubectl")
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	all := append([]string{"--kubeconfig=" + e.cp.KubeconfigPath(), "--namespace=" + e.ns}, args...)
-	out, err := exec.CommandContext(e.ctx, path, all...).CombinedOutput()
-	return string(out), err
 }
 
 // mustKubectl runs kubectl and fails the test unless it exits 0.
 func (e *testEnv) mustKubectl(args ...string) string {
 	e.t.Helper()
-	out, err := e.kubectl(args...)
+	out, err := e.Kubectl(e.t, args...)
 	if err != nil {
 		e.t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
@@ -728,14 +566,14 @@ type listWatch[T metav1.Object] struct {
 func podsListWatch(e *testEnv) listWatch[*corev1.Pod] {
 	return listWatch[*corev1.Pod]{
 		list: func(ctx context.Context) ([]*corev1.Pod, string, error) {
-			l, err := e.client.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{})
+			l, err := e.Client.CoreV1().Pods(e.Namespace).List(ctx, metav1.ListOptions{})
 			if err != nil {
 				return nil, "", err
 			}
 			return pointers(l.Items), l.ResourceVersion, nil
 		},
 		watch: func(ctx context.Context, rv string) (watch.Interface, error) {
-			return e.client.CoreV1().Pods(e.ns).Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
+			return e.Client.CoreV1().Pods(e.Namespace).Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
 		},
 	}
 }
@@ -743,14 +581,14 @@ func podsListWatch(e *testEnv) listWatch[*corev1.Pod] {
 func replicaSetsListWatch(e *testEnv) listWatch[*appsv1.ReplicaSet] {
 	return listWatch[*appsv1.ReplicaSet]{
 		list: func(ctx context.Context) ([]*appsv1.ReplicaSet, string, error) {
-			l, err := e.client.AppsV1().ReplicaSets(e.ns).List(ctx, metav1.ListOptions{})
+			l, err := e.Client.AppsV1().ReplicaSets(e.Namespace).List(ctx, metav1.ListOptions{})
 			if err != nil {
 				return nil, "", err
 			}
 			return pointers(l.Items), l.ResourceVersion, nil
 		},
 		watch: func(ctx context.Context, rv string) (watch.Interface, error) {
-			return e.client.AppsV1().ReplicaSets(e.ns).Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
+			return e.Client.AppsV1().ReplicaSets(e.Namespace).Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
 		},
 	}
 }
@@ -758,14 +596,14 @@ func replicaSetsListWatch(e *testEnv) listWatch[*appsv1.ReplicaSet] {
 func deploymentsListWatch(e *testEnv) listWatch[*appsv1.Deployment] {
 	return listWatch[*appsv1.Deployment]{
 		list: func(ctx context.Context) ([]*appsv1.Deployment, string, error) {
-			l, err := e.client.AppsV1().Deployments(e.ns).List(ctx, metav1.ListOptions{})
+			l, err := e.Client.AppsV1().Deployments(e.Namespace).List(ctx, metav1.ListOptions{})
 			if err != nil {
 				return nil, "", err
 			}
 			return pointers(l.Items), l.ResourceVersion, nil
 		},
 		watch: func(ctx context.Context, rv string) (watch.Interface, error) {
-			return e.client.AppsV1().Deployments(e.ns).Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
+			return e.Client.AppsV1().Deployments(e.Namespace).Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
 		},
 	}
 }
@@ -782,11 +620,11 @@ func pointers[T any](items []T) []*T {
 // (nil: none) returns a description of a violated invariant, or "".
 func startTracker[T metav1.Object](e *testEnv, what string, lw listWatch[T], check func(map[string]T) string) *tracker[T] {
 	e.t.Helper()
-	items, rv, err := lw.list(e.ctx)
+	items, rv, err := lw.list(e.Ctx)
 	if err != nil {
 		e.t.Fatalf("listing %s to track them: %v", what, err)
 	}
-	ctx, cancel := context.WithCancel(e.ctx)
+	ctx, cancel := context.WithCancel(e.Ctx)
 	tr := &tracker[T]{t: e.t, what: what, check: check, cancel: cancel, done: make(chan struct{}), objects: map[string]T{}}
 	tr.reset(items)
 	tr.initial = items

@@ -43,13 +43,13 @@ func TestKubectlRolloutStatusUndoHistoryPause(t *testing.T) {
 		}
 	}
 
-	d := newDeployment(e.ns, name, 2)
+	d := newDeployment(e.Namespace, name, 2)
 	d.Annotations = map[string]string{changeCauseAnnotation: "create v1"}
-	e.createDeployment(d)
+	e.deployments().Create(e.t, d)
 	expectRolledOut("revision 1")
 	_, rs1 := e.waitForRevisionAndImage(name, "1", fakeImage)
 
-	e.updateDeployment(name, func(d *appsv1.Deployment) {
+	e.deployments().Update(e.t, name, func(d *appsv1.Deployment) {
 		d.Spec.Template.Spec.Containers[0].Image = "image-v2"
 		d.Annotations[changeCauseAnnotation] = "set image v2"
 	})
@@ -75,7 +75,7 @@ func TestKubectlRolloutStatusUndoHistoryPause(t *testing.T) {
 	if rses := e.mustReplicaSetsOf(d); len(rses) != 2 {
 		t.Errorf("%d ReplicaSets after undo, want 2:\n%s", len(rses), describeReplicaSets(rses))
 	}
-	if got := *e.getReplicaSet(rs2.Name).Spec.Replicas; got != 0 {
+	if got := *e.ReplicaSets().Get(e.t, rs2.Name).Spec.Replicas; got != 0 {
 		t.Errorf("revision 2's ReplicaSet has %d replicas after undo, want 0", got)
 	}
 
@@ -87,11 +87,11 @@ func TestKubectlRolloutStatusUndoHistoryPause(t *testing.T) {
 
 	// Pause: the condition says so, undo refuses, a template edit waits.
 	e.mustKubectl("rollout", "pause", "deployment/"+name)
-	d = e.waitForDeployment(name, "paused by kubectl", func(d *appsv1.Deployment) bool {
+	d = e.deployments().WaitFor(e.t, name, "paused by kubectl", func(d *appsv1.Deployment) bool {
 		return d.Spec.Paused && observed(d) &&
 			hasCondition(d, appsv1.DeploymentProgressing, corev1.ConditionUnknown, reasonPaused, messagePaused)
 	})
-	if out, err := e.kubectl("rollout", "undo", "deployment/"+name); err == nil || !strings.Contains(out, "paused") {
+	if out, err := e.Kubectl(e.t, "rollout", "undo", "deployment/"+name); err == nil || !strings.Contains(out, "paused") {
 		t.Errorf("kubectl rollout undo of a paused Deployment: err %v, output:\n%s\nwant a refusal", err, out)
 	}
 	e.setImage(name, "image-v4")
@@ -101,7 +101,7 @@ func TestKubectlRolloutStatusUndoHistoryPause(t *testing.T) {
 	}
 
 	e.mustKubectl("rollout", "resume", "deployment/"+name)
-	deployments.WaitSaw(e.ctx, "Progressing=Unknown/DeploymentResumed", func(d *appsv1.Deployment) bool {
+	deployments.WaitSaw(e.Ctx, "Progressing=Unknown/DeploymentResumed", func(d *appsv1.Deployment) bool {
 		return hasCondition(d, appsv1.DeploymentProgressing, corev1.ConditionUnknown, reasonResumed, messageResumed)
 	})
 	expectRolledOut("resume")

@@ -19,7 +19,7 @@ import (
 // countPods returns the active and the terminating pods of the namespace.
 func (e *testEnv) countPods() (active, terminating []corev1.Pod) {
 	e.t.Helper()
-	for _, pod := range e.mustPods() {
+	for _, pod := range e.GetPods(e.t, nil) {
 		switch {
 		case podutil.IsPodActive(&pod):
 			active = append(active, pod)
@@ -67,14 +67,14 @@ func TestTerminatingReplicasDeploymentStatus(t *testing.T) {
 				})
 			}
 
-			d := newDeployment(e.ns, name, 6)
+			d := newDeployment(e.Namespace, name, 6)
 			d.Spec.Template.Finalizers = []string{holdFinalizer}
-			e.createDeployment(d)
+			e.deployments().Create(e.t, d)
 			d, rs := e.waitForComplete(name)
 
 			for _, step := range []struct{ replicas, terminating int32 }{{4, 2}, {3, 3}, {2, 4}} {
 				e.scaleDeployment(name, step.replicas)
-				d = e.waitForDeployment(name, fmt.Sprintf("%d replicas with %d terminating", step.replicas, step.terminating), func(d *appsv1.Deployment) bool {
+				d = e.deployments().WaitFor(e.t, name, fmt.Sprintf("%d replicas with %d terminating", step.replicas, step.terminating), func(d *appsv1.Deployment) bool {
 					if !complete(d) {
 						return false
 					}
@@ -88,7 +88,7 @@ func TestTerminatingReplicasDeploymentStatus(t *testing.T) {
 					t.Errorf("scaled to %d: %d active and %d terminating pods, want %d and %d",
 						step.replicas, len(active), len(terminating), step.replicas, step.terminating)
 				}
-				got := e.getReplicaSet(rs.Name).Status.TerminatingReplicas
+				got := e.ReplicaSets().Get(e.t, rs.Name).Status.TerminatingReplicas
 				if tc.gateOn && (got == nil || *got != step.terminating) {
 					t.Errorf("scaled to %d: ReplicaSet terminatingReplicas = %s, want %d", step.replicas, int32PtrString(got), step.terminating)
 				}
@@ -111,10 +111,10 @@ func TestRecreateDeploymentForPodReplacement(t *testing.T) {
 	e := setup(t, "")
 	const name = "test-recreate-deployment"
 	e.startPodReadier(nil)
-	d := newDeployment(e.ns, name, 3)
+	d := newDeployment(e.Namespace, name, 3)
 	d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
 	d.Spec.Template.Finalizers = []string{holdFinalizer}
-	e.createDeployment(d)
+	e.deployments().Create(e.t, d)
 	d, oldRS := e.waitForComplete(name)
 
 	pods := startTracker(e, "pods", podsListWatch(e), func(pods map[string]*corev1.Pod) string {
@@ -160,7 +160,7 @@ func TestRecreateDeploymentForPodReplacement(t *testing.T) {
 	for _, pod := range terminating {
 		names = append(names, pod.Name)
 	}
-	if err := e.releasePods(e.ctx, names); err != nil {
+	if err := e.releasePods(e.Ctx, names); err != nil {
 		t.Fatal(err)
 	}
 	e.waitForRevisionAndImage(name, "2", "new-image")
@@ -171,7 +171,7 @@ func TestRecreateDeploymentForPodReplacement(t *testing.T) {
 		t.Errorf("after the rollout: Deployment replicas %d, new ReplicaSet replicas %d, updated %d; want 5",
 			*d.Spec.Replicas, *newRS.Spec.Replicas, d.Status.UpdatedReplicas)
 	}
-	if got := *e.getReplicaSet(oldRS.Name).Spec.Replicas; got != 0 {
+	if got := *e.ReplicaSets().Get(e.t, oldRS.Name).Spec.Replicas; got != 0 {
 		t.Errorf("old ReplicaSet has %d replicas, want 0", got)
 	}
 	active, _ = e.countPods()
@@ -193,13 +193,13 @@ func TestRollingUpdateAndProportionalScalingForDeploymentPodReplacement(t *testi
 	var newReady atomic.Bool
 	e.startPodReadier(func(pod *corev1.Pod) bool { return podImage(pod) == fakeImage || newReady.Load() })
 
-	d := newDeployment(e.ns, name, 100)
+	d := newDeployment(e.Namespace, name, 100)
 	d.Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{
 		MaxSurge:       ptr.To(intstr.FromInt32(20)),
 		MaxUnavailable: ptr.To(intstr.FromInt32(0)),
 	}
 	d.Spec.Template.Finalizers = []string{holdFinalizer}
-	e.createDeployment(d)
+	e.deployments().Create(e.t, d)
 	d, oldRS := e.waitForComplete(name)
 
 	e.setImage(name, "new-image")
@@ -245,14 +245,14 @@ func TestRollingUpdateAndProportionalScalingForDeploymentPodReplacement(t *testi
 	newReady.Store(true)
 	e.markPodsReady(func(pod *corev1.Pod) bool { return podImage(pod) == "new-image" })
 	d, _ = e.waitForComplete(name)
-	if got := *e.getReplicaSet(oldRS.Name).Spec.Replicas; got != 0 {
+	if got := *e.ReplicaSets().Get(e.t, oldRS.Name).Spec.Replicas; got != 0 {
 		t.Errorf("old ReplicaSet has %d replicas after the rollout, want 0", got)
 	}
 	active, terminating := e.countPods()
 	if len(active) != 120 || len(terminating) != 117 {
 		t.Errorf("after the rollout: %d active and %d terminating pods, want 120 and 117 (the old pods are held)", len(active), len(terminating))
 	}
-	e.waitForDeployment(name, "117 terminating replicas", func(d *appsv1.Deployment) bool {
+	e.deployments().WaitFor(e.t, name, "117 terminating replicas", func(d *appsv1.Deployment) bool {
 		return complete(d) && d.Status.TerminatingReplicas != nil && *d.Status.TerminatingReplicas == 117
 	})
 }

@@ -2,12 +2,15 @@ package framework
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 )
@@ -130,4 +133,90 @@ func (a *AuditTail) Read() ([]auditv1.Event, error) {
 	}
 	a.offset += int64(end + 1)
 	return a.events, nil
+}
+
+// IsWriteVerb reports whether an audited request of verb can change an object.
+func IsWriteVerb(verb string) bool {
+	switch verb {
+	case "create", "update", "patch", "delete", "deletecollection":
+		return true
+	}
+	return false
+}
+
+// AuditEvents returns the audit events logged since the Env was made (see EnvOptions.Audit)
+// for which match holds, oldest first.
+func (e *Env) AuditEvents(match func(*auditv1.Event) bool) ([]auditv1.Event, error) {
+	if e.Audit == nil {
+		return nil, fmt.Errorf("the test keeps no audit tail: set EnvOptions.Audit")
+	}
+	events, err := e.Audit.Read()
+	if err != nil {
+		return nil, err
+	}
+	var out []auditv1.Event
+	for i := range events {
+		if match(&events[i]) {
+			out = append(out, events[i])
+		}
+	}
+	return out, nil
+}
+
+// WaitForNoWrites waits until no request has written to the test's namespace for period
+// (see EnvOptions.Audit). Tests call it before checking that something did NOT happen: by
+// then the controllers have acted on all they saw.
+func (e *Env) WaitForNoWrites(t testing.TB, period time.Duration) {
+	t.Helper()
+	start := time.Now()
+	var last time.Time
+	e.Await(t, "the namespace to see no writes for "+period.String(), func(context.Context) (bool, error) {
+		writes, err := e.AuditEvents(func(ev *auditv1.Event) bool {
+			return IsWriteVerb(ev.Verb) && ev.ObjectRef != nil && ev.ObjectRef.Namespace == e.Namespace
+		})
+		if err != nil {
+			return false, err
+		}
+		last = start
+		for _, w := range writes {
+			if w.StageTimestamp.After(last) {
+				last = w.StageTimestamp.Time
+			}
+		}
+		return time.Since(last) >= period, nil
+	}, func() string { return "last write completed at " + last.Format("15:04:05.000") })
+}
+
+// Request is one completed API request, as the audit log saw it.
+type Request struct {
+	Verb, Resource, Subresource, Name string
+	// Code and Message are the response's status.
+	Code    int32
+	Message string
+	// Received and Completed are the API server's times for the request's arrival and its
+	// response.
+	Received, Completed time.Time
+}
+
+// Requests returns the completed requests logged since the Env was made (see
+// EnvOptions.Audit) for which match holds, ordered by arrival.
+func (e *Env) Requests(match func(*auditv1.Event) bool) ([]Request, error) {
+	events, err := e.AuditEvents(match)
+	if err != nil {
+		return nil, err
+	}
+	requests := make([]Request, 0, len(events))
+	for i := range events {
+		ev := &events[i]
+		r := Request{Verb: ev.Verb, Received: ev.RequestReceivedTimestamp.Time, Completed: ev.StageTimestamp.Time}
+		if ev.ObjectRef != nil {
+			r.Resource, r.Subresource, r.Name = ev.ObjectRef.Resource, ev.ObjectRef.Subresource, ev.ObjectRef.Name
+		}
+		if ev.ResponseStatus != nil {
+			r.Code, r.Message = ev.ResponseStatus.Code, ev.ResponseStatus.Message
+		}
+		requests = append(requests, r)
+	}
+	slices.SortStableFunc(requests, func(a, b Request) int { return a.Received.Compare(b.Received) })
+	return requests, nil
 }

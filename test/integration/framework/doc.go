@@ -1,8 +1,10 @@
 // Package framework runs the real Kubernetes servers that bosun's integration tests talk
 // to: an etcd and a kube-apiserver started as child processes on free loopback ports, with
 // generated certificates, a static admin token and RBAC, exactly as a small real cluster
-// would serve them. It also has the helpers those tests share: a fresh namespace per test,
-// CRD installation, running and building bosun's own binaries, and polling.
+// would serve them. It also has the helpers those tests share: CRD installation, running and
+// building bosun's own binaries, and the environment of one test (Env): a context bound to
+// the test, admin clients, a fresh namespace, typed reads, writes and waits (Objects), and
+// a cleanup that removes what the test made once what it started has stopped.
 //
 // The servers are prebuilt binaries (see ToolsBinDir); the framework never compiles them
 // itself because the first build takes minutes. Tests are skipped with a hint when the
@@ -20,9 +22,9 @@
 //	}
 //
 //	func TestSomething(t *testing.T) {
-//		cp := framework.SharedControlPlane(t)
-//		client := cp.Clientset(t)
-//		ns := framework.CreateTestNamespace(t, client)
+//		e := framework.NewTestEnv(t, framework.SharedControlPlane(t), framework.EnvOptions{Remove: []string{"pods"}})
+//		pod := e.Pods().Create(t, newPod("web"))
+//		e.Pods().WaitFor(t, pod.Name, "phase Running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
 //		...
 //	}
 package framework

@@ -3,6 +3,8 @@ package framework
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
@@ -175,4 +178,92 @@ func (r *PodReadier) Stop() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.err
+}
+
+// ListPods returns the pods of the test's namespace that selector selects (all when nil),
+// sorted by name.
+func (e *Env) ListPods(ctx context.Context, selector map[string]string) ([]corev1.Pod, error) {
+	opts := metav1.ListOptions{}
+	if selector != nil {
+		opts.LabelSelector = labels.SelectorFromSet(selector).String()
+	}
+	list, err := e.Client.CoreV1().Pods(e.Namespace).List(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("listing pods of %s: %w", e.Namespace, err)
+	}
+	slices.SortFunc(list.Items, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	return list.Items, nil
+}
+
+// GetPods is ListPods failing the test on error.
+func (e *Env) GetPods(t testing.TB, selector map[string]string) []corev1.Pod {
+	t.Helper()
+	pods, err := e.ListPods(e.Ctx, selector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pods
+}
+
+// WaitForPods waits until cond holds for the pods of the test's namespace, sorted by name,
+// and returns them. A failure shows the pods last seen (see EnvOptions.PodDetails).
+func (e *Env) WaitForPods(t testing.TB, what string, cond func([]corev1.Pod) bool) []corev1.Pod {
+	t.Helper()
+	var last []corev1.Pod
+	e.Await(t, what, func(ctx context.Context) (bool, error) {
+		pods, err := e.ListPods(ctx, nil)
+		if err != nil {
+			return false, err
+		}
+		last = pods
+		return cond(pods), nil
+	}, func() string { return DescribePodsWith(last, e.opts.PodDetails) })
+	return last
+}
+
+// SetPodRunning marks the pod of the test's namespace Running, and Ready or not, as a kubelet
+// would (see the function SetPodRunning).
+func (e *Env) SetPodRunning(t testing.TB, name string, ready bool, readySince time.Time) *corev1.Pod {
+	t.Helper()
+	pod, err := SetPodRunning(e.Ctx, e.Client, e.Namespace, name, ready, readySince)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pod
+}
+
+// StartPodReadier marks the pods of the test's namespace Running and Ready as they appear,
+// with workers parallel writers, except those accept refuses (nil accepts all), until the
+// test ends (see StartPodReadierForTest).
+func (e *Env) StartPodReadier(t testing.TB, workers int, accept func(*corev1.Pod) bool) {
+	t.Helper()
+	StartPodReadierForTest(t, e.Ctx, e.Client, e.Namespace, workers, accept)
+}
+
+// DescribePods renders pods for failure messages: each one's controller, phase, readiness,
+// deletion and node, the first 20 of them.
+func DescribePods(pods []corev1.Pod) string { return DescribePodsWith(pods, nil) }
+
+// DescribePodsWith is DescribePods with what details (nil: nothing) says of each pod.
+func DescribePodsWith(pods []corev1.Pod, details func(*corev1.Pod) string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d pods", len(pods))
+	for i := range pods {
+		pod := &pods[i]
+		if i == 20 {
+			b.WriteString(" ...")
+			break
+		}
+		owner := "<orphan>"
+		if ref := metav1.GetControllerOf(pod); ref != nil {
+			owner = ref.Kind + "/" + ref.Name
+		}
+		fmt.Fprintf(&b, "; %s (owner %s, phase %s, ready %v, deleting %v, node %q", pod.Name, owner, pod.Status.Phase,
+			podutil.IsPodReady(pod), pod.DeletionTimestamp != nil, pod.Spec.NodeName)
+		if details != nil {
+			fmt.Fprintf(&b, ", %s", details(pod))
+		}
+		b.WriteString(")")
+	}
+	return b.String()
 }

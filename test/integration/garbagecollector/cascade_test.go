@@ -19,36 +19,36 @@ import (
 func TestCascadingDeletion(t *testing.T) {
 	e := setup(t)
 	e.startCollector(collectorOptions{})
-	a := e.createRC(newRC("rc-a"))
-	b := e.createRC(newRC("rc-b"))
-	p1 := e.createPod(newPod("p1", rcRef(a, nil)))
-	p2 := e.createPod(newPod("p2", rcRef(a, nil), rcRef(b, nil)))
-	p3 := e.createPod(newPod("p3"))
+	a := e.ReplicationControllers().Create(e.t, newRC("rc-a"))
+	b := e.ReplicationControllers().Create(e.t, newRC("rc-b"))
+	p1 := e.Pods().Create(e.t, newPod("p1", rcRef(a, nil)))
+	p2 := e.Pods().Create(e.t, newPod("p2", rcRef(a, nil), rcRef(b, nil)))
+	p3 := e.Pods().Create(e.t, newPod("p3"))
 
-	e.deleteRC(a.Name, background)
-	e.waitPodGone(p1.Name)
+	e.ReplicationControllers().DeleteWith(e.t, a.Name, background)
+	e.Pods().WaitForGone(e.t, p1.Name)
 	e.waitFor("p2 to keep only rc-b's reference", waitTimeout, func(ctx context.Context) (bool, error) {
-		pod, err := e.client.CoreV1().Pods(e.ns).Get(ctx, p2.Name, metav1.GetOptions{})
+		pod, err := e.Client.CoreV1().Pods(e.Namespace).Get(ctx, p2.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		return slices.Equal(ownerUIDs(pod), []types.UID{b.UID}), nil
 	})
-	if got := e.getPod(p3.Name); got.ResourceVersion != p3.ResourceVersion {
+	if got := e.Pods().Get(e.t, p3.Name); got.ResourceVersion != p3.ResourceVersion {
 		t.Errorf("p3, which has no owner, was changed: resourceVersion %s, created as %s", got.ResourceVersion, p3.ResourceVersion)
 	}
-	if got := e.getPod(p2.Name); got.DeletionTimestamp != nil {
+	if got := e.Pods().Get(e.t, p2.Name); got.DeletionTimestamp != nil {
 		t.Errorf("p2, which still has an owner, is being deleted")
 	}
-	e.getRC(b.Name)
+	e.ReplicationControllers().Get(e.t, b.Name)
 }
 
 // Scenario 2: an object whose only owner never existed is deleted.
 func TestCreateWithNonExistentOwner(t *testing.T) {
 	e := setup(t)
 	e.startCollector(collectorOptions{})
-	pod := e.createPod(newPod("orphaned-at-birth", missingRef("v1", "ReplicationController", "never-existed")))
-	e.waitPodGone(pod.Name)
+	pod := e.Pods().Create(e.t, newPod("orphaned-at-birth", missingRef("v1", "ReplicationController", "never-existed")))
+	e.Pods().WaitForGone(e.t, pod.Name)
 }
 
 // Scenario 3: 10 collections of each of 5 ways to delete a core v1 ReplicationController
@@ -93,13 +93,13 @@ func TestStressingCascadingDeletion(t *testing.T) {
 				o, err := func() (owner, error) {
 					rc := newRC(fmt.Sprintf("%s-%d", v.name, i))
 					rc.Finalizers = v.finalizers
-					rc, err := e.client.CoreV1().ReplicationControllers(e.ns).Create(e.ctx, rc, metav1.CreateOptions{})
+					rc, err := e.Client.CoreV1().ReplicationControllers(e.Namespace).Create(e.Ctx, rc, metav1.CreateOptions{})
 					if err != nil {
 						return owner{}, err
 					}
 					o := owner{variant: v, rc: rc}
 					for j := range podsEach {
-						pod, err := e.client.CoreV1().Pods(e.ns).Create(e.ctx, newPod(fmt.Sprintf("%s-%d-%d", v.name, i, j), rcRef(rc, nil)), metav1.CreateOptions{})
+						pod, err := e.Client.CoreV1().Pods(e.Namespace).Create(e.Ctx, newPod(fmt.Sprintf("%s-%d-%d", v.name, i, j), rcRef(rc, nil)), metav1.CreateOptions{})
 						if err != nil {
 							return owner{}, err
 						}
@@ -133,7 +133,7 @@ func TestStressingCascadingDeletion(t *testing.T) {
 
 	for _, o := range owners {
 		wg.Go(func() {
-			if err := e.client.CoreV1().ReplicationControllers(e.ns).Delete(e.ctx, o.rc.Name, o.variant.options); err != nil {
+			if err := e.Client.CoreV1().ReplicationControllers(e.Namespace).Delete(e.Ctx, o.rc.Name, o.variant.options); err != nil {
 				mu.Lock()
 				defer mu.Unlock()
 				errs = append(errs, fmt.Errorf("deleting %s: %w", o.rc.Name, err))
@@ -148,11 +148,11 @@ func TestStressingCascadingDeletion(t *testing.T) {
 	wantPods := len(orphanable)
 	var pods *corev1.PodList
 	e.waitFor(fmt.Sprintf("no ReplicationController and %d pods", wantPods), stressTimeout, func(ctx context.Context) (bool, error) {
-		rcs, err := e.client.CoreV1().ReplicationControllers(e.ns).List(ctx, metav1.ListOptions{})
+		rcs, err := e.Client.CoreV1().ReplicationControllers(e.Namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
-		if pods, err = e.client.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{}); err != nil {
+		if pods, err = e.Client.CoreV1().Pods(e.Namespace).List(ctx, metav1.ListOptions{}); err != nil {
 			return false, err
 		}
 		return len(rcs.Items) == 0 && len(pods.Items) == wantPods, nil
@@ -188,20 +188,20 @@ func TestStressingCascadingDeletion(t *testing.T) {
 func TestOrphaning(t *testing.T) {
 	e := setup(t)
 	e.startCollector(collectorOptions{})
-	rc := e.createRC(newRC("owner"))
+	rc := e.ReplicationControllers().Create(e.t, newRC("owner"))
 	var uids []types.UID
 	var names []string
 	for i := range 3 {
-		pod := e.createPod(newPod(fmt.Sprintf("pod-%d", i), rcRef(rc, nil)))
+		pod := e.Pods().Create(e.t, newPod(fmt.Sprintf("pod-%d", i), rcRef(rc, nil)))
 		uids, names = append(uids, pod.UID), append(names, pod.Name)
 	}
 	// Orphaning needs the collector to know the dependents when the deletion arrives.
 	e.waitInGraph(uids...)
 
-	e.deleteRC(rc.Name, orphan)
-	e.waitRCGone(rc.Name)
+	e.ReplicationControllers().DeleteWith(e.t, rc.Name, orphan)
+	e.ReplicationControllers().WaitForGone(e.t, rc.Name)
 	for _, name := range names {
-		pod := e.getPod(name)
+		pod := e.Pods().Get(e.t, name)
 		if len(pod.OwnerReferences) != 0 {
 			t.Errorf("pod %s still has ownerReferences %v", name, pod.OwnerReferences)
 		}

@@ -32,18 +32,18 @@ var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version:
 func TestCustomResourceCascadingDeletion(t *testing.T) {
 	e := setup(t)
 	e.startCollector(collectorOptions{})
-	widgets := e.dynamic.Resource(widgetGVR).Namespace(e.ns)
-	configMaps := e.client.CoreV1().ConfigMaps(e.ns)
+	widgets := e.Dynamic.Resource(widgetGVR).Namespace(e.Namespace)
+	configMaps := e.Client.CoreV1().ConfigMaps(e.Namespace)
 
 	customOwner := e.createWidget(newWidget("custom-owner"))
 	customDependent := e.createWidget(newWidget("custom-dependent", widgetRef(customOwner)))
-	coreDependent := e.createConfigMap(e.ns, newConfigMap("core-dependent", widgetRef(customOwner)))
-	solid := e.createConfigMap(e.ns, newConfigMap("solid"))
+	coreDependent := e.createConfigMap(e.Namespace, newConfigMap("core-dependent", widgetRef(customOwner)))
+	solid := e.createConfigMap(e.Namespace, newConfigMap("solid"))
 	shared := e.createWidget(newWidget("shared-dependent", widgetRef(customOwner), cmRef(solid)))
-	coreOwner := e.createConfigMap(e.ns, newConfigMap("core-owner"))
+	coreOwner := e.createConfigMap(e.Namespace, newConfigMap("core-owner"))
 	customOfCore := e.createWidget(newWidget("custom-of-core", cmRef(coreOwner)))
 
-	if err := widgets.Delete(e.ctx, customOwner.GetName(), foreground); err != nil {
+	if err := widgets.Delete(e.Ctx, customOwner.GetName(), foreground); err != nil {
 		t.Fatal(err)
 	}
 	e.waitGone("custom owner "+customOwner.GetName(), func(ctx context.Context) error {
@@ -66,14 +66,14 @@ func TestCustomResourceCascadingDeletion(t *testing.T) {
 		return slices.Equal(ownerUIDs(got), []types.UID{solid.UID}), nil
 	})
 
-	if err := configMaps.Delete(e.ctx, coreOwner.Name, background); err != nil {
+	if err := configMaps.Delete(e.Ctx, coreOwner.Name, background); err != nil {
 		t.Fatal(err)
 	}
 	e.waitGone("custom dependent "+customOfCore.GetName(), func(ctx context.Context) error {
 		_, err := widgets.Get(ctx, customOfCore.GetName(), metav1.GetOptions{})
 		return err
 	})
-	if got, err := widgets.Get(e.ctx, shared.GetName(), metav1.GetOptions{}); err != nil {
+	if got, err := widgets.Get(e.Ctx, shared.GetName(), metav1.GetOptions{}); err != nil {
 		t.Errorf("the dependent with a solid owner: %v", err)
 	} else if got.GetDeletionTimestamp() != nil {
 		t.Errorf("the dependent with a solid owner is being deleted")
@@ -86,8 +86,8 @@ func TestCRDDeletionCascading(t *testing.T) {
 	const crdName = "gadgets.gc.integration.bosun.dev"
 	gadgetGVR := schema.GroupVersionResource{Group: "gc.integration.bosun.dev", Version: "v1", Resource: "gadgets"}
 	e := setup(t)
-	crds := e.dynamic.Resource(crdGVR)
-	if err := framework.InstallCRDs(e.ctx, e.cp.Config(), "testdata/crd-deletion"); err != nil {
+	crds := e.Dynamic.Resource(crdGVR)
+	if err := framework.InstallCRDs(e.Ctx, e.CP.Config(), "testdata/crd-deletion"); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -103,14 +103,14 @@ func TestCRDDeletionCascading(t *testing.T) {
 	gadget.SetAPIVersion(gadgetGVR.GroupVersion().String())
 	gadget.SetKind("Gadget")
 	gadget.SetName("owner")
-	owner, err := e.dynamic.Resource(gadgetGVR).Namespace(e.ns).Create(e.ctx, gadget, metav1.CreateOptions{})
+	owner, err := e.Dynamic.Resource(gadgetGVR).Namespace(e.Namespace).Create(e.Ctx, gadget, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	dependent := e.createConfigMap(e.ns, newConfigMap("dependent", ref(gadgetGVR.GroupVersion().String(), "Gadget", owner, nil)))
+	dependent := e.createConfigMap(e.Namespace, newConfigMap("dependent", ref(gadgetGVR.GroupVersion().String(), "Gadget", owner, nil)))
 	e.waitInGraph(dependent.UID, owner.GetUID())
 
-	if err := crds.Delete(e.ctx, crdName, metav1.DeleteOptions{}); err != nil {
+	if err := crds.Delete(e.Ctx, crdName, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// The CRD goes once the API server has deleted its instances.
@@ -119,7 +119,7 @@ func TestCRDDeletionCascading(t *testing.T) {
 		return err
 	})
 	e.waitGone("the Gadget's dependent ConfigMap", func(ctx context.Context) error {
-		_, err := e.client.CoreV1().ConfigMaps(e.ns).Get(ctx, dependent.Name, metav1.GetOptions{})
+		_, err := e.Client.CoreV1().ConfigMaps(e.Namespace).Get(ctx, dependent.Name, metav1.GetOptions{})
 		return err
 	})
 }
@@ -156,7 +156,7 @@ func TestCascadingDeleteOnCRDConversionFailure(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "sprockets.yaml"), []byte(crd), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := framework.InstallCRDs(e.ctx, cp.Config(), dir); err != nil {
+	if err := framework.InstallCRDs(e.Ctx, cp.Config(), dir); err != nil {
 		t.Fatal(err)
 	}
 
@@ -165,10 +165,10 @@ func TestCascadingDeleteOnCRDConversionFailure(t *testing.T) {
 	sprocket.SetAPIVersion(sprocketsV1.GroupVersion().String())
 	sprocket.SetKind("Sprocket")
 	sprocket.SetName("stored-as-v1")
-	if _, err := e.dynamic.Resource(sprocketsV1).Namespace(e.ns).Create(e.ctx, sprocket, metav1.CreateOptions{}); err != nil {
+	if _, err := e.Dynamic.Resource(sprocketsV1).Namespace(e.Namespace).Create(e.Ctx, sprocket, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.dynamic.Resource(sprocketsV2).List(e.ctx, metav1.ListOptions{}); err == nil {
+	if _, err := e.Dynamic.Resource(sprocketsV2).List(e.Ctx, metav1.ListOptions{}); err == nil {
 		t.Fatal("listing sprockets as v2 succeeded; the scenario needs the conversion to fail")
 	}
 	before := conversions.Load()
@@ -177,11 +177,11 @@ func TestCascadingDeleteOnCRDConversionFailure(t *testing.T) {
 	}
 
 	e.startCollector(collectorOptions{})
-	rc := e.createRC(newRC("owner"))
-	pod := e.createPod(newPod("dependent", rcRef(rc, nil)))
-	e.deleteRC(rc.Name, background)
+	rc := e.ReplicationControllers().Create(e.t, newRC("owner"))
+	pod := e.Pods().Create(e.t, newPod("dependent", rcRef(rc, nil)))
+	e.ReplicationControllers().DeleteWith(e.t, rc.Name, background)
 	// The collector may first wait for its monitors, up to its initial sync timeout (30 s).
-	e.waitPodGone(pod.Name)
+	e.Pods().WaitForGone(e.t, pod.Name)
 	if conversions.Load() == before {
 		t.Errorf("the collector never listed sprockets, so the scenario did not test a monitor that cannot sync")
 	}

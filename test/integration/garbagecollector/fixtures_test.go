@@ -16,8 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	"github.com/bosun-dev/bosun/test/integration/framework"
@@ -51,102 +49,57 @@ var (
 	widgetGVR = schema.GroupVersionResource{Group: "gc.integration.bosun.dev", Version: "v1", Resource: "widgets"}
 )
 
-// env is what every test works with: a control plane, admin clients, a fresh namespace, a
-// context bounded by testTimeout, and (on the shared control plane) the audit events logged
-// since the test began.
+// env is what every test works with: the framework's environment, with a context bounded
+// by testTimeout and (on the shared control plane) the audit events logged since the test
+// began, for the test t.
 type env struct {
-	t       *testing.T
-	ctx     context.Context
-	cp      *framework.ControlPlane
-	client  kubernetes.Interface
-	dynamic dynamic.Interface
-	ns      string
-	audit   *framework.AuditTail // nil without an audit log
-	gc      *collector           // set by startCollector
+	*framework.Env
+	t  *testing.T
+	gc *collector // set by startCollector
 
 	canaries int
 }
 
 // setup prepares a test on the package's shared control plane. When the test ends, after its
-// collector has stopped (it starts later), the namespace is emptied.
+// collector has stopped (it starts later), its namespaces are emptied of everything the tests
+// create there, finalizers included, so that the collectors of later tests (which watch every
+// namespace, and no namespace controller ever empties a deleted one) have nothing left to do
+// with them.
 func setup(t *testing.T) *env {
 	t.Helper()
-	cp := framework.SharedControlPlane(t)
-	audit := framework.NewAuditTail(t, cp)
-	e := setupOn(t, cp)
-	e.audit = audit
-	t.Cleanup(func() { e.removeAll(e.ns) })
-	return e
+	return newEnv(t, framework.SharedControlPlane(t), framework.EnvOptions{
+		Audit: true,
+		Remove: []string{
+			"pods", "replicationcontrollers", "configmaps", "secrets", "deployments.apps", "replicasets.apps",
+			widgetGVR.GroupResource().String(),
+		},
+	})
 }
 
 // setupOn prepares a test on a control plane of its own, which the test throws away.
 func setupOn(t *testing.T, cp *framework.ControlPlane) *env {
 	t.Helper()
-	client := cp.Clientset(t)
-	dyn, err := dynamic.NewForConfig(cp.Config())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	t.Cleanup(cancel)
-	ns := framework.CreateTestNamespace(t, client).Name
-	return &env{t: t, ctx: ctx, cp: cp, client: client, dynamic: dyn, ns: ns}
+	return newEnv(t, cp, framework.EnvOptions{})
+}
+
+func newEnv(t *testing.T, cp *framework.ControlPlane, opts framework.EnvOptions) *env {
+	t.Helper()
+	opts.Timeout, opts.WaitTimeout = testTimeout, waitTimeout
+	e := framework.NewTestEnv(t, cp, opts)
+	return &env{Env: e, t: t}
 }
 
 // startCollector starts the collector under test for the rest of the test.
 func (e *env) startCollector(opts collectorOptions) *collector {
 	e.t.Helper()
-	e.gc = startCollector(e.t, e.cp, opts)
+	e.gc = startCollector(e.t, e.CP, opts)
 	return e.gc
 }
 
 // newNamespace creates a further namespace of the test, emptied when the test ends.
 func (e *env) newNamespace() string {
 	e.t.Helper()
-	ns := framework.CreateTestNamespace(e.t, e.client).Name
-	if e.audit != nil {
-		e.t.Cleanup(func() { e.removeAll(ns) })
-	}
-	return ns
-}
-
-// removeAll empties a namespace of everything the tests create there, finalizers included, so
-// that the collectors of later tests (which watch every namespace, and no namespace
-// controller ever empties a deleted one) have nothing left to do with it.
-func (e *env) removeAll(ns string) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	resources := []schema.GroupVersionResource{
-		{Version: "v1", Resource: "pods"},
-		{Version: "v1", Resource: "replicationcontrollers"},
-		{Version: "v1", Resource: "configmaps"},
-		{Version: "v1", Resource: "secrets"},
-		{Group: "apps", Version: "v1", Resource: "deployments"},
-		{Group: "apps", Version: "v1", Resource: "replicasets"},
-		widgetGVR,
-	}
-	dropFinalizers := []byte(`{"metadata":{"finalizers":null}}`)
-	now := metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}
-	for _, gvr := range resources {
-		client := e.dynamic.Resource(gvr).Namespace(ns)
-		list, err := client.List(ctx, metav1.ListOptions{})
-		if err != nil {
-			e.t.Errorf("cleanup: listing %s in %s: %v", gvr.Resource, ns, err)
-			continue
-		}
-		for _, item := range list.Items {
-			if len(item.GetFinalizers()) == 0 {
-				continue
-			}
-			_, err := client.Patch(ctx, item.GetName(), types.MergePatchType, dropFinalizers, metav1.PatchOptions{})
-			if err != nil && !apierrors.IsNotFound(err) {
-				e.t.Errorf("cleanup: releasing %s %s/%s: %v", gvr.Resource, ns, item.GetName(), err)
-			}
-		}
-		if err := client.DeleteCollection(ctx, now, metav1.ListOptions{}); err != nil {
-			e.t.Errorf("cleanup: deleting %s in %s: %v", gvr.Resource, ns, err)
-		}
-	}
+	return e.NewNamespace(e.t)
 }
 
 // ---- Builders ----
@@ -238,54 +191,25 @@ func missingRef(apiVersion, kind, name string) metav1.OwnerReference {
 
 // ---- Writes ----
 
-func (e *env) createPod(pod *corev1.Pod) *corev1.Pod {
-	e.t.Helper()
-	created, err := e.client.CoreV1().Pods(e.ns).Create(e.ctx, pod, metav1.CreateOptions{})
-	if err != nil {
-		e.t.Fatalf("creating pod %s: %v", pod.Name, err)
-	}
-	return created
-}
-
-func (e *env) createRC(rc *corev1.ReplicationController) *corev1.ReplicationController {
-	e.t.Helper()
-	created, err := e.client.CoreV1().ReplicationControllers(e.ns).Create(e.ctx, rc, metav1.CreateOptions{})
-	if err != nil {
-		e.t.Fatalf("creating ReplicationController %s: %v", rc.Name, err)
-	}
-	return created
-}
-
 func (e *env) createConfigMap(ns string, cm *corev1.ConfigMap) *corev1.ConfigMap {
 	e.t.Helper()
-	created, err := e.client.CoreV1().ConfigMaps(ns).Create(e.ctx, cm, metav1.CreateOptions{})
-	if err != nil {
-		e.t.Fatalf("creating ConfigMap %s/%s: %v", ns, cm.Name, err)
-	}
-	return created
+	return framework.NewObjects(e.Env, "ConfigMap", ns, e.Client.CoreV1().ConfigMaps(ns)).Create(e.t, cm)
 }
 
 func (e *env) createWidget(w *unstructured.Unstructured) *unstructured.Unstructured {
 	e.t.Helper()
-	created, err := e.dynamic.Resource(widgetGVR).Namespace(e.ns).Create(e.ctx, w, metav1.CreateOptions{})
+	created, err := e.Dynamic.Resource(widgetGVR).Namespace(e.Namespace).Create(e.Ctx, w, metav1.CreateOptions{})
 	if err != nil {
 		e.t.Fatalf("creating Widget %s: %v", w.GetName(), err)
 	}
 	return created
 }
 
-func (e *env) deleteRC(name string, opts metav1.DeleteOptions) {
-	e.t.Helper()
-	if err := e.client.CoreV1().ReplicationControllers(e.ns).Delete(e.ctx, name, opts); err != nil {
-		e.t.Fatalf("deleting ReplicationController %s: %v", name, err)
-	}
-}
-
 // releasePod removes unknownFinalizer from a pod.
 func (e *env) releasePod(name string) {
 	e.t.Helper()
 	patch := []byte(`{"metadata":{"$deleteFromPrimitiveList/finalizers":["` + unknownFinalizer + `"]}}`)
-	if _, err := e.client.CoreV1().Pods(e.ns).Patch(e.ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if _, err := e.Client.CoreV1().Pods(e.Namespace).Patch(e.Ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		e.t.Fatalf("removing finalizer %s from pod %s: %v", unknownFinalizer, name, err)
 	}
 }
@@ -296,23 +220,7 @@ func (e *env) releasePod(name string) {
 // retried, since the API server may answer a slow request with one.
 func (e *env) waitFor(what string, timeout time.Duration, condition func(ctx context.Context) (bool, error)) {
 	e.t.Helper()
-	var lastErr error
-	err := framework.WaitFor(e.ctx, timeout, what, func(ctx context.Context) (bool, error) {
-		done, err := condition(ctx)
-		if err != nil {
-			if ctx.Err() == nil { // not a request the timeout cut off
-				lastErr = err
-			}
-			return false, nil
-		}
-		return done, nil
-	})
-	if err != nil {
-		if lastErr != nil {
-			err = fmt.Errorf("%w (last error: %v)", err, lastErr)
-		}
-		e.t.Fatal(err)
-	}
+	e.AwaitWithin(e.t, timeout, what, condition, nil)
 }
 
 // waitGone waits until get reports NotFound.
@@ -327,29 +235,13 @@ func (e *env) waitGone(what string, get func(ctx context.Context) error) {
 	})
 }
 
-func (e *env) waitPodGone(name string) {
-	e.t.Helper()
-	e.waitGone("pod "+name, func(ctx context.Context) error {
-		_, err := e.client.CoreV1().Pods(e.ns).Get(ctx, name, metav1.GetOptions{})
-		return err
-	})
-}
-
-func (e *env) waitRCGone(name string) {
-	e.t.Helper()
-	e.waitGone("ReplicationController "+name, func(ctx context.Context) error {
-		_, err := e.client.CoreV1().ReplicationControllers(e.ns).Get(ctx, name, metav1.GetOptions{})
-		return err
-	})
-}
-
 // waitPodsDeleting waits until every named pod has a deletionTimestamp: the collector has
 // deleted them and the unknown finalizer holds them.
 func (e *env) waitPodsDeleting(names ...string) {
 	e.t.Helper()
 	e.waitFor(fmt.Sprintf("the collector to delete pods %v", names), waitTimeout, func(ctx context.Context) (bool, error) {
 		for _, name := range names {
-			pod, err := e.client.CoreV1().Pods(e.ns).Get(ctx, name, metav1.GetOptions{})
+			pod, err := e.Client.CoreV1().Pods(e.Namespace).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return false, err
 			}
@@ -372,22 +264,19 @@ func (e *env) waitInGraph(uids ...types.UID) {
 func (e *env) waitGraph(what string, condition func(g *dotGraph) bool, uids ...types.UID) *dotGraph {
 	e.t.Helper()
 	var last *dotGraph
-	var lastErr error
-	err := framework.WaitFor(e.ctx, waitTimeout, what, func(context.Context) (bool, error) {
+	e.Await(e.t, what, func(context.Context) (bool, error) {
 		g, err := e.gc.graph(uids...)
 		if err != nil {
-			lastErr = err
-			return false, nil
+			return false, err
 		}
 		last = g
 		return condition(g), nil
-	})
-	if err != nil {
-		if last != nil {
-			e.t.Fatalf("%v; last graph:\n%s", err, last.text)
+	}, func() string {
+		if last == nil {
+			return "no graph"
 		}
-		e.t.Fatalf("%v (last error: %v)", err, lastErr)
-	}
+		return "graph:\n" + last.text
+	})
 	return last
 }
 
@@ -399,9 +288,9 @@ func (e *env) caughtUp() {
 	e.t.Helper()
 	e.canaries++
 	name := fmt.Sprintf("canary-%d", e.canaries)
-	e.createConfigMap(e.ns, newConfigMap(name, missingRef("v1", "ConfigMap", "canary-owner")))
+	e.createConfigMap(e.Namespace, newConfigMap(name, missingRef("v1", "ConfigMap", "canary-owner")))
 	e.waitGone("canary ConfigMap "+name, func(ctx context.Context) error {
-		_, err := e.client.CoreV1().ConfigMaps(e.ns).Get(ctx, name, metav1.GetOptions{})
+		_, err := e.Client.CoreV1().ConfigMaps(e.Namespace).Get(ctx, name, metav1.GetOptions{})
 		return err
 	})
 }
@@ -418,24 +307,6 @@ func (e *env) observe() {
 
 // ---- Reads ----
 
-func (e *env) getPod(name string) *corev1.Pod {
-	e.t.Helper()
-	pod, err := e.client.CoreV1().Pods(e.ns).Get(e.ctx, name, metav1.GetOptions{})
-	if err != nil {
-		e.t.Fatalf("getting pod %s: %v", name, err)
-	}
-	return pod
-}
-
-func (e *env) getRC(name string) *corev1.ReplicationController {
-	e.t.Helper()
-	rc, err := e.client.CoreV1().ReplicationControllers(e.ns).Get(e.ctx, name, metav1.GetOptions{})
-	if err != nil {
-		e.t.Fatalf("getting ReplicationController %s: %v", name, err)
-	}
-	return rc
-}
-
 // ownerUIDs returns the UIDs of an object's ownerReferences, in order.
 func ownerUIDs(obj metav1.Object) []types.UID {
 	var uids []types.UID
@@ -450,17 +321,11 @@ func ownerUIDs(obj metav1.Object) []types.UID {
 // requests returns the audited requests (since the test began) that match.
 func (e *env) requests(match func(ev *auditv1.Event) bool) []auditv1.Event {
 	e.t.Helper()
-	events, err := e.audit.Read()
+	events, err := e.AuditEvents(match)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	var out []auditv1.Event
-	for i := range events {
-		if match(&events[i]) {
-			out = append(out, events[i])
-		}
-	}
-	return out
+	return events
 }
 
 // about matches requests about one object (not lists or watches of its kind).

@@ -21,16 +21,16 @@ import (
 func TestSolidOwnerDoesNotBlockWaitingOwner(t *testing.T) {
 	e := setup(t)
 	e.startCollector(collectorOptions{})
-	deleted := e.createRC(newRC("deleted"))
-	remaining := e.createRC(newRC("remaining"))
-	pod := e.createPod(newPod("pod", rcRef(deleted, ptr.To(true)), rcRef(remaining, nil)))
+	deleted := e.ReplicationControllers().Create(e.t, newRC("deleted"))
+	remaining := e.ReplicationControllers().Create(e.t, newRC("remaining"))
+	pod := e.Pods().Create(e.t, newPod("pod", rcRef(deleted, ptr.To(true)), rcRef(remaining, nil)))
 	// Pods and ReplicationControllers come through different watches: make sure the
 	// collector knows the dependent when the owner's deletion arrives.
 	e.waitInGraph(pod.UID, deleted.UID, remaining.UID)
 
-	e.deleteRC(deleted.Name, foreground)
-	e.waitRCGone(deleted.Name)
-	got := e.getPod(pod.Name)
+	e.ReplicationControllers().DeleteWith(e.t, deleted.Name, foreground)
+	e.ReplicationControllers().WaitForGone(e.t, deleted.Name)
+	got := e.Pods().Get(e.t, pod.Name)
 	if !slices.Equal(ownerUIDs(got), []types.UID{remaining.UID}) {
 		t.Errorf("pod's owners = %v, want only %s's %s", got.OwnerReferences, remaining.Name, remaining.UID)
 	}
@@ -44,15 +44,15 @@ func TestSolidOwnerDoesNotBlockWaitingOwner(t *testing.T) {
 func TestNonBlockingOwnerRefDoesNotBlock(t *testing.T) {
 	e := setup(t)
 	e.startCollector(collectorOptions{})
-	rc := e.createRC(newRC("owner"))
-	unset := e.createPod(heldPod("unset", rcRef(rc, nil)))
-	notBlocking := e.createPod(heldPod("false", rcRef(rc, ptr.To(false))))
+	rc := e.ReplicationControllers().Create(e.t, newRC("owner"))
+	unset := e.Pods().Create(e.t, heldPod("unset", rcRef(rc, nil)))
+	notBlocking := e.Pods().Create(e.t, heldPod("false", rcRef(rc, ptr.To(false))))
 	e.waitInGraph(unset.UID, notBlocking.UID, rc.UID)
 
-	e.deleteRC(rc.Name, foreground)
-	e.waitRCGone(rc.Name)
+	e.ReplicationControllers().DeleteWith(e.t, rc.Name, foreground)
+	e.ReplicationControllers().WaitForGone(e.t, rc.Name)
 	for _, name := range []string{unset.Name, notBlocking.Name} {
-		e.getPod(name) // held by the unknown finalizer, whatever the collector did
+		e.Pods().Get(e.t, name) // held by the unknown finalizer, whatever the collector did
 	}
 }
 
@@ -60,21 +60,21 @@ func TestNonBlockingOwnerRefDoesNotBlock(t *testing.T) {
 // foreground, for as long as it exists.
 func TestBlockingOwnerRefDoesBlock(t *testing.T) {
 	e := setup(t)
-	rc := e.createRC(newRC("owner"))
-	pod := e.createPod(heldPod("pod", rcRef(rc, ptr.To(true))))
+	rc := e.ReplicationControllers().Create(e.t, newRC("owner"))
+	pod := e.Pods().Create(e.t, heldPod("pod", rcRef(rc, ptr.To(true))))
 	e.startCollector(collectorOptions{})
 	// The collector must know the dependent when the owner's deletion arrives.
 	e.waitInGraph(pod.UID, rc.UID)
 
-	e.deleteRC(rc.Name, foreground)
+	e.ReplicationControllers().DeleteWith(e.t, rc.Name, foreground)
 	e.waitPodsDeleting(pod.Name) // the collector deleted the dependent; the finalizer holds it
 	e.observe()
-	got := e.getRC(rc.Name)
+	got := e.ReplicationControllers().Get(e.t, rc.Name)
 	if got.DeletionTimestamp == nil || !slices.Contains(got.Finalizers, finalizerForeground) {
 		t.Errorf("the owner has deletionTimestamp %v and finalizers %v, want it deleting with %s while its blocking dependent exists",
 			got.DeletionTimestamp, got.Finalizers, finalizerForeground)
 	}
-	e.getPod(pod.Name)
+	e.Pods().Get(e.t, pod.Name)
 }
 
 // Scenario 8: an object with an unknown finalizer deleted in the foreground twice: each time
@@ -83,27 +83,27 @@ func TestBlockingOwnerRefDoesBlock(t *testing.T) {
 func TestDoubleDeletionWithFinalizer(t *testing.T) {
 	e := setup(t)
 	e.startCollector(collectorOptions{})
-	pod := e.createPod(heldPod("lucy"))
+	pod := e.Pods().Create(e.t, heldPod("lucy"))
 	onlyUnknown := func(ctx context.Context) (bool, error) {
-		got, err := e.client.CoreV1().Pods(e.ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		got, err := e.Client.CoreV1().Pods(e.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		return slices.Equal(got.Finalizers, []string{unknownFinalizer}), nil
 	}
 	for round := 1; round <= 2; round++ {
-		if err := e.client.CoreV1().Pods(e.ns).Delete(e.ctx, pod.Name, foreground); err != nil {
+		if err := e.Client.CoreV1().Pods(e.Namespace).Delete(e.Ctx, pod.Name, foreground); err != nil {
 			t.Fatalf("deletion %d: %v", round, err)
 		}
 		e.waitFor(fmt.Sprintf("only finalizer %s after deletion %d", unknownFinalizer, round), waitTimeout, onlyUnknown)
 		// The collector may have been quicker than the first look: its writes tell.
 		e.waitFor(fmt.Sprintf("the collector's write %d to the pod", round), waitTimeout, func(context.Context) (bool, error) {
-			return len(e.collectorWrites("pods", e.ns, pod.Name)) >= round, nil
+			return len(e.collectorWrites("pods", e.Namespace, pod.Name)) >= round, nil
 		})
 	}
 	e.releasePod(pod.Name)
-	e.waitPodGone(pod.Name)
-	if writes := e.collectorWrites("pods", e.ns, pod.Name); len(writes) != 2 {
+	e.Pods().WaitForGone(e.t, pod.Name)
+	if writes := e.collectorWrites("pods", e.Namespace, pod.Name); len(writes) != 2 {
 		t.Errorf("the collector wrote the pod %d times, want twice (once per foreground deletion):%s", len(writes), describe(writes))
 	}
 }
@@ -122,12 +122,12 @@ func TestNotBlockedByDependencyCircle(t *testing.T) {
 	const circleTimeout = 90*time.Second + 30*time.Second
 	e := setup(t)
 	e.startCollector(collectorOptions{})
-	pods := []*corev1.Pod{e.createPod(newPod("pod1")), e.createPod(newPod("pod2")), e.createPod(newPod("pod3"))}
+	pods := []*corev1.Pod{e.Pods().Create(e.t, newPod("pod1")), e.Pods().Create(e.t, newPod("pod2")), e.Pods().Create(e.t, newPod("pod3"))}
 	// pod1 owns pod2, pod2 owns pod3, pod3 owns pod1.
 	for i, pod := range pods {
 		owner := pods[(i+2)%3]
 		patch := fmt.Sprintf(`{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"Pod","name":%q,"uid":%q,"blockOwnerDeletion":true}]}}`, owner.Name, owner.UID)
-		if _, err := e.client.CoreV1().Pods(e.ns).Patch(e.ctx, pod.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		if _, err := e.Client.CoreV1().Pods(e.Namespace).Patch(e.Ctx, pod.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -135,11 +135,11 @@ func TestNotBlockedByDependencyCircle(t *testing.T) {
 		return g.edges[dotEdge{pods[0].UID, pods[2].UID}] && g.edges[dotEdge{pods[1].UID, pods[0].UID}] && g.edges[dotEdge{pods[2].UID, pods[1].UID}]
 	}, pods[0].UID)
 
-	if err := e.client.CoreV1().Pods(e.ns).Delete(e.ctx, pods[0].Name, foreground); err != nil {
+	if err := e.Client.CoreV1().Pods(e.Namespace).Delete(e.Ctx, pods[0].Name, foreground); err != nil {
 		t.Fatal(err)
 	}
 	e.waitFor("all three pods to be deleted", circleTimeout, func(ctx context.Context) (bool, error) {
-		list, err := e.client.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{})
+		list, err := e.Client.CoreV1().Pods(e.Namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -153,23 +153,23 @@ func TestNotBlockedByDependencyCircle(t *testing.T) {
 func TestKeepOwnerUntilDependentsGone(t *testing.T) {
 	const pods = 10
 	e := setup(t)
-	rc := e.createRC(newRC("owner"))
+	rc := e.ReplicationControllers().Create(e.t, newRC("owner"))
 	var names []string
 	var uids []types.UID
 	for i := range pods {
 		// What holds each pod stands for a kubelet still stopping its containers.
-		pod := e.createPod(heldPod(fmt.Sprintf("pod-%d", i), rcRef(rc, ptr.To(true))))
+		pod := e.Pods().Create(e.t, heldPod(fmt.Sprintf("pod-%d", i), rcRef(rc, ptr.To(true))))
 		names, uids = append(names, pod.Name), append(uids, pod.UID)
 	}
 	e.startCollector(collectorOptions{})
 	e.waitInGraph(append(uids, rc.UID)...)
 
-	e.deleteRC(rc.Name, foreground)
+	e.ReplicationControllers().DeleteWith(e.t, rc.Name, foreground)
 	e.waitPodsDeleting(names...)
 	expectDeletingWithForeground := func(when string) {
 		t.Helper()
 		e.observe()
-		got := e.getRC(rc.Name)
+		got := e.ReplicationControllers().Get(e.t, rc.Name)
 		if got.DeletionTimestamp == nil || !slices.Contains(got.Finalizers, finalizerForeground) {
 			t.Fatalf("%s: the owner has deletionTimestamp %v and finalizers %v, want it kept with %s",
 				when, got.DeletionTimestamp, got.Finalizers, finalizerForeground)
@@ -181,13 +181,13 @@ func TestKeepOwnerUntilDependentsGone(t *testing.T) {
 		e.releasePod(name)
 	}
 	for _, name := range names[:pods-1] {
-		e.waitPodGone(name)
+		e.Pods().WaitForGone(e.t, name)
 	}
 	expectDeletingWithForeground("while one pod terminates")
 
 	e.releasePod(names[pods-1])
-	e.waitPodGone(names[pods-1])
-	e.waitRCGone(rc.Name)
+	e.Pods().WaitForGone(e.t, names[pods-1])
+	e.ReplicationControllers().WaitForGone(e.t, rc.Name)
 }
 
 // Scenario 18: owners in the middle of a foreground deletion are finished however the
@@ -196,14 +196,14 @@ func TestStuckForegroundRegressions(t *testing.T) {
 	// ownerWithPods creates a ReplicationController with n blocking pods, held by the
 	// unknown finalizer when hold is set.
 	ownerWithPods := func(e *env, n int, hold bool) (*corev1.ReplicationController, []*corev1.Pod) {
-		rc := e.createRC(newRC("owner"))
+		rc := e.ReplicationControllers().Create(e.t, newRC("owner"))
 		var pods []*corev1.Pod
 		for i := range n {
 			pod := newPod(fmt.Sprintf("pod-%d", i), rcRef(rc, ptr.To(true)))
 			if hold {
 				pod.Finalizers = []string{unknownFinalizer}
 			}
-			pods = append(pods, e.createPod(pod))
+			pods = append(pods, e.Pods().Create(e.t, pod))
 		}
 		return rc, pods
 	}
@@ -222,14 +222,14 @@ func TestStuckForegroundRegressions(t *testing.T) {
 		rc, pods := ownerWithPods(e, 2, true)
 		gc := e.startCollector(collectorOptions{})
 		e.waitInGraph(uidsOf(rc, pods)...)
-		e.deleteRC(rc.Name, foreground)
+		e.ReplicationControllers().DeleteWith(e.t, rc.Name, foreground)
 		e.waitPodsDeleting(pods[0].Name, pods[1].Name)
 
 		gc.Restart()
 		for _, pod := range pods {
 			e.releasePod(pod.Name)
 		}
-		e.waitRCGone(rc.Name)
+		e.ReplicationControllers().WaitForGone(e.t, rc.Name)
 	})
 
 	// The owner is deleted in the foreground while no collector runs: the collector's
@@ -238,15 +238,15 @@ func TestStuckForegroundRegressions(t *testing.T) {
 	t.Run("first observed deleting", func(t *testing.T) {
 		e := setup(t)
 		rc, pods := ownerWithPods(e, 2, false)
-		e.deleteRC(rc.Name, foreground)
-		if got := e.getRC(rc.Name); !slices.Contains(got.Finalizers, finalizerForeground) {
+		e.ReplicationControllers().DeleteWith(e.t, rc.Name, foreground)
+		if got := e.ReplicationControllers().Get(e.t, rc.Name); !slices.Contains(got.Finalizers, finalizerForeground) {
 			t.Fatalf("the API server did not add %s: finalizers %v", finalizerForeground, got.Finalizers)
 		}
 		e.startCollector(collectorOptions{})
 		for _, pod := range pods {
-			e.waitPodGone(pod.Name)
+			e.Pods().WaitForGone(e.t, pod.Name)
 		}
-		e.waitRCGone(rc.Name)
+		e.ReplicationControllers().WaitForGone(e.t, rc.Name)
 	})
 
 	// The collector sees the owner's foreground deletion in an update whose old object
@@ -264,7 +264,7 @@ func TestStuckForegroundRegressions(t *testing.T) {
 		)
 		rewrite := func(eventType string, obj map[string]any) bool {
 			meta, _ := obj["metadata"].(map[string]any)
-			if eventType != "MODIFIED" || meta == nil || meta["namespace"] != e.ns || meta["name"] != rc.Name {
+			if eventType != "MODIFIED" || meta == nil || meta["namespace"] != e.Namespace || meta["name"] != rc.Name {
 				return false
 			}
 			mu.Lock()
@@ -280,14 +280,14 @@ func TestStuckForegroundRegressions(t *testing.T) {
 			close(injected)
 			return true
 		}
-		proxy := newAPIProxy(t, e.cp, proxyOptions{rewriteWatchOf: "replicationcontrollers", rewrite: rewrite})
+		proxy := newAPIProxy(t, e.CP, proxyOptions{rewriteWatchOf: "replicationcontrollers", rewrite: rewrite})
 		e.startCollector(collectorOptions{kubeconfig: proxy.kubeconfig})
 		e.waitInGraph(uidsOf(rc, pods)...)
 
 		mu.Lock()
 		armed = true
 		mu.Unlock()
-		if _, err := e.client.CoreV1().ReplicationControllers(e.ns).Patch(e.ctx, rc.Name, types.MergePatchType,
+		if _, err := e.Client.CoreV1().ReplicationControllers(e.Namespace).Patch(e.Ctx, rc.Name, types.MergePatchType,
 			[]byte(`{"metadata":{"labels":{"touched":"true"}}}`), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -300,14 +300,14 @@ func TestStuckForegroundRegressions(t *testing.T) {
 			return g.flag(rc.UID, "deletingDependents")
 		}, rc.UID)
 		e.caughtUp()
-		if got := e.getPod(pods[0].Name); got.DeletionTimestamp != nil {
+		if got := e.Pods().Get(e.t, pods[0].Name); got.DeletionTimestamp != nil {
 			t.Fatalf("the collector deleted a dependent of a live owner")
 		}
 
-		e.deleteRC(rc.Name, foreground)
+		e.ReplicationControllers().DeleteWith(e.t, rc.Name, foreground)
 		skipUnderUpstream(t, "upstream acts on foregroundDeletion only on the edge where the previous object lacked it "+
 			"(kubernetes issues #77081, #115570), and the owner stays with foregroundDeletion forever")
-		e.waitPodGone(pods[0].Name)
-		e.waitRCGone(rc.Name)
+		e.Pods().WaitForGone(e.t, pods[0].Name)
+		e.ReplicationControllers().WaitForGone(e.t, rc.Name)
 	})
 }

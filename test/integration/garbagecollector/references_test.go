@@ -43,7 +43,7 @@ func testCrossNamespaceReferences(t *testing.T, e *env) {
 		validChildren = 10
 		singleBadRef  = "single-bad-reference"
 	)
-	nsB, nsA := e.ns, e.newNamespace()
+	nsB, nsA := e.Namespace, e.newNamespace()
 	parent := e.createConfigMap(nsB, newConfigMap("p"))
 	for i := range validChildren {
 		e.createSecret(nsB, fmt.Sprintf("child-%d", i), nil, cmRef(parent))
@@ -65,7 +65,7 @@ func testCrossNamespaceReferences(t *testing.T, e *env) {
 	// Started with everything in place, as after a restart of the collector.
 	e.startCollector(collectorOptions{})
 	e.waitFor("the collector to delete the children referencing the parent as a Pod", waitTimeout, func(ctx context.Context) (bool, error) {
-		list, err := e.client.CoreV1().Secrets(nsA).List(ctx, metav1.ListOptions{LabelSelector: singleBadRef + "=true"})
+		list, err := e.Client.CoreV1().Secrets(nsA).List(ctx, metav1.ListOptions{LabelSelector: singleBadRef + "=true"})
 		if err != nil {
 			return false, err
 		}
@@ -78,7 +78,7 @@ func testCrossNamespaceReferences(t *testing.T, e *env) {
 	if n := e.countExisting(nsA, "invalid-child-", "invalid-child-a-", workers); n > 0 {
 		t.Logf("%d of the %d children that also name unknown kinds remain", n, 2*workers)
 	}
-	if list, err := e.client.CoreV1().Secrets(nsB).List(e.ctx, metav1.ListOptions{}); err != nil {
+	if list, err := e.Client.CoreV1().Secrets(nsB).List(e.Ctx, metav1.ListOptions{}); err != nil {
 		t.Fatal(err)
 	} else if len(list.Items) != validChildren {
 		t.Errorf("%d valid children remain in the parent's namespace, want %d", len(list.Items), validChildren)
@@ -99,14 +99,14 @@ func testCrossNamespaceReferences(t *testing.T, e *env) {
 			reasonInvalidNamespace, event.Type, event.Message, event.Source.Component, corev1.EventTypeWarning, want, controllerName)
 	}
 	e.waitGone("Secret "+nsA+"/"+child.Name, func(ctx context.Context) error {
-		_, err := e.client.CoreV1().Secrets(nsA).Get(ctx, child.Name, metav1.GetOptions{})
+		_, err := e.Client.CoreV1().Secrets(nsA).Get(ctx, child.Name, metav1.GetOptions{})
 		return err
 	})
 
 	// A new invalid child, now that the graph holds the parent.
 	late := e.createSecret(nsA, "invalid-child-c", nil, asPod)
 	e.waitGone("Secret "+nsA+"/"+late.Name, func(ctx context.Context) error {
-		_, err := e.client.CoreV1().Secrets(nsA).Get(ctx, late.Name, metav1.GetOptions{})
+		_, err := e.Client.CoreV1().Secrets(nsA).Get(ctx, late.Name, metav1.GetOptions{})
 		return err
 	})
 }
@@ -116,10 +116,10 @@ func (e *env) countExisting(ns, cmPrefix, secretPrefix string, n int) int {
 	e.t.Helper()
 	count := 0
 	for i := range n {
-		if _, err := e.client.CoreV1().ConfigMaps(ns).Get(e.ctx, fmt.Sprintf("%s%d", cmPrefix, i), metav1.GetOptions{}); err == nil {
+		if _, err := e.Client.CoreV1().ConfigMaps(ns).Get(e.Ctx, fmt.Sprintf("%s%d", cmPrefix, i), metav1.GetOptions{}); err == nil {
 			count++
 		}
-		if _, err := e.client.CoreV1().Secrets(ns).Get(e.ctx, fmt.Sprintf("%s%d", secretPrefix, i), metav1.GetOptions{}); err == nil {
+		if _, err := e.Client.CoreV1().Secrets(ns).Get(e.Ctx, fmt.Sprintf("%s%d", secretPrefix, i), metav1.GetOptions{}); err == nil {
 			count++
 		}
 	}
@@ -129,7 +129,7 @@ func (e *env) countExisting(ns, cmPrefix, secretPrefix string, n int) int {
 func (e *env) createSecret(ns, name string, labels map[string]string, refs ...metav1.OwnerReference) *corev1.Secret {
 	e.t.Helper()
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, OwnerReferences: refs}}
-	created, err := e.client.CoreV1().Secrets(ns).Create(e.ctx, secret, metav1.CreateOptions{})
+	created, err := e.Client.CoreV1().Secrets(ns).Create(e.Ctx, secret, metav1.CreateOptions{})
 	if err != nil {
 		e.t.Fatalf("creating Secret %s/%s: %v", ns, name, err)
 	}
@@ -142,7 +142,7 @@ func (e *env) waitEvent(ns string, uid types.UID, reason string) corev1.Event {
 	var found corev1.Event
 	selector := fields.Set{"involvedObject.uid": string(uid), "reason": reason}.String()
 	e.waitFor(fmt.Sprintf("an Event %s about %s", reason, uid), waitTimeout, func(ctx context.Context) (bool, error) {
-		list, err := e.client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: selector})
+		list, err := e.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: selector})
 		if err != nil || len(list.Items) == 0 {
 			return false, err
 		}
@@ -158,15 +158,15 @@ func (e *env) waitEvent(ns string, uid types.UID, reason string) corev1.Event {
 // one whose owner's kind does not exist is never deleted.
 func TestClusterScopedOwners(t *testing.T) {
 	e := setup(t)
-	proxy := newAPIProxy(t, e.cp, proxyOptions{delayWatchOf: "persistentvolumes", delay: 30 * time.Second})
+	proxy := newAPIProxy(t, e.CP, proxyOptions{delayWatchOf: "persistentvolumes", delay: 30 * time.Second})
 	e.startCollector(collectorOptions{kubeconfig: proxy.kubeconfig})
 	// Once the collector works (it may wait up to its initial sync timeout for a monitor
 	// whose first events are delayed), it has listed PersistentVolumes: the new one reaches
 	// it only through the delayed watch.
 	e.caughtUp()
 
-	pvs := e.client.CoreV1().PersistentVolumes()
-	pv, err := pvs.Create(e.ctx, &corev1.PersistentVolume{
+	pvs := e.Client.CoreV1().PersistentVolumes()
+	pv, err := pvs.Create(e.Ctx, &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "gc-valid-"},
 		Spec: corev1.PersistentVolumeSpec{
 			PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/foo"}},
@@ -185,12 +185,12 @@ func TestClusterScopedOwners(t *testing.T) {
 			t.Errorf("cleanup: deleting PersistentVolume %s: %v", pv.Name, err)
 		}
 	})
-	valid := e.createConfigMap(e.ns, newConfigMap("cm-valid", ref("v1", "PersistentVolume", pv, nil)))
-	missing := e.createConfigMap(e.ns, newConfigMap("cm-missing", missingRef("v1", "PersistentVolume", "missing-name")))
-	unknownKind := e.createConfigMap(e.ns, newConfigMap("cm-invalid", missingRef("unknown.group/v1", "UnknownType", "invalid-name")))
+	valid := e.createConfigMap(e.Namespace, newConfigMap("cm-valid", ref("v1", "PersistentVolume", pv, nil)))
+	missing := e.createConfigMap(e.Namespace, newConfigMap("cm-missing", missingRef("v1", "PersistentVolume", "missing-name")))
+	unknownKind := e.createConfigMap(e.Namespace, newConfigMap("cm-invalid", missingRef("unknown.group/v1", "UnknownType", "invalid-name")))
 
 	e.waitFor("the dependent of the missing PersistentVolume to be deleted", stressTimeout, func(ctx context.Context) (bool, error) {
-		_, err := e.client.CoreV1().ConfigMaps(e.ns).Get(ctx, missing.Name, metav1.GetOptions{})
+		_, err := e.Client.CoreV1().ConfigMaps(e.Namespace).Get(ctx, missing.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, nil
 		}
@@ -201,7 +201,7 @@ func TestClusterScopedOwners(t *testing.T) {
 		t.Errorf("the collector never asked the API server about PersistentVolume %s, which its lagging watch had not shown it yet", pv.Name)
 	}
 	for _, cm := range []*corev1.ConfigMap{valid, unknownKind} {
-		got, err := e.client.CoreV1().ConfigMaps(e.ns).Get(e.ctx, cm.Name, metav1.GetOptions{})
+		got, err := e.Client.CoreV1().ConfigMaps(e.Namespace).Get(e.Ctx, cm.Name, metav1.GetOptions{})
 		if err != nil {
 			t.Errorf("%s: %v", cm.Name, err)
 			continue
@@ -218,11 +218,11 @@ func TestClusterScopedOwners(t *testing.T) {
 func TestClusterScopedChildOfNamespacedOwner(t *testing.T) {
 	e := setup(t)
 	e.startCollector(collectorOptions{})
-	owner := e.createConfigMap(e.ns, newConfigMap("owner"))
-	roles := e.client.RbacV1().ClusterRoles()
+	owner := e.createConfigMap(e.Namespace, newConfigMap("owner"))
+	roles := e.Client.RbacV1().ClusterRoles()
 	create := func(suffix string, owner metav1.OwnerReference) *rbacv1.ClusterRole {
-		role, err := roles.Create(e.ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{
-			Name:            e.ns + "-" + suffix,
+		role, err := roles.Create(e.Ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{
+			Name:            e.Namespace + "-" + suffix,
 			OwnerReferences: []metav1.OwnerReference{owner},
 		}}, metav1.CreateOptions{})
 		if err != nil {
@@ -262,7 +262,7 @@ func TestClusterScopedChildOfNamespacedOwner(t *testing.T) {
 		if len(before) > 3 {
 			t.Errorf("the collector's first attempt at %s took %d requests:%s", role.Name, len(before), describe(before))
 		}
-		got, err := roles.Get(e.ctx, role.Name, metav1.GetOptions{})
+		got, err := roles.Get(e.Ctx, role.Name, metav1.GetOptions{})
 		if err != nil {
 			t.Errorf("%s: %v", role.Name, err)
 			continue

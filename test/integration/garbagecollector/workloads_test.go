@@ -24,24 +24,24 @@ import (
 func TestDeploymentCascade(t *testing.T) {
 	e := setup(t)
 	e.startCollector(collectorOptions{workloads: true})
-	deployments := e.client.AppsV1().Deployments(e.ns)
+	deployments := e.Client.AppsV1().Deployments(e.Namespace)
 
 	cascaded, rs, pods := e.rolledOutDeployment("cascaded", 2)
-	if err := deployments.Delete(e.ctx, cascaded.Name, background); err != nil {
+	if err := deployments.Delete(e.Ctx, cascaded.Name, background); err != nil {
 		t.Fatal(err)
 	}
 	e.waitGone("ReplicaSet "+rs.Name, func(ctx context.Context) error {
-		_, err := e.client.AppsV1().ReplicaSets(e.ns).Get(ctx, rs.Name, metav1.GetOptions{})
+		_, err := e.Client.AppsV1().ReplicaSets(e.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
 		return err
 	})
 	for _, pod := range pods {
-		e.waitPodGone(pod.Name)
+		e.Pods().WaitForGone(e.t, pod.Name)
 	}
 
 	orphaned, rs, pods := e.rolledOutDeployment("orphaned", 2)
 	// Orphaning needs the collector to know the ReplicaSet when the deletion arrives.
 	e.waitInGraph(rs.UID, orphaned.UID)
-	if err := deployments.Delete(e.ctx, orphaned.Name, orphan); err != nil {
+	if err := deployments.Delete(e.Ctx, orphaned.Name, orphan); err != nil {
 		t.Fatal(err)
 	}
 	e.waitGone("Deployment "+orphaned.Name, func(ctx context.Context) error {
@@ -49,7 +49,7 @@ func TestDeploymentCascade(t *testing.T) {
 		return err
 	})
 	e.observe()
-	got, err := e.client.AppsV1().ReplicaSets(e.ns).Get(e.ctx, rs.Name, metav1.GetOptions{})
+	got, err := e.Client.AppsV1().ReplicaSets(e.Namespace).Get(e.Ctx, rs.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("the orphaned ReplicaSet: %v", err)
 	}
@@ -57,7 +57,7 @@ func TestDeploymentCascade(t *testing.T) {
 		t.Errorf("the orphaned ReplicaSet has owners %v and deletionTimestamp %v, want none", got.OwnerReferences, got.DeletionTimestamp)
 	}
 	for _, pod := range pods {
-		got := e.getPod(pod.Name)
+		got := e.Pods().Get(e.t, pod.Name)
 		if ref := metav1.GetControllerOf(got); ref == nil || ref.UID != rs.UID || got.DeletionTimestamp != nil {
 			t.Errorf("pod %s of the orphaned ReplicaSet: controller %v, deletionTimestamp %v", pod.Name, ref, got.DeletionTimestamp)
 		}
@@ -69,7 +69,7 @@ func TestDeploymentCascade(t *testing.T) {
 func (e *env) rolledOutDeployment(name string, replicas int32) (*appsv1.Deployment, *appsv1.ReplicaSet, []corev1.Pod) {
 	e.t.Helper()
 	labels := map[string]string{"app": name}
-	d, err := e.client.AppsV1().Deployments(e.ns).Create(e.ctx, &appsv1.Deployment{
+	d, err := e.Client.AppsV1().Deployments(e.Namespace).Create(e.Ctx, &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(replicas),
@@ -83,7 +83,7 @@ func (e *env) rolledOutDeployment(name string, replicas int32) (*appsv1.Deployme
 	var rs *appsv1.ReplicaSet
 	var pods []corev1.Pod
 	e.waitFor(fmt.Sprintf("Deployment %s's ReplicaSet with %d pods", name, replicas), waitTimeout, func(ctx context.Context) (bool, error) {
-		rsList, err := e.client.AppsV1().ReplicaSets(e.ns).List(ctx, metav1.ListOptions{})
+		rsList, err := e.Client.AppsV1().ReplicaSets(e.Namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -96,7 +96,7 @@ func (e *env) rolledOutDeployment(name string, replicas int32) (*appsv1.Deployme
 		if len(owned) != 1 {
 			return false, nil
 		}
-		podList, err := e.client.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{})
+		podList, err := e.Client.CoreV1().Pods(e.Namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -116,11 +116,11 @@ func (e *env) rolledOutDeployment(name string, replicas int32) (*appsv1.Deployme
 func TestDebugGraph(t *testing.T) {
 	e := setup(t)
 	gc := e.startCollector(collectorOptions{})
-	rs, err := e.client.AppsV1().ReplicaSets(e.ns).Create(e.ctx, newReplicaSet("web", 2), metav1.CreateOptions{})
+	rs, err := e.Client.AppsV1().ReplicaSets(e.Namespace).Create(e.Ctx, newReplicaSet("web", 2), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pods := []*corev1.Pod{e.createPod(newPod("web-1", rsControllerRef(rs))), e.createPod(newPod("web-2", rsControllerRef(rs)))}
+	pods := []*corev1.Pod{e.Pods().Create(e.t, newPod("web-1", rsControllerRef(rs))), e.Pods().Create(e.t, newPod("web-2", rsControllerRef(rs)))}
 
 	g := e.waitGraph("3 vertices and 2 edges around the ReplicaSet", func(g *dotGraph) bool {
 		return len(g.vertices) == 3 && len(g.edges) == 2
@@ -134,11 +134,11 @@ func TestDebugGraph(t *testing.T) {
 		}
 	}
 	wantRS := map[string]string{
-		"label":              fmt.Sprintf("uid=%s\nnamespace=%s\nReplicaSet.v1.apps/%s\n", rs.UID, e.ns, rs.Name),
+		"label":              fmt.Sprintf("uid=%s\nnamespace=%s\nReplicaSet.v1.apps/%s\n", rs.UID, e.Namespace, rs.Name),
 		"group":              "apps",
 		"version":            "v1",
 		"kind":               "ReplicaSet",
-		"namespace":          e.ns,
+		"namespace":          e.Namespace,
 		"name":               rs.Name,
 		"uid":                string(rs.UID),
 		"missing":            "false",
@@ -184,7 +184,7 @@ func TestClientBudget(t *testing.T) {
 		gcBudget = burst + gcQPS*5
 	)
 	e := setup(t)
-	rs, err := e.client.AppsV1().ReplicaSets(e.ns).Create(e.ctx, newReplicaSet("big", pods), metav1.CreateOptions{})
+	rs, err := e.Client.AppsV1().ReplicaSets(e.Namespace).Create(e.Ctx, newReplicaSet("big", pods), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func TestClientBudget(t *testing.T) {
 	for range workers {
 		wg.Go(func() {
 			for i := range next {
-				_, err := e.client.CoreV1().Pods(e.ns).Create(e.ctx, newPod(fmt.Sprintf("big-%d", i), rsControllerRef(rs)), metav1.CreateOptions{})
+				_, err := e.Client.CoreV1().Pods(e.Namespace).Create(e.Ctx, newPod(fmt.Sprintf("big-%d", i), rsControllerRef(rs)), metav1.CreateOptions{})
 				if err != nil {
 					mu.Lock()
 					errs = append(errs, err)
@@ -217,11 +217,11 @@ func TestClientBudget(t *testing.T) {
 
 	e.startCollector(collectorOptions{qps: qps, burst: burst})
 	began := time.Now()
-	if err := e.client.AppsV1().ReplicaSets(e.ns).Delete(e.ctx, rs.Name, background); err != nil {
+	if err := e.Client.AppsV1().ReplicaSets(e.Namespace).Delete(e.Ctx, rs.Name, background); err != nil {
 		t.Fatal(err)
 	}
 	e.waitFor(fmt.Sprintf("the collector to delete all %d pods", pods), 3*time.Minute, func(ctx context.Context) (bool, error) {
-		list, err := e.client.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		list, err := e.Client.CoreV1().Pods(e.Namespace).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 		if err != nil {
 			return false, err
 		}
@@ -236,7 +236,7 @@ func TestClientBudget(t *testing.T) {
 	})
 	deletes := 0
 	for _, ev := range requests {
-		if ev.Verb == "delete" && ev.ObjectRef.Resource == "pods" && ev.ObjectRef.Namespace == e.ns {
+		if ev.Verb == "delete" && ev.ObjectRef.Resource == "pods" && ev.ObjectRef.Namespace == e.Namespace {
 			deletes++
 		}
 	}

@@ -27,7 +27,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/bosun-dev/bosun/pkg/controller/podutil"
@@ -62,17 +61,14 @@ const (
 	stopTimeout = time.Minute
 )
 
-// env is what a test works with: a fresh namespace of the shared control plane and a
-// context bounded by testTimeout.
+// env is what a test works with: the framework's environment, with a context bounded by
+// testTimeout, for the test t.
 type env struct {
-	t      *testing.T
-	ctx    context.Context
-	cp     *framework.ControlPlane
-	client kubernetes.Interface
+	*framework.Env
+	t *testing.T
 	// proto reads objects as protobuf, as both managers do, so that a template hashed in
 	// the test is the same Go value the managers hashed.
 	proto kubernetes.Interface
-	ns    string
 	// ownAgent is the User-Agent prefix of this test binary's clients (the test's writes
 	// and the pod readier's).
 	ownAgent string
@@ -80,18 +76,14 @@ type env struct {
 
 func setup(t *testing.T) *env {
 	t.Helper()
-	cp := framework.SharedControlPlane(t)
-	client := cp.Clientset(t)
-	ns := framework.CreateTestNamespace(t, client).Name
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	t.Cleanup(cancel)
-	protoConfig := cp.Config()
+	e := framework.NewTestEnv(t, framework.SharedControlPlane(t), framework.EnvOptions{Timeout: testTimeout, WaitTimeout: waitTimeout})
+	protoConfig := e.CP.Config()
 	protoConfig.ContentType = runtime.ContentTypeProtobuf
 	proto, err := kubernetes.NewForConfig(protoConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{t: t, ctx: ctx, cp: cp, client: client, proto: proto, ns: ns, ownAgent: agentPrefix(os.Args[0])}
+	return &env{Env: e, t: t, proto: proto, ownAgent: agentPrefix(os.Args[0])}
 }
 
 // agentPrefix is the start of the User-Agent client-go gives the binary at path:
@@ -131,8 +123,8 @@ func upstreamSide(t *testing.T) side {
 		agent: agentPrefix(path),
 		start: func(e *env) *running {
 			e.t.Helper()
-			cm := framework.StartUpstreamControllerManager(e.t, e.cp, "replicaset,deployment")
-			gc := framework.StartBosunControllerManager(e.t, e.cp, framework.ControllerManagerOptions{Controllers: "garbagecollector"})
+			cm := framework.StartUpstreamControllerManager(e.t, e.CP, "replicaset,deployment")
+			gc := framework.StartBosunControllerManager(e.t, e.CP, framework.ControllerManagerOptions{Controllers: "garbagecollector"})
 			return &running{workloads: cm, all: []*framework.ControllerManager{cm, gc}}
 		},
 	}
@@ -148,7 +140,7 @@ func bosunSide(t *testing.T) side {
 		agent: agentPrefix(framework.BuildBosunBinary(t, "bosun-controller-manager")),
 		start: func(e *env) *running {
 			e.t.Helper()
-			bosun := framework.StartBosunControllerManager(e.t, e.cp, framework.ControllerManagerOptions{Controllers: "replicaset,deployment,garbagecollector"})
+			bosun := framework.StartBosunControllerManager(e.t, e.CP, framework.ControllerManagerOptions{Controllers: "replicaset,deployment,garbagecollector"})
 			return &running{workloads: bosun, all: []*framework.ControllerManager{bosun}}
 		},
 	}
@@ -164,7 +156,7 @@ func (e *env) stop(r *running) time.Time {
 			e.t.Fatal(err)
 		}
 	}
-	ctx, cancel := context.WithTimeout(e.ctx, stopTimeout)
+	ctx, cancel := context.WithTimeout(e.Ctx, stopTimeout)
 	defer cancel()
 	for _, cm := range r.all {
 		err := cm.Wait(ctx)
@@ -222,17 +214,17 @@ func (e *env) waitIdle(cm *framework.ControllerManager, who string) {
 // learn from the cluster after a manager that never settles (what it keeps changing).
 func (e *env) idle(cm *framework.ControllerManager, who string) error {
 	e.t.Helper()
-	token := e.cp.Config().BearerToken
+	token := e.CP.Config().BearerToken
 	var last string
 	var idleSince time.Time
 	var idleAt [2]queueSeries
 	began := time.Now()
-	err := framework.WaitFor(e.ctx, waitTimeout, who+" to process every Deployment and ReplicaSet and go idle", func(ctx context.Context) (bool, error) {
-		deployments, err := e.client.AppsV1().Deployments("").List(ctx, metav1.ListOptions{})
+	err := framework.WaitFor(e.Ctx, waitTimeout, who+" to process every Deployment and ReplicaSet and go idle", func(ctx context.Context) (bool, error) {
+		deployments, err := e.Client.AppsV1().Deployments("").List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
-		replicaSets, err := e.client.AppsV1().ReplicaSets("").List(ctx, metav1.ListOptions{})
+		replicaSets, err := e.Client.AppsV1().ReplicaSets("").List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -276,54 +268,26 @@ func (e *env) idle(cm *framework.ControllerManager, who string) error {
 // those accept refuses (nil accepts all), in place of a kubelet.
 func (e *env) startPodReadier(accept func(*corev1.Pod) bool) {
 	e.t.Helper()
-	framework.StartPodReadierForTest(e.t, e.ctx, e.client, e.ns, 4, accept)
+	e.StartPodReadier(e.t, 4, accept)
 }
 
 // markAllReady marks every active pod of the namespace that is not ready Running and
 // Ready: the pods a readier filter refused earlier get no new watch event to be seen by.
 func (e *env) markAllReady() int {
 	e.t.Helper()
-	pods, err := e.client.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{})
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	pods := e.GetPods(e.t, nil)
 	marked := 0
-	for i := range pods.Items {
-		pod := &pods.Items[i]
+	for i := range pods {
+		pod := &pods[i]
 		if !podutil.IsPodActive(pod) || podutil.IsPodReady(pod) {
 			continue
 		}
-		if _, err := framework.SetPodRunning(e.ctx, e.client, e.ns, pod.Name, true, time.Time{}); err != nil && !apierrors.IsNotFound(err) {
+		if _, err := framework.SetPodRunning(e.Ctx, e.Client, e.Namespace, pod.Name, true, time.Time{}); err != nil && !apierrors.IsNotFound(err) {
 			e.t.Fatal(err)
 		}
 		marked++
 	}
 	return marked
-}
-
-func (e *env) createDeployment(d *appsv1.Deployment) {
-	e.t.Helper()
-	if _, err := e.client.AppsV1().Deployments(e.ns).Create(e.ctx, d, metav1.CreateOptions{}); err != nil {
-		e.t.Fatalf("creating Deployment %s: %v", d.Name, err)
-	}
-}
-
-// updateDeployment applies mutate to the live Deployment, retrying on conflicts with the
-// controller's status writes.
-func (e *env) updateDeployment(name string, mutate func(*appsv1.Deployment)) {
-	e.t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		d, err := e.client.AppsV1().Deployments(e.ns).Get(e.ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		mutate(d)
-		_, err = e.client.AppsV1().Deployments(e.ns).Update(e.ctx, d, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		e.t.Fatalf("updating Deployment %s: %v", name, err)
-	}
 }
 
 // sameTemplateIgnoringHash is how a Deployment controller recognises its new ReplicaSet.
@@ -344,21 +308,21 @@ type state struct {
 // read lists the namespace with client.
 func (e *env) read(ctx context.Context, client kubernetes.Interface) (*state, error) {
 	s := &state{deployments: map[string]*appsv1.Deployment{}, replicaSets: map[types.UID]*appsv1.ReplicaSet{}, pods: map[types.UID]*corev1.Pod{}}
-	ds, err := client.AppsV1().Deployments(e.ns).List(ctx, metav1.ListOptions{})
+	ds, err := client.AppsV1().Deployments(e.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
 	for i := range ds.Items {
 		s.deployments[ds.Items[i].Name] = &ds.Items[i]
 	}
-	rses, err := client.AppsV1().ReplicaSets(e.ns).List(ctx, metav1.ListOptions{})
+	rses, err := client.AppsV1().ReplicaSets(e.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
 	for i := range rses.Items {
 		s.replicaSets[rses.Items[i].UID] = &rses.Items[i]
 	}
-	pods, err := client.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{})
+	pods, err := client.CoreV1().Pods(e.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -370,7 +334,7 @@ func (e *env) read(ctx context.Context, client kubernetes.Interface) (*state, er
 
 func (e *env) mustRead() *state {
 	e.t.Helper()
-	s, err := e.read(e.ctx, e.client)
+	s, err := e.read(e.Ctx, e.Client)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -496,9 +460,9 @@ func (e *env) waitSettled(what string, want map[string]string) *state {
 	e.t.Helper()
 	var last string
 	var s *state
-	err := framework.WaitFor(e.ctx, waitTimeout, what, func(ctx context.Context) (bool, error) {
+	e.Await(e.t, what, func(ctx context.Context) (bool, error) {
 		var err error
-		if s, err = e.read(ctx, e.client); err != nil {
+		if s, err = e.read(ctx, e.Client); err != nil {
 			return false, err
 		}
 		if len(s.deployments) == 0 {
@@ -516,10 +480,7 @@ func (e *env) waitSettled(what string, want map[string]string) *state {
 			}
 		}
 		return true, nil
-	})
-	if err != nil {
-		e.t.Fatalf("%v\nlast: %s\n%s", err, last, s.describe())
-	}
+	}, func() string { return last + "\n" + s.describe() })
 	return s
 }
 
@@ -626,14 +587,14 @@ var mutatingVerbs = map[string]bool{"create": true, "update": true, "patch": tru
 // for which match is true.
 func (e *env) writes(match func(ev *auditv1.Event) bool) []auditv1.Event {
 	e.t.Helper()
-	events, err := e.cp.AuditEvents()
+	events, err := e.CP.AuditEvents()
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	var found []auditv1.Event
 	for i := range events {
 		ev := &events[i]
-		if !mutatingVerbs[ev.Verb] || ev.ObjectRef == nil || ev.ObjectRef.Namespace != e.ns {
+		if !mutatingVerbs[ev.Verb] || ev.ObjectRef == nil || ev.ObjectRef.Namespace != e.Namespace {
 			continue
 		}
 		if match(ev) {
@@ -763,21 +724,21 @@ type step struct {
 
 func (e *env) startHistory() *history {
 	e.t.Helper()
-	pods, err := e.client.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{})
+	pods, err := e.Client.CoreV1().Pods(e.Namespace).List(e.Ctx, metav1.ListOptions{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	rses, err := e.client.AppsV1().ReplicaSets(e.ns).List(e.ctx, metav1.ListOptions{})
+	rses, err := e.Client.AppsV1().ReplicaSets(e.Namespace).List(e.Ctx, metav1.ListOptions{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(e.ctx)
+	ctx, cancel := context.WithCancel(e.Ctx)
 	h := &history{t: e.t, cancel: cancel, initialPods: pods.Items, initialRSes: rses.Items}
 	h.follow(ctx, pods.ResourceVersion, func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-		return e.client.CoreV1().Pods(e.ns).Watch(ctx, opts)
+		return e.Client.CoreV1().Pods(e.Namespace).Watch(ctx, opts)
 	})
 	h.follow(ctx, rses.ResourceVersion, func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-		return e.client.AppsV1().ReplicaSets(e.ns).Watch(ctx, opts)
+		return e.Client.AppsV1().ReplicaSets(e.Namespace).Watch(ctx, opts)
 	})
 	e.t.Cleanup(h.stop)
 	return h

@@ -40,20 +40,20 @@ var finalRevisions = map[string]string{richName: "2", recreateName: "2", history
 // every rollout is finished for good. It returns the final state.
 func (e *env) rollWorkloads() *state {
 	e.t.Helper()
-	e.createDeployment(richDeployment(richName))
-	e.createDeployment(recreateDeployment(recreateName))
-	e.createDeployment(historyDeployment(historyName))
+	e.Deployments().Create(e.t, richDeployment(richName))
+	e.Deployments().Create(e.t, recreateDeployment(recreateName))
+	e.Deployments().Create(e.t, historyDeployment(historyName))
 	e.waitSettled("every Deployment at revision 1", map[string]string{richName: "1", recreateName: "1", historyName: "1"})
 
 	// A new template that is not a new image, and a new image.
-	e.updateDeployment(richName, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Env[0].Value = "2" })
-	e.updateDeployment(recreateName, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "registry.example/batch:2" })
+	e.Deployments().Update(e.t, richName, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Env[0].Value = "2" })
+	e.Deployments().Update(e.t, recreateName, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "registry.example/batch:2" })
 	// history goes to api:2 and api:3, back to api:1 (its first ReplicaSet comes back as
 	// revision 4 and records 1 in its revision-history), then to api:4 (revision 5), which
 	// leaves one old ReplicaSet more than revisionHistoryLimit keeps: revision 2's is
 	// deleted.
 	for i, image := range []string{"api:2", "api:3", "api:1", "api:4"} {
-		e.updateDeployment(historyName, func(d *appsv1.Deployment) {
+		e.Deployments().Update(e.t, historyName, func(d *appsv1.Deployment) {
 			d.Annotations[changeCauseAnnotation] = "set image " + image
 			d.Spec.Template.Spec.Containers[0].Image = "registry.example/" + image
 		})
@@ -139,7 +139,7 @@ func TestUpstreamToBosunNoChurn(t *testing.T) {
 
 	// bosun would name every ReplicaSet as upstream did: the same pod-template-hash for
 	// the same template. The templates are read as protobuf, as both managers read them.
-	proto, err := e.read(e.ctx, e.proto)
+	proto, err := e.read(e.Ctx, e.proto)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func testRolloutHandover(t *testing.T, first, second side) {
 		MaxSurge:       ptr.To(intstr.FromInt32(1)),
 		MaxUnavailable: ptr.To(intstr.FromInt32(1)),
 	}
-	e.createDeployment(d)
+	e.Deployments().Create(e.t, d)
 	s := e.waitSettled("revision 1 of "+name, map[string]string{name: "1"})
 	oldRS := s.newReplicaSet(s.deployments[name])
 
@@ -279,7 +279,7 @@ func testRolloutHandover(t *testing.T, first, second side) {
 		}
 	}
 
-	e.updateDeployment(name, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = newImage })
+	e.Deployments().Update(e.t, name, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = newImage })
 	if err := e.waitBlocked(name, oldRS.UID, blockOld, blockNew, minAvailable); err != nil {
 		// The first manager went past the point where the limits stop the rollout; the
 		// replay shows the states that broke them.
@@ -357,9 +357,9 @@ func (e *env) waitBlocked(name string, oldUID types.UID, oldReplicas, newReplica
 	var s *state
 	var last string
 	what := fmt.Sprintf("the rollout of %s to stop at %d old and %d new replicas with %d available", name, oldReplicas, newReplicas, available)
-	err := framework.WaitFor(e.ctx, waitTimeout, what, func(ctx context.Context) (bool, error) {
+	err := framework.WaitFor(e.Ctx, waitTimeout, what, func(ctx context.Context) (bool, error) {
 		var err error
-		if s, err = e.read(ctx, e.client); err != nil {
+		if s, err = e.read(ctx, e.Client); err != nil {
 			return false, err
 		}
 		d := s.deployments[name]

@@ -8,13 +8,7 @@ import (
 	"time"
 
 	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
-	bosunclientset "github.com/bosun-dev/client-go/clientset/versioned"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/bosun-dev/bosun/test/integration/framework"
 )
@@ -40,11 +34,6 @@ const (
 	// creationDelayFlag set to 0 makes the manager create a Ready Node's NodeImage at once.
 	creationDelayFlag = "--nodeimage-creation-delay=0s"
 
-	// nodeOwnerLabel marks the Nodes a test made with its namespace: Nodes are cluster
-	// scoped, and the cleanup deletes them (and their NodeImages) by it. NodeImages carry
-	// their Node's labels, so the tests also select their own NodeImages by it.
-	nodeOwnerLabel = "bosun.dev/integration-test-namespace"
-
 	// agentPeriod is how often the fake agent looks at the NodeImages.
 	agentPeriod = 200 * time.Millisecond
 
@@ -57,59 +46,22 @@ type (
 	nodeImage = appsv1alpha1.NodeImage
 )
 
-type testEnv struct {
-	ctx    context.Context
-	cp     *framework.ControlPlane
-	client kubernetes.Interface
-	bosun  bosunclientset.Interface
-	ns     string
+// testEnv is what every test works with: the framework's environment (see envOptions).
+type testEnv struct{ *framework.Env }
+
+// envOptions give every test a context bounded by testTimeout; when it ends (after its
+// manager and agent stopped) the webhook configurations, the test's jobs (finalizers
+// dropped) and pods, its Nodes and NodeImages are deleted. NodeImages carry their Node's
+// labels, so the tests also select their own NodeImages by framework.OwnerNamespaceLabel.
+var envOptions = framework.EnvOptions{
+	Timeout: testTimeout, WaitTimeout: waitTimeout, RemoveWebhookConfigurations: true,
+	Remove:         []string{"imagepulljobs.apps.kruise.io", "pods"},
+	RemoveLabelled: []string{"nodeimages.apps.kruise.io"},
 }
 
-// setup prepares a test; when it ends (after its manager and agent stopped) the webhook
-// configurations, the test's jobs (finalizers dropped), Nodes and NodeImages are deleted.
 func setup(t *testing.T) *testEnv {
 	t.Helper()
-	cp := framework.SharedControlPlane(t)
-	client := cp.Clientset(t)
-	bosun, err := bosunclientset.NewForConfig(cp.Config())
-	if err != nil {
-		t.Fatalf("creating bosun's clientset: %v", err)
-	}
-	ns := framework.CreateTestNamespace(t, client).Name
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	t.Cleanup(cancel)
-	e := &testEnv{ctx: ctx, cp: cp, client: client, bosun: bosun, ns: ns}
-	t.Cleanup(func() { e.removeEverything(t) })
-	return e
-}
-
-func (e *testEnv) removeEverything(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := framework.DeleteWebhookConfigurations(ctx, e.client); err != nil {
-		t.Errorf("cleanup: %v", err)
-	}
-	jobs := e.bosun.AppsV1alpha1().ImagePullJobs(e.ns)
-	if list, err := jobs.List(ctx, metav1.ListOptions{}); err == nil {
-		for _, j := range list.Items {
-			if len(j.Finalizers) > 0 {
-				_, _ = jobs.Patch(ctx, j.Name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
-			}
-		}
-	}
-	if err := jobs.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
-		t.Errorf("cleanup: deleting ImagePullJobs: %v", err)
-	}
-	mine := metav1.ListOptions{LabelSelector: nodeOwnerLabel + "=" + e.ns}
-	if err := e.client.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, mine); err != nil {
-		t.Errorf("cleanup: deleting Nodes: %v", err)
-	}
-	if err := e.bosun.AppsV1alpha1().NodeImages().DeleteCollection(ctx, metav1.DeleteOptions{}, mine); err != nil {
-		t.Errorf("cleanup: deleting NodeImages: %v", err)
-	}
-	if err := e.client.CoreV1().Pods(e.ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, metav1.ListOptions{}); err != nil {
-		t.Errorf("cleanup: deleting pods: %v", err)
-	}
+	return &testEnv{framework.NewTestEnv(t, framework.SharedControlPlane(t), envOptions)}
 }
 
 // startManager runs bosun-controller-manager with the job and NodeImage controllers and
@@ -119,98 +71,27 @@ func (e *testEnv) startManager(t *testing.T) {
 	t.Helper()
 	probe := newJob("admission-probe", "nginx", nil)
 	send := func(ctx context.Context) {
-		_, _ = e.bosun.AppsV1alpha1().ImagePullJobs(e.ns).Create(ctx, probe, framework.DryRunCreate)
+		_, _ = e.Bosun.AppsV1alpha1().ImagePullJobs(e.Namespace).Create(ctx, probe, framework.DryRunCreate)
 	}
-	framework.StartBosunControllerManagerWithWebhooks(e.ctx, t, e.cp, framework.ControllerManagerOptions{
+	framework.StartBosunControllerManagerWithWebhooks(e.Ctx, t, e.CP, framework.ControllerManagerOptions{
 		Controllers: controllers,
 		ExtraArgs:   []string{creationDelayFlag},
 	}, framework.WebhookProbe{Webhook: webhookJobMutation, Send: send}, framework.WebhookProbe{Webhook: webhookJobValidation, Send: send})
 }
 
 // createNodes creates the test's Ready Nodes called short (prefixed with the namespace),
-// each with labels plus nodeOwnerLabel, and waits for the manager to create their
+// each with labels (see framework.Env.CreateNode), and waits for the manager to create their
 // NodeImages. It returns the full names.
 func (e *testEnv) createNodes(t *testing.T, labels map[string]string, shorts ...string) []string {
 	t.Helper()
 	var names []string
 	for _, short := range shorts {
-		name := e.ns + "-" + short
-		all := map[string]string{nodeOwnerLabel: e.ns}
-		for k, v := range labels {
-			all[k] = v
-		}
-		if _, err := e.client.CoreV1().Nodes().Create(e.ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: all}}, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("creating Node %s: %v", name, err)
-		}
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			node, err := e.client.CoreV1().Nodes().Get(e.ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			node.Status.Conditions = []corev1.NodeCondition{{
-				Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-				LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Minute)),
-			}}
-			_, err = e.client.CoreV1().Nodes().UpdateStatus(e.ctx, node, metav1.UpdateOptions{})
-			return err
-		})
-		if err != nil {
-			t.Fatalf("reporting Node %s Ready: %v", name, err)
-		}
-		names = append(names, name)
+		names = append(names, e.CreateNode(t, e.NewNode(short, labels, time.Now().Add(-time.Minute))).Name)
 	}
 	for _, name := range names {
-		e.waitForNodeImage(t, name, "to exist", func(*nodeImage) bool { return true })
+		e.NodeImages().WaitFor(t, name, "to exist", func(*nodeImage) bool { return true })
 	}
 	return names
-}
-
-// waitForNodeImage waits until the NodeImage exists and satisfies cond.
-func (e *testEnv) waitForNodeImage(t *testing.T, name, what string, cond func(*nodeImage) bool) *nodeImage {
-	t.Helper()
-	var last *nodeImage
-	err := framework.WaitFor(e.ctx, waitTimeout, "NodeImage "+name+" "+what, func(ctx context.Context) (bool, error) {
-		ni, err := e.bosun.AppsV1alpha1().NodeImages().Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		last = ni
-		return cond(ni), nil
-	})
-	if err != nil {
-		t.Fatalf("%v; last seen: %+v", err, last)
-	}
-	return last
-}
-
-// waitForJob waits until the job satisfies cond and returns it.
-func (e *testEnv) waitForJob(t *testing.T, name, what string, cond func(*job) bool) *job {
-	t.Helper()
-	var last *job
-	err := framework.WaitFor(e.ctx, waitTimeout, "ImagePullJob "+name+" "+what, func(ctx context.Context) (bool, error) {
-		j, err := e.bosun.AppsV1alpha1().ImagePullJobs(e.ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		last = j
-		return cond(j), nil
-	})
-	if err != nil {
-		t.Fatalf("%v; last status: %+v", err, last.Status)
-	}
-	return last
-}
-
-func (e *testEnv) createJob(t *testing.T, j *job) *job {
-	t.Helper()
-	created, err := e.bosun.AppsV1alpha1().ImagePullJobs(e.ns).Create(e.ctx, j, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating ImagePullJob %s: %v", j.Name, err)
-	}
-	return created
 }
 
 // newJob is a job pulling image on the NodeImages carrying labels (every NodeImage of the
@@ -277,7 +158,7 @@ type fakeAgent struct {
 // startAgent runs a fake agent until the test ends.
 func (e *testEnv) startAgent(t *testing.T, finishing bool) *fakeAgent {
 	a := &fakeAgent{e: e, finishing: finishing}
-	ctx, cancel := context.WithCancel(e.ctx)
+	ctx, cancel := context.WithCancel(e.Ctx)
 	done := make(chan struct{})
 	t.Cleanup(func() { cancel(); <-done })
 	go func() {
@@ -307,7 +188,7 @@ func (a *fakeAgent) pass(ctx context.Context) {
 	a.mu.Lock()
 	finishing := a.finishing
 	a.mu.Unlock()
-	list, err := a.e.bosun.AppsV1alpha1().NodeImages().List(ctx, metav1.ListOptions{LabelSelector: nodeOwnerLabel + "=" + a.e.ns})
+	list, err := a.e.Bosun.AppsV1alpha1().NodeImages().List(ctx, metav1.ListOptions{LabelSelector: framework.OwnerNamespaceLabel + "=" + a.e.Namespace})
 	if err != nil {
 		return
 	}
@@ -317,7 +198,7 @@ func (a *fakeAgent) pass(ctx context.Context) {
 			ni.Status = next
 			// A conflict with the NodeImage controller's own status write is retried on the
 			// next pass, as the real agent would.
-			_, _ = a.e.bosun.AppsV1alpha1().NodeImages().UpdateStatus(ctx, ni, metav1.UpdateOptions{})
+			_, _ = a.e.Bosun.AppsV1alpha1().NodeImages().UpdateStatus(ctx, ni, metav1.UpdateOptions{})
 		}
 	}
 }

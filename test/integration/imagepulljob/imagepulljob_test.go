@@ -33,7 +33,7 @@ type holdersWatch struct {
 
 func (e *testEnv) watchHolders(t *testing.T, image, tag, jobName string) *holdersWatch {
 	t.Helper()
-	w, err := e.bosun.AppsV1alpha1().NodeImages().Watch(e.ctx, metav1.ListOptions{LabelSelector: nodeOwnerLabel + "=" + e.ns})
+	w, err := e.Bosun.AppsV1alpha1().NodeImages().Watch(e.Ctx, metav1.ListOptions{LabelSelector: framework.OwnerNamespaceLabel + "=" + e.Namespace})
 	if err != nil {
 		t.Fatalf("watching NodeImages: %v", err)
 	}
@@ -77,16 +77,16 @@ func TestFanOutWithParallelismOne(t *testing.T) {
 	holders := e.watchHolders(t, "nginx", "1.25", "fanout")
 	e.startAgent(t, true)
 
-	j := newJob("fanout", "nginx:1.25", map[string]string{nodeOwnerLabel: e.ns})
+	j := newJob("fanout", "nginx:1.25", map[string]string{framework.OwnerNamespaceLabel: e.Namespace})
 	j.Spec.Parallelism = ptr.To(intstr.FromInt32(1))
 	j.Spec.CompletionPolicy.TTLSecondsAfterFinished = ptr.To[int32](5)
-	created := e.createJob(t, j)
+	created := e.ImagePullJobs().Create(t, j)
 	if !slices.Contains(created.Finalizers, protectionFinalizer) || created.Spec.CompletionPolicy.Type != appsv1alpha1.Always ||
 		ptr.Deref(created.Spec.PullPolicy.TimeoutSeconds, 0) != 600 || created.Spec.ImagePullPolicy != appsv1alpha1.PullIfNotPresent {
 		t.Errorf("admitted job = %+v, want the finalizer and defaults", created)
 	}
 
-	done := e.waitForJob(t, "fanout", "to complete", completed)
+	done := e.ImagePullJobs().WaitFor(t, "fanout", "to complete", completed)
 	if st := done.Status; st.Desired != 3 || st.Succeeded != 3 || st.Failed != 0 || st.Active != 0 || st.Message != messageCompleted {
 		t.Errorf("status = %+v, want desired 3, succeeded 3, %q", st, messageCompleted)
 	}
@@ -94,15 +94,15 @@ func TestFanOutWithParallelismOne(t *testing.T) {
 		t.Errorf("at most %d NodeImages held an unfinished tag of the job at once, want 1", most)
 	}
 	for _, node := range nodes {
-		ni := e.waitForNodeImage(t, node, "to hold the job's tag", func(ni *nodeImage) bool { return ownedTag(ni, "nginx", "1.25", "fanout") != nil })
+		ni := e.NodeImages().WaitFor(t, node, "to hold the job's tag", func(ni *nodeImage) bool { return ownedTag(ni, "nginx", "1.25", "fanout") != nil })
 		if tag := ownedTag(ni, "nginx", "1.25", "fanout"); tag.OwnerReferences[0].UID != created.UID || tag.OwnerReferences[0].APIVersion != "apps.kruise.io/v1alpha1" {
 			t.Errorf("owner reference on %s = %+v", node, tag.OwnerReferences[0])
 		}
 	}
 
 	// ttlSecondsAfterFinished: 5 deletes the job, then the NodeImage controller prunes its tags.
-	err := framework.WaitFor(e.ctx, waitTimeout, "the job to be deleted after its ttl", func(ctx context.Context) (bool, error) {
-		_, err := e.bosun.AppsV1alpha1().ImagePullJobs(e.ns).Get(ctx, "fanout", metav1.GetOptions{})
+	err := framework.WaitFor(e.Ctx, waitTimeout, "the job to be deleted after its ttl", func(ctx context.Context) (bool, error) {
+		_, err := e.Bosun.AppsV1alpha1().ImagePullJobs(e.Namespace).Get(ctx, "fanout", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
 	if err != nil {
@@ -112,7 +112,7 @@ func TestFanOutWithParallelismOne(t *testing.T) {
 		t.Errorf("deleted %v after completion, before its ttl of 5s", gone)
 	}
 	for _, node := range nodes {
-		e.waitForNodeImage(t, node, "to lose the job's tag", func(ni *nodeImage) bool {
+		e.NodeImages().WaitFor(t, node, "to lose the job's tag", func(ni *nodeImage) bool {
 			_, has := ni.Spec.Images["nginx"]
 			return !has
 		})
@@ -131,12 +131,12 @@ func TestSelectors(t *testing.T) {
 
 	byName := newJob("by-name", "busybox:1", nil)
 	byName.Spec.Selector = &appsv1alpha1.ImagePullJobNodeSelector{Names: []string{n1}}
-	byLabel := newJob("by-label", "busybox:2", map[string]string{"pool": "b", nodeOwnerLabel: e.ns})
+	byLabel := newJob("by-label", "busybox:2", map[string]string{"pool": "b", framework.OwnerNamespaceLabel: e.Namespace})
 	byPod := newJob("by-pod", "busybox:3", nil)
 	byPod.Spec.Selector = nil
 	byPod.Spec.PodSelector = &appsv1alpha1.ImagePullJobPodSelector{LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}
 	for _, pod := range []*corev1.Pod{newPod("web", n3, "web"), newPod("db", n2, "db")} {
-		if _, err := e.client.CoreV1().Pods(e.ns).Create(e.ctx, pod, metav1.CreateOptions{}); err != nil {
+		if _, err := e.Client.CoreV1().Pods(e.Namespace).Create(e.Ctx, pod, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("creating pod %s: %v", pod.Name, err)
 		}
 	}
@@ -150,14 +150,14 @@ func TestSelectors(t *testing.T) {
 		{byLabel, "2", []string{n2, n3}},
 		{byPod, "3", []string{n3}},
 	} {
-		e.createJob(t, tc.job)
-		done := e.waitForJob(t, tc.job.Name, "to complete", completed)
+		e.ImagePullJobs().Create(t, tc.job)
+		done := e.ImagePullJobs().WaitFor(t, tc.job.Name, "to complete", completed)
 		if done.Status.Desired != int32(len(tc.want)) || done.Status.Succeeded != int32(len(tc.want)) {
 			t.Errorf("%s: status %+v, want %d nodes succeeded", tc.job.Name, done.Status, len(tc.want))
 		}
 		var got []string
 		for _, node := range []string{n1, n2, n3} {
-			ni, err := e.bosun.AppsV1alpha1().NodeImages().Get(e.ctx, node, metav1.GetOptions{})
+			ni, err := e.Bosun.AppsV1alpha1().NodeImages().Get(e.Ctx, node, metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -172,7 +172,7 @@ func TestSelectors(t *testing.T) {
 
 	both := newJob("both", "busybox", map[string]string{"pool": "a"})
 	both.Spec.PodSelector = &appsv1alpha1.ImagePullJobPodSelector{LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}
-	_, err := e.bosun.AppsV1alpha1().ImagePullJobs(e.ns).Create(e.ctx, both, metav1.CreateOptions{})
+	_, err := e.Bosun.AppsV1alpha1().ImagePullJobs(e.Namespace).Create(e.Ctx, both, metav1.CreateOptions{})
 	if !isDenial(err, http.StatusBadRequest, webhookJobValidation, "spec.podSelector") &&
 		!isDenial(err, http.StatusUnprocessableEntity, "", "mutually exclusive") {
 		t.Errorf("creating a job with selector and podSelector: %v, want a denial", err)
@@ -209,19 +209,19 @@ func TestDeadline(t *testing.T) {
 	nodes := e.createNodes(t, nil, "n1", "n2", "n3")
 	e.startAgent(t, false)
 
-	short := newJob("short", "nginx:1", map[string]string{nodeOwnerLabel: e.ns})
+	short := newJob("short", "nginx:1", map[string]string{framework.OwnerNamespaceLabel: e.Namespace})
 	short.Spec.PullPolicy = &appsv1alpha1.PullPolicy{TimeoutSeconds: ptr.To[int32](10)}
 	short.Spec.CompletionPolicy.ActiveDeadlineSeconds = ptr.To[int64](5)
-	_, err := e.bosun.AppsV1alpha1().ImagePullJobs(e.ns).Create(e.ctx, short, metav1.CreateOptions{})
+	_, err := e.Bosun.AppsV1alpha1().ImagePullJobs(e.Namespace).Create(e.Ctx, short, metav1.CreateOptions{})
 	if !isDenial(err, http.StatusBadRequest, webhookJobValidation, "spec.completionPolicy.activeDeadlineSeconds") {
 		t.Errorf("creating a job whose deadline is below its timeout: %v, want a 400 naming the field", err)
 	}
 
-	j := newJob("deadline", "nginx:1", map[string]string{nodeOwnerLabel: e.ns})
+	j := newJob("deadline", "nginx:1", map[string]string{framework.OwnerNamespaceLabel: e.Namespace})
 	j.Spec.PullPolicy = &appsv1alpha1.PullPolicy{TimeoutSeconds: ptr.To[int32](10)}
 	j.Spec.CompletionPolicy.ActiveDeadlineSeconds = ptr.To[int64](15)
-	e.createJob(t, j)
-	done := e.waitForJob(t, "deadline", "to complete", completed)
+	e.ImagePullJobs().Create(t, j)
+	done := e.ImagePullJobs().WaitFor(t, "deadline", "to complete", completed)
 	st := done.Status
 	if took := st.CompletionTime.Sub(st.StartTime.Time); took < 14*time.Second || took > 30*time.Second {
 		t.Errorf("completed %v after its start, want about 15s", took)
@@ -236,7 +236,7 @@ func TestDeadline(t *testing.T) {
 // runtime is the end-to-end test's.)
 func TestPullSecrets(t *testing.T) {
 	e := setup(t)
-	if _, err := e.client.CoreV1().Namespaces().Create(e.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: secretsNamespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := e.Client.CoreV1().Namespaces().Create(e.Ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: secretsNamespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("creating namespace %s: %v", secretsNamespace, err)
 	}
 	e.startManager(t)
@@ -248,17 +248,17 @@ func TestPullSecrets(t *testing.T) {
 		Type:       corev1.SecretTypeDockerConfigJson,
 		Data:       map[string][]byte{corev1.DockerConfigJsonKey: auth},
 	}
-	if _, err := e.client.CoreV1().Secrets(e.ns).Create(e.ctx, source, metav1.CreateOptions{}); err != nil {
+	if _, err := e.Client.CoreV1().Secrets(e.Namespace).Create(e.Ctx, source, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 
-	j := newJob("secrets", "reg.example/team/app:1", map[string]string{nodeOwnerLabel: e.ns})
+	j := newJob("secrets", "reg.example/team/app:1", map[string]string{framework.OwnerNamespaceLabel: e.Namespace})
 	j.Spec.PullSecrets = []string{"reg"}
-	e.createJob(t, j)
-	sourceKey := e.ns + "/reg"
+	e.ImagePullJobs().Create(t, j)
+	sourceKey := e.Namespace + "/reg"
 	var copyName string
-	err := framework.WaitFor(e.ctx, waitTimeout, "the copy of secret reg", func(ctx context.Context) (bool, error) {
-		list, err := e.client.CoreV1().Secrets(secretsNamespace).List(ctx, metav1.ListOptions{})
+	err := framework.WaitFor(e.Ctx, waitTimeout, "the copy of secret reg", func(ctx context.Context) (bool, error) {
+		list, err := e.Client.CoreV1().Secrets(secretsNamespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -270,7 +270,7 @@ func TestPullSecrets(t *testing.T) {
 			if !regexp.MustCompile(`^reg-[0-9a-f]{6}$`).MatchString(s.Name) {
 				t.Errorf("copy name %q, want reg-<6 hex digits>", s.Name)
 			}
-			if s.Annotations[referencesAnnotation] != e.ns+"/secrets" || s.Annotations[modeAnnotation] != "batch" {
+			if s.Annotations[referencesAnnotation] != e.Namespace+"/secrets" || s.Annotations[modeAnnotation] != "batch" {
 				t.Errorf("copy annotations = %v", s.Annotations)
 			}
 			if string(s.Data[corev1.DockerConfigJsonKey]) != string(auth) || s.Type != corev1.SecretTypeDockerConfigJson {
@@ -284,19 +284,19 @@ func TestPullSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := appsv1alpha1.ReferenceObject{Namespace: secretsNamespace, Name: copyName}
-	e.waitForNodeImage(t, node, "to reference the copy", func(ni *nodeImage) bool {
+	e.NodeImages().WaitFor(t, node, "to reference the copy", func(ni *nodeImage) bool {
 		return slices.Contains(ni.Spec.Images["reg.example/team/app"].PullSecrets, want)
 	})
 
-	if err := e.bosun.AppsV1alpha1().ImagePullJobs(e.ns).Delete(e.ctx, "secrets", metav1.DeleteOptions{}); err != nil {
+	if err := e.Bosun.AppsV1alpha1().ImagePullJobs(e.Namespace).Delete(e.Ctx, "secrets", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	err = framework.WaitFor(e.ctx, waitTimeout, "the copy to be deleted with the job", func(ctx context.Context) (bool, error) {
-		_, err := e.client.CoreV1().Secrets(secretsNamespace).Get(ctx, copyName, metav1.GetOptions{})
+	err = framework.WaitFor(e.Ctx, waitTimeout, "the copy to be deleted with the job", func(ctx context.Context) (bool, error) {
+		_, err := e.Client.CoreV1().Secrets(secretsNamespace).Get(ctx, copyName, metav1.GetOptions{})
 		if !apierrors.IsNotFound(err) {
 			return false, nil
 		}
-		_, err = e.bosun.AppsV1alpha1().ImagePullJobs(e.ns).Get(ctx, "secrets", metav1.GetOptions{})
+		_, err = e.Bosun.AppsV1alpha1().ImagePullJobs(e.Namespace).Get(ctx, "secrets", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
 	if err != nil {
@@ -311,15 +311,15 @@ func TestSharedTag(t *testing.T) {
 	e.startManager(t)
 	node := e.createNodes(t, nil, "n1")[0]
 	agent := e.startAgent(t, false)
-	selector := map[string]string{nodeOwnerLabel: e.ns}
+	selector := map[string]string{framework.OwnerNamespaceLabel: e.Namespace}
 
-	first := e.createJob(t, newJob("first", "nginx:1.25", selector))
-	e.waitForNodeImage(t, node, "to hold the first job's tag", func(ni *nodeImage) bool {
+	first := e.ImagePullJobs().Create(t, newJob("first", "nginx:1.25", selector))
+	e.NodeImages().WaitFor(t, node, "to hold the first job's tag", func(ni *nodeImage) bool {
 		st := tagStatus(ni, "nginx", "1.25")
 		return ownedTag(ni, "nginx", "1.25", "first") != nil && st != nil && st.Phase == appsv1alpha1.ImagePhasePulling
 	})
-	second := e.createJob(t, newJob("second", "docker.io/library/nginx:1.25", selector))
-	ni := e.waitForNodeImage(t, node, "to hold the tag for both jobs", func(ni *nodeImage) bool {
+	second := e.ImagePullJobs().Create(t, newJob("second", "docker.io/library/nginx:1.25", selector))
+	ni := e.NodeImages().WaitFor(t, node, "to hold the tag for both jobs", func(ni *nodeImage) bool {
 		return ownedTag(ni, "nginx", "1.25", "second") != nil
 	})
 	tag := ownedTag(ni, "nginx", "1.25", "first")
@@ -329,12 +329,12 @@ func TestSharedTag(t *testing.T) {
 
 	agent.finish()
 	for _, name := range []string{"first", "second"} {
-		done := e.waitForJob(t, name, "to complete", completed)
+		done := e.ImagePullJobs().WaitFor(t, name, "to complete", completed)
 		if st := done.Status; st.Succeeded != 1 || st.Failed != 0 || st.Message != messageCompleted {
 			t.Errorf("%s status = %+v, want one success", name, st)
 		}
 	}
-	if st := tagStatus(e.waitForNodeImage(t, node, "", func(*nodeImage) bool { return true }), "nginx", "1.25"); st.Version != 1 {
+	if st := tagStatus(e.NodeImages().WaitFor(t, node, "", func(*nodeImage) bool { return true }), "nginx", "1.25"); st.Version != 1 {
 		t.Errorf("final status %+v, want version 1", st)
 	}
 }

@@ -9,13 +9,15 @@ import (
 	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/bosun-dev/bosun/test/integration/framework"
 )
 
 // fakeNodeImage is a NodeImage the controller leaves alone although no node has its name.
 func (e *testEnv) fakeNodeImage(short string, images map[string]appsv1alpha1.ImageSpec) *nodeImage {
 	return &nodeImage{
-		ObjectMeta: metav1.ObjectMeta{Name: e.nodeName(short),
-			Labels: map[string]string{nodeOwnerLabel: e.ns, appsv1alpha1.FakeNodeImageLabelKey: "true"}},
+		ObjectMeta: metav1.ObjectMeta{Name: e.NodeName(short),
+			Labels: map[string]string{framework.OwnerNamespaceLabel: e.Namespace, appsv1alpha1.FakeNodeImageLabelKey: "true"}},
 		Spec: appsv1alpha1.NodeImageSpec{Images: images},
 	}
 }
@@ -26,10 +28,10 @@ func (e *testEnv) fakeNodeImage(short string, images map[string]appsv1alpha1.Ima
 func TestAdmission(t *testing.T) {
 	e := setup(t)
 	e.startManager(t, managerOptions())
-	client := e.bosun.AppsV1alpha1().NodeImages()
+	client := e.Bosun.AppsV1alpha1().NodeImages()
 
 	before := time.Now().Add(-time.Second).Truncate(time.Second)
-	ni := e.createNodeImage(t, e.fakeNodeImage("defaults", map[string]appsv1alpha1.ImageSpec{
+	ni := e.nodeImages().Create(t, e.fakeNodeImage("defaults", map[string]appsv1alpha1.ImageSpec{
 		"nginx":           {Tags: []appsv1alpha1.ImageTagSpec{newTag("1.25", 300, nil)}},
 		"reg.io/team/app": {Tags: []appsv1alpha1.ImageTagSpec{newTag("v1", 60, nil), newTag("v2", 60, nil)}},
 	}))
@@ -86,9 +88,9 @@ func TestAdmission(t *testing.T) {
 		{"257 images", tooMany, []int32{http.StatusBadRequest, http.StatusUnprocessableEntity}, "spec.images"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := client.Create(e.ctx, e.fakeNodeImage("invalid", tc.images), metav1.CreateOptions{})
+			_, err := client.Create(e.Ctx, e.fakeNodeImage("invalid", tc.images), metav1.CreateOptions{})
 			expectDenied(t, "creating a NodeImage with "+tc.name, err, tc.codes, tc.field)
-			_, err = e.updateNodeImage(ni.Name, func(ni *nodeImage) { ni.Spec.Images = tc.images })
+			_, err = e.nodeImages().TryUpdate(ni.Name, func(ni *nodeImage) { ni.Spec.Images = tc.images })
 			expectDenied(t, "updating a NodeImage to "+tc.name, err, tc.codes, tc.field)
 		})
 	}
@@ -101,8 +103,8 @@ func TestAdmissionWithTheDaemonOff(t *testing.T) {
 	opts := managerOptions()
 	opts.FeatureGates = "KruiseDaemon=false"
 	e.startManager(t, opts)
-	_, err := e.bosun.AppsV1alpha1().NodeImages().Create(e.ctx, e.fakeNodeImage("off", nil), metav1.CreateOptions{})
-	expectRefused(t, "creating a NodeImage with KruiseDaemon off", err, http.StatusForbidden, "KruiseDaemon")
+	_, err := e.Bosun.AppsV1alpha1().NodeImages().Create(e.Ctx, e.fakeNodeImage("off", nil), metav1.CreateOptions{})
+	framework.ExpectRefused(t, "creating a NodeImage with KruiseDaemon off", err, http.StatusForbidden, "KruiseDaemon")
 }
 
 // expectDenied fails the test unless err is an API error with one of codes whose message
@@ -113,10 +115,10 @@ func expectDenied(t *testing.T, what string, err error, codes []int32, field str
 		t.Errorf("%s was allowed, want it refused", what)
 		return
 	}
-	code := statusCode(err)
+	code := framework.StatusCode(err)
 	for _, want := range codes {
 		if code == want {
-			expectRefused(t, what, err, code, field)
+			framework.ExpectRefused(t, what, err, code, field)
 			return
 		}
 	}

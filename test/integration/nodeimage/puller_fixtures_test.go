@@ -14,6 +14,6 @@ func (e *testEnv) startPullerNode(t *testing.T, short string, agentArgs ...strin
 	t.Helper()
 	node := e.createNode(t, short, nil, time.Now().Add(-time.Hour))
 	e.startManager(t, managerOptions(creationDelayFlag+"=0s"))
-	e.waitForNodeImage(t, node, "created", func(*nodeImage) bool { return true })
+	e.nodeImages().WaitFor(t, node, "created", func(*nodeImage) bool { return true })
 	return node, e.startAgent(t, node, agentArgs...)
 }

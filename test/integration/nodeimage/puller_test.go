@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/bosun-dev/bosun/pkg/daemon/cri/crifake"
+	"github.com/bosun-dev/bosun/test/integration/framework"
 )
 
 // TestAgentPullsAndRepulls: the node agent reports a tag Waiting while another holds the
@@ -24,7 +25,7 @@ func TestAgentPullsAndRepulls(t *testing.T) {
 
 	e.addTag(t, node, "nginx", newTag("1.25", 600, nil))
 	e.addTag(t, node, "nginx", newTag("1.26", 600, nil))
-	ni := e.waitForNodeImage(t, node, "one tag Pulling and one Waiting", func(ni *nodeImage) bool {
+	ni := e.nodeImages().WaitFor(t, node, "one tag Pulling and one Waiting", func(ni *nodeImage) bool {
 		return ni.Status.Pulling == 1 && ni.Status.Waiting == 1
 	})
 	phases := map[appsv1alpha1.ImagePullPhase]int{}
@@ -45,7 +46,7 @@ func TestAgentPullsAndRepulls(t *testing.T) {
 	}
 
 	release()
-	ni = e.waitForNodeImage(t, node, "both tags Succeeded", func(ni *nodeImage) bool {
+	ni = e.nodeImages().WaitFor(t, node, "both tags Succeeded", func(ni *nodeImage) bool {
 		return ni.Status.Succeeded == 2
 	})
 	for _, tag := range []string{"1.25", "1.26"} {
@@ -73,12 +74,12 @@ func TestAgentPullsAndRepulls(t *testing.T) {
 
 	// A new version of a finished tag is pulled again.
 	before := runtime.ImageCallCount(crifake.PullImageCall)
-	_, err := e.updateNodeImage(node, func(ni *nodeImage) {
+	_, err := e.nodeImages().TryUpdate(node, func(ni *nodeImage) {
 		tag := tagSpec(ni, "nginx", "1.25")
 		tag.Version++
 	})
-	mustSucceed(t, "bumping the version of nginx:1.25", err)
-	ni = e.waitForNodeImage(t, node, "nginx:1.25 pulled again at version 1", func(ni *nodeImage) bool {
+	framework.MustSucceed(t, "bumping the version of nginx:1.25", err)
+	ni = e.nodeImages().WaitFor(t, node, "nginx:1.25 pulled again at version 1", func(ni *nodeImage) bool {
 		s := tagStatus(ni, "nginx", "1.25")
 		return s != nil && s.Version == 1 && s.Phase == appsv1alpha1.ImagePhaseSucceeded
 	})
@@ -101,7 +102,7 @@ func TestAgentIfNotPresent(t *testing.T) {
 	present := newTag("1.25", 600, nil)
 	present.ImagePullPolicy = appsv1alpha1.PullIfNotPresent
 	e.addTag(t, node, "nginx", present)
-	ni := e.waitForNodeImage(t, node, "nginx:1.25 Succeeded", func(ni *nodeImage) bool {
+	ni := e.nodeImages().WaitFor(t, node, "nginx:1.25 Succeeded", func(ni *nodeImage) bool {
 		s := tagStatus(ni, "nginx", "1.25")
 		return s != nil && s.Phase == appsv1alpha1.ImagePhaseSucceeded
 	})
@@ -115,7 +116,7 @@ func TestAgentIfNotPresent(t *testing.T) {
 	always := newTag("7", 600, nil)
 	always.ImagePullPolicy = appsv1alpha1.PullAlways
 	e.addTag(t, node, "redis", always)
-	e.waitForNodeImage(t, node, "redis:7 Succeeded", func(ni *nodeImage) bool {
+	e.nodeImages().WaitFor(t, node, "redis:7 Succeeded", func(ni *nodeImage) bool {
 		s := tagStatus(ni, "redis", "7")
 		return s != nil && s.Phase == appsv1alpha1.ImagePhaseSucceeded
 	})
@@ -137,7 +138,7 @@ func TestAgentRetriesThenFails(t *testing.T) {
 	tag := newTag("1.25", 600, owner)
 	tag.PullPolicy.BackoffLimit = ptr.To[int32](1)
 	e.addTag(t, node, "nginx", tag)
-	ni := e.waitForNodeImage(t, node, "nginx:1.25 Failed", func(ni *nodeImage) bool {
+	ni := e.nodeImages().WaitFor(t, node, "nginx:1.25 Failed", func(ni *nodeImage) bool {
 		s := tagStatus(ni, "nginx", "1.25")
 		return s != nil && s.Phase == appsv1alpha1.ImagePhaseFailed
 	})
@@ -152,7 +153,7 @@ func TestAgentRetriesThenFails(t *testing.T) {
 		t.Errorf("%d pull attempts with backoffLimit 1, want 2", n)
 	}
 
-	ev := e.waitForEvent(t, e.ns, "ImagePullJob", owner.Name, eventPullImageFailed)
+	ev := e.waitForEvent(t, e.Namespace, "ImagePullJob", owner.Name, eventPullImageFailed)
 	if ev.Type != corev1.EventTypeWarning || ev.InvolvedObject.UID != owner.UID || !strings.Contains(ev.Message, "registry is down") {
 		t.Errorf("event on the job: %s %q on %+v", ev.Type, ev.Message, ev.InvolvedObject)
 	}

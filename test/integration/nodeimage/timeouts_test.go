@@ -19,15 +19,15 @@ const responseTimeout = 10 * time.Second
 func (e *testEnv) createJob(t *testing.T, name string) *corev1.ObjectReference {
 	t.Helper()
 	job := &appsv1alpha1.ImagePullJob{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.Namespace},
 		Spec:       appsv1alpha1.ImagePullJobSpec{Image: "nginx:1.25"},
 	}
-	created, err := e.bosun.AppsV1alpha1().ImagePullJobs(e.ns).Create(e.ctx, job, metav1.CreateOptions{})
+	created, err := e.Bosun.AppsV1alpha1().ImagePullJobs(e.Namespace).Create(e.Ctx, job, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("creating ImagePullJob %s: %v", name, err)
 	}
 	return &corev1.ObjectReference{APIVersion: appsv1alpha1.SchemeGroupVersion.String(), Kind: "ImagePullJob",
-		Namespace: e.ns, Name: name, UID: created.UID}
+		Namespace: e.Namespace, Name: name, UID: created.UID}
 }
 
 // TestUnresponsiveNode: with no agent on the node, a tag is marked Failed "node has not
@@ -39,12 +39,12 @@ func TestUnresponsiveNode(t *testing.T) {
 	e := setup(t)
 	node := e.createNode(t, "silent", nil, time.Now().Add(-time.Hour))
 	e.startManager(t, managerOptions(responseTimeoutFlag+"="+responseTimeout.String()))
-	e.waitForNodeImage(t, node, "created", func(*nodeImage) bool { return true })
+	e.nodeImages().WaitFor(t, node, "created", func(*nodeImage) bool { return true })
 	owner := e.createJob(t, "pull-nginx")
 
 	ni := e.addTag(t, node, "nginx", newTag("1.25", 600, owner))
 	createdAt := tagSpec(ni, "nginx", "1.25").CreatedAt
-	ni = e.waitForNodeImage(t, node, "nginx:1.25 to fail", func(ni *nodeImage) bool {
+	ni = e.nodeImages().WaitFor(t, node, "nginx:1.25 to fail", func(ni *nodeImage) bool {
 		s := tagStatus(ni, "nginx", "1.25")
 		return s != nil && s.Phase == appsv1alpha1.ImagePhaseFailed
 	})
@@ -59,7 +59,7 @@ func TestUnresponsiveNode(t *testing.T) {
 			ni.Status.Desired, ni.Status.Failed, ni.Status.Succeeded, ni.Status.Pulling)
 	}
 	e.waitForEvent(t, "", "NodeImage", node, eventPullImageFailed)
-	ev := e.waitForEvent(t, e.ns, "ImagePullJob", owner.Name, eventPullImageFailed)
+	ev := e.waitForEvent(t, e.Namespace, "ImagePullJob", owner.Name, eventPullImageFailed)
 	if ev.Type != corev1.EventTypeWarning || ev.InvolvedObject.UID != owner.UID {
 		t.Errorf("event on the job = %s on %+v, want a Warning on UID %s", ev.Type, ev.InvolvedObject, owner.UID)
 	}
@@ -73,7 +73,7 @@ func TestUnresponsiveNode(t *testing.T) {
 	e.patchNodeImageStatus(t, node, []byte(fmt.Sprintf(
 		`{"status":{"imageStatuses":{"nginx":{"tags":[%s,{"tag":"1.26","phase":"Pulling","version":1,"startTime":%q}]}}}}`,
 		mustJSON(t, *status), time.Now().UTC().Format(time.RFC3339))))
-	ni = e.waitForNodeImage(t, node, "nginx:1.26 to fail", func(ni *nodeImage) bool {
+	ni = e.nodeImages().WaitFor(t, node, "nginx:1.26 to fail", func(ni *nodeImage) bool {
 		s := tagStatus(ni, "nginx", "1.26")
 		return s != nil && s.Phase == appsv1alpha1.ImagePhaseFailed
 	})
@@ -96,9 +96,9 @@ func TestSpecCleanup(t *testing.T) {
 	e := setup(t)
 	node := e.createNode(t, "clean", nil, time.Now().Add(-time.Hour))
 	e.startManager(t, managerOptions())
-	e.waitForNodeImage(t, node, "created", func(*nodeImage) bool { return true })
+	e.nodeImages().WaitFor(t, node, "created", func(*nodeImage) bool { return true })
 	job := e.createJob(t, "pull")
-	other := &corev1.ObjectReference{APIVersion: "example.com/v1", Kind: "Puller", Namespace: e.ns, Name: "p", UID: "other-uid"}
+	other := &corev1.ObjectReference{APIVersion: "example.com/v1", Kind: "Puller", Namespace: e.Namespace, Name: "p", UID: "other-uid"}
 
 	shared := newTag("shared", 600, job)
 	shared.OwnerReferences = append(shared.OwnerReferences, *other)
@@ -109,16 +109,16 @@ func TestSpecCleanup(t *testing.T) {
 	e.patchNodeImageStatus(t, node, []byte(fmt.Sprintf(
 		`{"status":{"imageStatuses":{"done":{"tags":[{"tag":"1","phase":"Succeeded","version":0,"completionTime":%q}]}}}}`,
 		time.Now().UTC().Format(time.RFC3339))))
-	e.waitForNodeImage(t, node, "the completed tag and its status gone after its TTL", func(ni *nodeImage) bool {
+	e.nodeImages().WaitFor(t, node, "the completed tag and its status gone after its TTL", func(ni *nodeImage) bool {
 		_, spec := ni.Spec.Images["done"]
 		_, status := ni.Status.ImageStatuses["done"]
 		return !spec && !status
 	})
 
-	if err := e.bosun.AppsV1alpha1().ImagePullJobs(e.ns).Delete(e.ctx, job.Name, metav1.DeleteOptions{}); err != nil {
+	if err := e.Bosun.AppsV1alpha1().ImagePullJobs(e.Namespace).Delete(e.Ctx, job.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	ni := e.waitForNodeImage(t, node, "the job's references gone", func(ni *nodeImage) bool {
+	ni := e.nodeImages().WaitFor(t, node, "the job's references gone", func(ni *nodeImage) bool {
 		return len(ni.Spec.Images) == 1 && len(ni.Spec.Images["app"].Tags) == 1
 	})
 	if tag := tagSpec(ni, "app", "shared"); tag == nil || len(tag.OwnerReferences) != 1 || tag.OwnerReferences[0].UID != other.UID {

@@ -3,10 +3,13 @@ package podunavailablebudget
 import (
 	"net/http"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/bosun-dev/bosun/test/integration/framework"
 )
 
 // Beyond OpenKruise: a budget annotated pub.bosun.dev/retry-denied-evictions: "true"
@@ -17,9 +20,9 @@ func TestRetryDeniedEvictions(t *testing.T) {
 	e := setup(t)
 	e.startManager(t, managerOptions(""))
 
-	_, err := e.bosun.PolicyV1alpha1().PodUnavailableBudgets(e.ns).Create(e.ctx, newBudget("invalid",
+	_, err := e.Bosun.PolicyV1alpha1().PodUnavailableBudgets(e.Namespace).Create(e.Ctx, newBudget("invalid",
 		withSelector(map[string]string{"app": "invalid"}), maxUnavailableOne, withAnnotation(retryDeniedEvictionsKey, "yes")), metav1.CreateOptions{})
-	expectRefused(t, "creating a budget with retry-denied-evictions: yes", err, http.StatusBadRequest, retryDeniedEvictionsKey)
+	framework.ExpectRefused(t, "creating a budget with retry-denied-evictions: yes", err, http.StatusBadRequest, retryDeniedEvictionsKey)
 
 	none := withMaxUnavailable(intstr.FromInt32(0))
 	web := e.newFixture(t, fixtureSpec{name: "web", pods: 3, budget: []budgetOption{none, withAnnotation(retryDeniedEvictionsKey, "true")},
@@ -28,12 +31,12 @@ func TestRetryDeniedEvictions(t *testing.T) {
 		want: counts{total: 3, desired: 3, current: 3, allowed: 0}})
 
 	err = e.evictPod(web.pods[0], false)
-	expectRefused(t, "evicting pod "+web.pods[0]+" under a retry-denied-evictions budget", err, http.StatusTooManyRequests, budgetDeniedMessage)
+	framework.ExpectRefused(t, "evicting pod "+web.pods[0]+" under a retry-denied-evictions budget", err, http.StatusTooManyRequests, budgetDeniedMessage)
 	if !apierrors.IsTooManyRequests(err) || apierrors.ReasonForError(err) != metav1.StatusReasonTooManyRequests {
 		t.Errorf("eviction answer %v: reason %q, want TooManyRequests", err, apierrors.ReasonForError(err))
 	}
 	expectBudgetDenial(t, "deleting pod "+web.pods[0]+" under a retry-denied-evictions budget", e.deletePod(web.pods[0]))
-	if pod := e.getPod(t, web.pods[0]); pod.DeletionTimestamp != nil {
+	if pod := e.Pods().Get(t, web.pods[0]); pod.DeletionTimestamp != nil {
 		t.Errorf("pod %s is terminating although both requests were denied", web.pods[0])
 	}
 
@@ -48,26 +51,26 @@ func TestProtectNotReady(t *testing.T) {
 	e := setup(t)
 	e.startManager(t, managerOptions(""))
 
-	_, err := e.bosun.PolicyV1alpha1().PodUnavailableBudgets(e.ns).Create(e.ctx, newBudget("invalid",
+	_, err := e.Bosun.PolicyV1alpha1().PodUnavailableBudgets(e.Namespace).Create(e.Ctx, newBudget("invalid",
 		withSelector(map[string]string{"app": "invalid"}), maxUnavailableOne, withAnnotation(protectNotReadyKey, "maybe")), metav1.CreateOptions{})
-	expectRefused(t, "creating a budget with protect-not-ready: maybe", err, http.StatusBadRequest, protectNotReadyKey)
+	framework.ExpectRefused(t, "creating a budget with protect-not-ready: maybe", err, http.StatusBadRequest, protectNotReadyKey)
 
 	f := e.newFixture(t, fixtureSpec{name: "web", pods: 4, budget: []budgetOption{maxUnavailableOne, withAnnotation(protectNotReadyKey, "true")},
 		want: counts{total: 4, desired: 3, current: 4, allowed: 1}})
 	ready, recovering, notReady := f.pods[0], f.pods[2], f.pods[3]
 
 	// Two pods go NotReady at once, as in a network partition: the budget is not met.
-	e.setReady(t, recovering, false)
-	e.setReady(t, notReady, false)
+	e.SetPodRunning(t, recovering, false, time.Time{})
+	e.SetPodRunning(t, notReady, false, time.Time{})
 	e.waitForSettled(t, "web", counts{total: 4, desired: 3, current: 2, allowed: 0})
 	expectBudgetDenial(t, "deleting NotReady pod "+notReady+" while the budget is not met", e.deletePod(notReady))
 	expectBudgetDenial(t, "evicting NotReady pod "+notReady+" while the budget is not met", e.evictPod(notReady, false))
 
 	// One comes back: 3 available, as many as must stay.
-	e.setReady(t, recovering, true)
+	e.SetPodRunning(t, recovering, true, time.Time{})
 	e.waitForSettled(t, "web", counts{total: 4, desired: 3, current: 3, allowed: 0})
 	rec := e.recordBudget(t, "web")
-	mustSucceed(t, "deleting NotReady pod "+notReady+" once the budget is met", e.deletePod(notReady))
+	framework.MustSucceed(t, "deleting NotReady pod "+notReady+" once the budget is met", e.deletePod(notReady))
 	if _, ok := rec.first(disrupted(notReady)); ok {
 		t.Errorf("the NotReady pod %s was charged:\n%s", notReady, rec.describe())
 	}

@@ -34,17 +34,17 @@ func TestDeleteBudget(t *testing.T) {
 	rec := e.recordBudget(t, "web")
 	a, b := f.pods[0], f.pods[1]
 
-	mustSucceed(t, "deleting pod "+a, e.deletePod(a))
-	v := rec.waitFor(t, e.ctx, 0, "pod "+a+" in disruptedPods", disrupted(a))
+	framework.MustSucceed(t, "deleting pod "+a, e.deletePod(a))
+	v := rec.waitFor(t, e.Ctx, 0, "pod "+a+" in disruptedPods", disrupted(a))
 	if v.budget.Status.UnavailableAllowed != 0 {
 		t.Errorf("the version recording %s allows %d more, want 0: %s", a, v.budget.Status.UnavailableAllowed, describeBudget(v.budget))
 	}
-	if pod := e.getPod(t, a); pod.DeletionTimestamp == nil {
+	if pod := e.Pods().Get(t, a); pod.DeletionTimestamp == nil {
 		t.Fatalf("pod %s is not terminating after its deletion", a)
 	}
 
 	expectBudgetDenial(t, "deleting pod "+b+" while "+a+" terminates", e.deletePod(b))
-	if pod := e.getPod(t, b); pod.DeletionTimestamp != nil {
+	if pod := e.Pods().Get(t, b); pod.DeletionTimestamp != nil {
 		t.Errorf("pod %s is terminating although its deletion was denied", b)
 	}
 	e.waitForEvent(t, "Pod", b, corev1.EventTypeWarning, eventPubPreventDeletion)
@@ -53,11 +53,11 @@ func TestDeleteBudget(t *testing.T) {
 	}
 
 	// OpenKruise's denial counter, by the pod's workload and the requesting user.
-	metrics, err := cm.Metrics(e.cp.Config().BearerToken)
+	metrics, err := cm.Metrics(e.CP.Config().BearerToken)
 	if err != nil {
 		t.Fatal(err)
 	}
-	series := fmt.Sprintf(`pod_unavailable_budget{kind_namespace_name="ReplicaSet_%s_web",username="%s"}`, e.ns, framework.AdminUser)
+	series := fmt.Sprintf(`pod_unavailable_budget{kind_namespace_name="ReplicaSet_%s_web",username="%s"}`, e.Namespace, framework.AdminUser)
 	if value, ok := framework.MetricValue(metrics, series); !ok || value != "1" {
 		t.Errorf("%s is %q (present %v), want 1", series, value, ok)
 	}
@@ -74,14 +74,14 @@ func TestEviction(t *testing.T) {
 	rec := e.recordBudget(t, "web")
 	a, b := f.pods[0], f.pods[1]
 
-	mustSucceed(t, "evicting pod "+a, e.evictPod(a, false))
-	rec.waitFor(t, e.ctx, 0, "pod "+a+" in disruptedPods", disrupted(a))
-	if pod := e.getPod(t, a); pod.DeletionTimestamp == nil {
+	framework.MustSucceed(t, "evicting pod "+a, e.evictPod(a, false))
+	rec.waitFor(t, e.Ctx, 0, "pod "+a+" in disruptedPods", disrupted(a))
+	if pod := e.Pods().Get(t, a); pod.DeletionTimestamp == nil {
 		t.Fatalf("pod %s is not terminating after its eviction", a)
 	}
 
 	expectBudgetDenial(t, "evicting pod "+b+" while "+a+" terminates", e.evictPod(b, false))
-	if pod := e.getPod(t, b); pod.DeletionTimestamp != nil {
+	if pod := e.Pods().Get(t, b); pod.DeletionTimestamp != nil {
 		t.Errorf("pod %s is terminating although its eviction was denied", b)
 	}
 	e.waitForEvent(t, "Pod", b, corev1.EventTypeWarning, eventPubPreventDeletion)
@@ -93,27 +93,27 @@ func TestDryRun(t *testing.T) {
 	e.startManager(t, managerOptions(""))
 	f := e.newFixture(t, fixtureSpec{name: "web", pods: 3, budget: []budgetOption{maxUnavailableOne},
 		want: counts{total: 3, desired: 2, current: 3, allowed: 1}})
-	before := e.getBudget(t, "web")
+	before := e.budgets().Get(t, "web")
 	rec := e.recordBudget(t, "web")
 	a := f.pods[0]
 
 	dryRun := metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}
-	mustSucceed(t, "dry-run delete of "+a, e.client.CoreV1().Pods(e.ns).Delete(e.ctx, a, dryRun))
-	mustSucceed(t, "dry-run eviction of "+a, e.evictPod(a, true))
-	mustSucceed(t, "a second dry-run delete of "+a, e.client.CoreV1().Pods(e.ns).Delete(e.ctx, a, dryRun))
+	framework.MustSucceed(t, "dry-run delete of "+a, e.Client.CoreV1().Pods(e.Namespace).Delete(e.Ctx, a, dryRun))
+	framework.MustSucceed(t, "dry-run eviction of "+a, e.evictPod(a, true))
+	framework.MustSucceed(t, "a second dry-run delete of "+a, e.Client.CoreV1().Pods(e.Namespace).Delete(e.Ctx, a, dryRun))
 
 	// The webhook writes the budget before it answers, so any write would be visible now.
-	after := e.getBudget(t, "web")
+	after := e.budgets().Get(t, "web")
 	if after.ResourceVersion != before.ResourceVersion {
 		t.Errorf("the budget was written by dry-run requests:\nbefore %s\nafter  %s", describeBudget(before), describeBudget(after))
 	}
-	if pod := e.getPod(t, a); pod.DeletionTimestamp != nil {
+	if pod := e.Pods().Get(t, a); pod.DeletionTimestamp != nil {
 		t.Fatalf("pod %s is terminating after dry-run requests", a)
 	}
 
 	// The budget is intact: the real delete is allowed.
-	mustSucceed(t, "deleting pod "+a, e.deletePod(a))
-	rec.waitFor(t, e.ctx, 0, "pod "+a+" in disruptedPods", disrupted(a))
+	framework.MustSucceed(t, "deleting pod "+a, e.deletePod(a))
+	rec.waitFor(t, e.Ctx, 0, "pod "+a+" in disruptedPods", disrupted(a))
 }
 
 // With no disruption allowed, deleting a pod that is not Ready is allowed: it is unavailable
@@ -124,12 +124,12 @@ func TestNotReadyPodsBypass(t *testing.T) {
 	f := e.newFixture(t, fixtureSpec{name: "web", pods: 3, budget: []budgetOption{maxUnavailableOne},
 		want: counts{total: 3, desired: 2, current: 3, allowed: 1}})
 	notReady := f.pods[2]
-	e.setReady(t, notReady, false)
+	e.SetPodRunning(t, notReady, false, time.Time{})
 	e.waitForSettled(t, "web", counts{total: 3, desired: 2, current: 2, allowed: 0})
 	rec := e.recordBudget(t, "web")
 
 	expectBudgetDenial(t, "deleting Ready pod "+f.pods[0], e.deletePod(f.pods[0]))
-	mustSucceed(t, "deleting NotReady pod "+notReady, e.deletePod(notReady))
+	framework.MustSucceed(t, "deleting NotReady pod "+notReady, e.deletePod(notReady))
 	if _, ok := rec.first(disrupted(notReady)); ok {
 		t.Errorf("the NotReady pod %s was charged:\n%s", notReady, rec.describe())
 	}
@@ -148,12 +148,12 @@ func TestUnavailableLabel(t *testing.T) {
 		},
 		want: counts{total: 3, desired: 2, current: 2, allowed: 0}})
 	labelled := f.pods[2]
-	if pod := e.getPod(t, labelled); !isReady(pod) {
+	if pod := e.Pods().Get(t, labelled); !isReady(pod) {
 		t.Fatalf("pod %s is not Ready", labelled)
 	}
 
 	expectBudgetDenial(t, "deleting unlabelled pod "+f.pods[0], e.deletePod(f.pods[0]))
-	mustSucceed(t, "deleting pod "+labelled+" labelled unavailable", e.deletePod(labelled))
+	framework.MustSucceed(t, "deleting pod "+labelled+" labelled unavailable", e.deletePod(labelled))
 }
 
 // With no disruption allowed, a pod annotated pub.kruise.io/no-protect: "true" may still be
@@ -170,7 +170,7 @@ func TestNoProtect(t *testing.T) {
 		want: counts{total: 3, desired: 3, current: 3, allowed: 0}})
 
 	expectBudgetDenial(t, "deleting pod "+f.pods[0], e.deletePod(f.pods[0]))
-	mustSucceed(t, "deleting pod "+f.pods[2]+" annotated no-protect", e.deletePod(f.pods[2]))
+	framework.MustSucceed(t, "deleting pod "+f.pods[2]+" annotated no-protect", e.deletePod(f.pods[2]))
 }
 
 // A budget protecting only EVICT lets plain deletes through and denies evictions.
@@ -181,7 +181,7 @@ func TestOperationFilter(t *testing.T) {
 		budget: []budgetOption{withMaxUnavailable(intstr.FromInt32(0)), withAnnotation(protectOperationsKey, "EVICT")},
 		want:   counts{total: 3, desired: 3, current: 3, allowed: 0}})
 
-	mustSucceed(t, "deleting pod "+f.pods[0]+" under an EVICT-only budget", e.deletePod(f.pods[0]))
+	framework.MustSucceed(t, "deleting pod "+f.pods[0]+" under an EVICT-only budget", e.deletePod(f.pods[0]))
 	expectBudgetDenial(t, "evicting pod "+f.pods[1]+" under an EVICT-only budget", e.evictPod(f.pods[1], false))
 }
 
@@ -202,7 +202,7 @@ func TestDisruptionExpiry(t *testing.T) {
 	a := f.pods[0]
 	// No disruption controller runs, so the PodDisruptionBudget is never processed and the
 	// API server refuses every eviction it covers with 429 — after admission.
-	_, err := e.client.PolicyV1().PodDisruptionBudgets(e.ns).Create(e.ctx, &policyv1.PodDisruptionBudget{
+	_, err := e.Client.PolicyV1().PodDisruptionBudgets(e.Namespace).Create(e.Ctx, &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: "guard"},
 		Spec: policyv1.PodDisruptionBudgetSpec{
 			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"guard": "pdb"}},
@@ -218,7 +218,7 @@ func TestDisruptionExpiry(t *testing.T) {
 	if !apierrors.IsTooManyRequests(err) {
 		t.Fatalf("evicting pod %s covered by a PodDisruptionBudget: %v, want the budget's 429", a, err)
 	}
-	charged := rec.waitFor(t, e.ctx, 0, "pod "+a+" in disruptedPods", disrupted(a))
+	charged := rec.waitFor(t, e.Ctx, 0, "pod "+a+" in disruptedPods", disrupted(a))
 	if got := charged.budget.Status.UnavailableAllowed; got != 0 {
 		t.Errorf("the version recording %s allows %d more, want 0", a, got)
 	}
@@ -230,17 +230,17 @@ func TestDisruptionExpiry(t *testing.T) {
 	if !apierrors.IsTooManyRequests(err) {
 		t.Errorf("evicting pod %s again while it is recorded: %v, want the PodDisruptionBudget's 429", a, err)
 	}
-	if b := e.getBudget(t, "web"); b.Status.UnavailableAllowed < 0 || !b.Status.DisruptedPods[a].Time.Equal(recordedAt) {
+	if b := e.budgets().Get(t, "web"); b.Status.UnavailableAllowed < 0 || !b.Status.DisruptedPods[a].Time.Equal(recordedAt) {
 		t.Errorf("the second eviction of %s changed its record: %s", a, describeBudget(b))
 	}
 
 	index := slices.IndexFunc(rec.all(), func(v budgetVersion) bool { return v.budget.ResourceVersion == charged.budget.ResourceVersion })
-	expired := rec.waitFor(t, e.ctx, index, "the record of "+a+" to expire", not(disrupted(a)))
+	expired := rec.waitFor(t, e.Ctx, index, "the record of "+a+" to expire", not(disrupted(a)))
 	if earliest := recordedAt.Add(deletionTimeout - clockSlack); expired.seen.Before(earliest) {
 		t.Errorf("the record of %s made at %s was dropped at %s, before it expired", a,
 			recordedAt.Format(time.RFC3339Nano), expired.seen.Format(time.RFC3339Nano))
 	}
-	if pod := e.getPod(t, a); pod.DeletionTimestamp != nil || !isReady(pod) {
+	if pod := e.Pods().Get(t, a); pod.DeletionTimestamp != nil || !isReady(pod) {
 		t.Fatalf("pod %s is not the Ready pod it was", a)
 	}
 	e.waitForEvent(t, "Pod", a, corev1.EventTypeWarning, eventNotDeleted)
@@ -256,21 +256,21 @@ func TestPubDeletedMidRequest(t *testing.T) {
 	a := f.pods[0]
 	expectBudgetDenial(t, "deleting pod "+a+" while its budget exists", e.deletePod(a))
 
-	if err := e.bosun.PolicyV1alpha1().PodUnavailableBudgets(e.ns).Delete(e.ctx, "web", metav1.DeleteOptions{}); err != nil {
+	if err := e.Bosun.PolicyV1alpha1().PodUnavailableBudgets(e.Namespace).Delete(e.Ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("deleting the budget: %v", err)
 	}
-	if pod := e.getPod(t, a); !taggedWith(pod, "web") {
+	if pod := e.Pods().Get(t, a); !taggedWith(pod, "web") {
 		t.Fatalf("pod %s lost its related-pub annotations: %v", a, pod.Annotations)
 	}
 	// The webhook learns of the deletion through an informer: denials until then are
 	// expected, anything else is not.
 	var last error
-	err := framework.WaitFor(e.ctx, waitTimeout, "the deletion of pod "+a+" to be allowed", func(context.Context) (bool, error) {
+	err := framework.WaitFor(e.Ctx, waitTimeout, "the deletion of pod "+a+" to be allowed", func(context.Context) (bool, error) {
 		last = e.deletePod(a)
 		if last == nil {
 			return true, nil
 		}
-		if statusCode(last) == http.StatusForbidden {
+		if framework.StatusCode(last) == http.StatusForbidden {
 			return false, nil
 		}
 		return false, last
@@ -309,7 +309,7 @@ func TestConcurrency(t *testing.T) {
 		switch {
 		case err == nil:
 			admitted.Insert(targets[i])
-		case statusCode(err) == http.StatusForbidden:
+		case framework.StatusCode(err) == http.StatusForbidden:
 		default:
 			t.Errorf("deleting pod %s: %v, want it allowed or denied with 403", targets[i], err)
 		}
@@ -318,7 +318,7 @@ func TestConcurrency(t *testing.T) {
 		t.Errorf("%d deletes were allowed (%v), want exactly 2", admitted.Len(), sets.List(admitted))
 	}
 	for i, err := range results {
-		if err != nil && statusCode(err) == http.StatusForbidden {
+		if err != nil && framework.StatusCode(err) == http.StatusForbidden {
 			expectBudgetDenial(t, "deleting pod "+targets[i], err)
 		}
 	}
@@ -339,7 +339,7 @@ func TestConcurrency(t *testing.T) {
 	if !recorded.Equal(admitted) {
 		t.Errorf("disruptedPods recorded %v, want exactly the admitted pods %v\n%s", sets.List(recorded), sets.List(admitted), rec.describe())
 	}
-	remaining := e.waitForPods(t, "the denied pods to remain", func([]corev1.Pod) bool { return true })
+	remaining := e.WaitForPods(t, "the denied pods to remain", func([]corev1.Pod) bool { return true })
 	for _, name := range targets {
 		present := slices.ContainsFunc(remaining, func(p corev1.Pod) bool { return p.Name == name })
 		if present == admitted.Has(name) {

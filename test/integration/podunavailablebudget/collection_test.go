@@ -28,7 +28,7 @@ func TestDeleteDeploymentUnderBudget(t *testing.T) {
 	opts := managerOptions("", resyncFlag+"=0")
 	opts.Controllers += "," + workloadControllers + "," + gcController
 	e.startManager(t, opts)
-	framework.StartPodReadierForTest(t, e.ctx, e.client, e.ns, 2, nil)
+	framework.StartPodReadierForTest(t, e.Ctx, e.Client, e.Namespace, 2, nil)
 
 	propagations := []metav1.DeletionPropagation{metav1.DeletePropagationBackground, metav1.DeletePropagationForeground}
 	names := map[metav1.DeletionPropagation]string{
@@ -37,14 +37,14 @@ func TestDeleteDeploymentUnderBudget(t *testing.T) {
 	}
 	for _, propagation := range propagations {
 		name := names[propagation]
-		e.createBudget(t, newBudget(name, withSelector(map[string]string{"app": name}), withMaxUnavailable(intstr.FromInt32(0))))
-		e.createDeployment(t, newDeployment(name, 2))
+		e.budgets().Create(t, newBudget(name, withSelector(map[string]string{"app": name}), withMaxUnavailable(intstr.FromInt32(0))))
+		e.Deployments().Create(t, newDeployment(name, 2))
 	}
 	recorders := map[string]*budgetRecorder{}
 	for _, propagation := range propagations {
 		name := names[propagation]
 		e.waitForSettled(t, name, counts{total: 2, desired: 2, current: 2, allowed: 0})
-		pods := e.waitForPods(t, fmt.Sprintf("Deployment %s's 2 pods, Ready and tagged", name), func(pods []corev1.Pod) bool {
+		pods := e.WaitForPods(t, fmt.Sprintf("Deployment %s's 2 pods, Ready and tagged", name), func(pods []corev1.Pod) bool {
 			return len(activeReadyTagged(pods, name)) == 2
 		})
 		// The budget protects them while the Deployment stands.
@@ -55,7 +55,7 @@ func TestDeleteDeploymentUnderBudget(t *testing.T) {
 
 	for _, propagation := range propagations {
 		name := names[propagation]
-		err := e.client.AppsV1().Deployments(e.ns).Delete(e.ctx, name, metav1.DeleteOptions{PropagationPolicy: &propagation})
+		err := e.Client.AppsV1().Deployments(e.Namespace).Delete(e.Ctx, name, metav1.DeleteOptions{PropagationPolicy: &propagation})
 		if err != nil {
 			t.Fatalf("deleting Deployment %s with %s propagation: %v", name, propagation, err)
 		}
@@ -63,7 +63,7 @@ func TestDeleteDeploymentUnderBudget(t *testing.T) {
 
 	for _, propagation := range propagations {
 		name := names[propagation]
-		e.waitForPods(t, fmt.Sprintf("the pods of Deployment %s (%s propagation) to be deleted", name, propagation), func(pods []corev1.Pod) bool {
+		e.WaitForPods(t, fmt.Sprintf("the pods of Deployment %s (%s propagation) to be deleted", name, propagation), func(pods []corev1.Pod) bool {
 			for _, pod := range pods {
 				if pod.Labels["app"] == name {
 					return false
@@ -72,7 +72,7 @@ func TestDeleteDeploymentUnderBudget(t *testing.T) {
 			return true
 		})
 		rec := recorders[name]
-		settled := rec.waitFor(t, e.ctx, 0, "budget "+name+" settled with nothing left", settledAt(counts{}))
+		settled := rec.waitFor(t, e.Ctx, 0, "budget "+name+" settled with nothing left", settledAt(counts{}))
 		// Every record of a deletion was dropped because its pod went, not because it
 		// expired.
 		late := map[string]bool{}

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"testing"
+	"time"
 
 	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -37,20 +38,20 @@ func TestTotalReplicasOverride(t *testing.T) {
 	nodes := e.createNodes(t, 3)
 	pods := e.runDaemonSet(t, "agent", nodes)
 
-	e.createBudget(t, newBudget("agent", withSelector(map[string]string{"app": "agent"}), maxUnavailableOne,
+	e.budgets().Create(t, newBudget("agent", withSelector(map[string]string{"app": "agent"}), maxUnavailableOne,
 		withAnnotation(protectTotalReplicasKey, "3")))
 	e.waitForTagged(t, "agent", pods...)
 	e.waitForSettled(t, "agent", counts{total: 3, desired: 2, current: 3, allowed: 1})
 
-	mustSucceed(t, "deleting daemon pod "+pods[0], e.deletePod(pods[0]))
+	framework.MustSucceed(t, "deleting daemon pod "+pods[0], e.deletePod(pods[0]))
 	// The DaemonSet replaces it at once, but nothing marks the replacement Ready.
 	expectBudgetDenial(t, "deleting daemon pod "+pods[1], e.deletePod(pods[1]))
 
-	e.updateBudget(t, "agent", func(b *pub) { delete(b.Annotations, protectTotalReplicasKey) })
-	e.waitForBudget(t, "agent", "desiredAvailable 0 without protect-total-replicas", func(b *pub) bool {
+	e.budgets().Update(t, "agent", func(b *pub) { delete(b.Annotations, protectTotalReplicasKey) })
+	e.budgets().WaitFor(t, "agent", "desiredAvailable 0 without protect-total-replicas", func(b *pub) bool {
 		return b.Status.DesiredAvailable == 0 && len(b.Status.DisruptedPods) == 0
 	})
-	mustSucceed(t, "deleting daemon pod "+pods[1]+" without protect-total-replicas", e.deletePod(pods[1]))
+	framework.MustSucceed(t, "deleting daemon pod "+pods[1]+" without protect-total-replicas", e.deletePod(pods[1]))
 }
 
 // Beyond OpenKruise, with PodUnavailableBudgetDaemonSetReplicas on: an Advanced DaemonSet's
@@ -64,15 +65,15 @@ func TestDaemonSetReplicas(t *testing.T) {
 	bySelector := e.runDaemonSet(t, "agent-a", nodes)
 	byTarget := e.runDaemonSet(t, "agent-b", nodes)
 
-	e.createBudget(t, newBudget("agent-a", withSelector(map[string]string{"app": "agent-a"}), maxUnavailableOne))
-	e.createBudget(t, newBudget("agent-b", withTarget("apps.kruise.io/v1alpha1", "DaemonSet", "agent-b"), maxUnavailableOne))
+	e.budgets().Create(t, newBudget("agent-a", withSelector(map[string]string{"app": "agent-a"}), maxUnavailableOne))
+	e.budgets().Create(t, newBudget("agent-b", withTarget("apps.kruise.io/v1alpha1", "DaemonSet", "agent-b"), maxUnavailableOne))
 	e.waitForTagged(t, "agent-a", bySelector...)
 	e.waitForTagged(t, "agent-b", byTarget...)
 	e.waitForSettled(t, "agent-a", counts{total: 3, desired: 2, current: 3, allowed: 1})
 	e.waitForSettled(t, "agent-b", counts{total: 3, desired: 2, current: 3, allowed: 1})
 
 	for _, pods := range [][]string{bySelector, byTarget} {
-		mustSucceed(t, "deleting daemon pod "+pods[0], e.deletePod(pods[0]))
+		framework.MustSucceed(t, "deleting daemon pod "+pods[0], e.deletePod(pods[0]))
 		expectBudgetDenial(t, "deleting daemon pod "+pods[1], e.deletePod(pods[1]))
 	}
 }
@@ -102,19 +103,19 @@ func (e *testEnv) runDaemonSet(t *testing.T, name string, nodes []string) []stri
 				ObjectMeta: metav1.ObjectMeta{Labels: maps.Clone(labels)},
 				Spec: corev1.PodSpec{
 					// Only the test's nodes: Nodes are cluster-wide.
-					NodeSelector: map[string]string{nodeOwnerLabel: e.ns},
+					NodeSelector: map[string]string{framework.OwnerNamespaceLabel: e.Namespace},
 					Containers:   []corev1.Container{{Name: "main", Image: image1}},
 				},
 			},
 		},
 	}
-	created, err := e.bosun.AppsV1alpha1().DaemonSets(e.ns).Create(e.ctx, ds, metav1.CreateOptions{})
+	created, err := e.Bosun.AppsV1alpha1().DaemonSets(e.Namespace).Create(e.Ctx, ds, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("creating DaemonSet %s: %v", name, err)
 	}
 	want := int32(len(nodes))
-	err = framework.WaitFor(e.ctx, waitTimeout, fmt.Sprintf("DaemonSet %s to schedule %d pods", name, want), func(ctx context.Context) (bool, error) {
-		ds, err := e.bosun.AppsV1alpha1().DaemonSets(e.ns).Get(ctx, name, metav1.GetOptions{})
+	err = framework.WaitFor(e.Ctx, waitTimeout, fmt.Sprintf("DaemonSet %s to schedule %d pods", name, want), func(ctx context.Context) (bool, error) {
+		ds, err := e.Bosun.AppsV1alpha1().DaemonSets(e.Namespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -123,12 +124,12 @@ func (e *testEnv) runDaemonSet(t *testing.T, name string, nodes []string) []stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	pods := e.waitForPods(t, fmt.Sprintf("one pod of DaemonSet %s per node", name), func(pods []corev1.Pod) bool {
+	pods := e.WaitForPods(t, fmt.Sprintf("one pod of DaemonSet %s per node", name), func(pods []corev1.Pod) bool {
 		return len(controlledPods(pods, created.UID)) == len(nodes)
 	})
 	names := controlledPods(pods, created.UID)
 	for _, pod := range names {
-		e.setReady(t, pod, true)
+		e.SetPodRunning(t, pod, true, time.Time{})
 	}
 	return names
 }

@@ -43,11 +43,11 @@ func TestKubectlDrain(t *testing.T) {
 	e.startManager(t, opts)
 	nodeA, nodeB, spare := e.createNode(t, "a", nil), e.createNode(t, "b", nil), e.createNode(t, "spare", nil)
 	e.startCluster(t, map[string][]string{"web-a": {nodeA, spare}, "web-b": {nodeB, spare}})
-	framework.StartPodReadierForTest(t, e.ctx, e.client, e.ns, 2, func(pod *corev1.Pod) bool { return pod.Spec.NodeName != "" })
+	framework.StartPodReadierForTest(t, e.Ctx, e.Client, e.Namespace, 2, func(pod *corev1.Pod) bool { return pod.Spec.NodeName != "" })
 
 	t.Run("without retry-denied-evictions drain gives up", func(t *testing.T) {
-		e.createDeployment(t, newDeployment("web-a", 3))
-		e.createBudget(t, newBudget("web-a", withTarget("apps/v1", "Deployment", "web-a"), maxUnavailableOne))
+		e.Deployments().Create(t, newDeployment("web-a", 3))
+		e.budgets().Create(t, newBudget("web-a", withTarget("apps/v1", "Deployment", "web-a"), maxUnavailableOne))
 		e.waitForSettled(t, "web-a", counts{total: 3, desired: 2, current: 3, allowed: 1})
 		onNode := e.podsOnNode(t, "web-a", nodeA)
 		if onNode.Len() != 3 {
@@ -69,8 +69,8 @@ func TestKubectlDrain(t *testing.T) {
 	})
 
 	t.Run("with retry-denied-evictions drain waits for replacements", func(t *testing.T) {
-		e.createDeployment(t, newDeployment("web-b", 3))
-		e.createBudget(t, newBudget("web-b", withTarget("apps/v1", "Deployment", "web-b"), maxUnavailableOne,
+		e.Deployments().Create(t, newDeployment("web-b", 3))
+		e.budgets().Create(t, newBudget("web-b", withTarget("apps/v1", "Deployment", "web-b"), maxUnavailableOne,
 			withAnnotation(retryDeniedEvictionsKey, "true")))
 		e.waitForSettled(t, "web-b", counts{total: 3, desired: 2, current: 3, allowed: 1})
 		originals := e.podsOnNode(t, "web-b", nodeB)
@@ -93,7 +93,7 @@ func TestKubectlDrain(t *testing.T) {
 		if low, when := lowest(); low < 2 {
 			t.Errorf("only %d pods of web-b were Ready at %s, want at least 2 at all times", low, when)
 		}
-		e.waitForPods(t, "3 Ready pods of web-b on "+spare+", none of the originals", func(pods []corev1.Pod) bool {
+		e.WaitForPods(t, "3 Ready pods of web-b on "+spare+", none of the originals", func(pods []corev1.Pod) bool {
 			n := 0
 			for _, pod := range pods {
 				if pod.Labels["app"] != "web-b" {
@@ -118,9 +118,9 @@ func (e *testEnv) drain(t *testing.T, node string, timeout time.Duration) (strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(e.ctx, timeout+time.Minute)
+	ctx, cancel := context.WithTimeout(e.Ctx, timeout+time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, kubectl, "--kubeconfig="+e.cp.KubeconfigPath(), "drain", node,
+	cmd := exec.CommandContext(ctx, kubectl, "--kubeconfig="+e.CP.KubeconfigPath(), "drain", node,
 		"--ignore-daemonsets", "--delete-emptydir-data", "--timeout="+timeout.String())
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -131,7 +131,7 @@ func (e *testEnv) drain(t *testing.T, node string, timeout time.Duration) (strin
 // podsOnNode returns the UIDs of the active pods labelled app=<app> bound to node.
 func (e *testEnv) podsOnNode(t *testing.T, app, node string) sets.Set[string] {
 	t.Helper()
-	list, err := e.client.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{LabelSelector: "app=" + app})
+	list, err := e.Client.CoreV1().Pods(e.Namespace).List(e.Ctx, metav1.ListOptions{LabelSelector: "app=" + app})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func (e *testEnv) podsOnNode(t *testing.T, app, node string) sets.Set[string] {
 // any change, and when.
 func (e *testEnv) watchReadyPods(t *testing.T, app string) func() (int, string) {
 	t.Helper()
-	list, err := e.client.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{LabelSelector: "app=" + app})
+	list, err := e.Client.CoreV1().Pods(e.Namespace).List(e.Ctx, metav1.ListOptions{LabelSelector: "app=" + app})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,9 +168,9 @@ func (e *testEnv) watchReadyPods(t *testing.T, app string) func() (int, string) 
 		return n
 	}
 	lowest, when := count(), "the start"
-	startRetryWatch(t, e.ctx, list.ResourceVersion, func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	startRetryWatch(t, e.Ctx, list.ResourceVersion, func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 		opts.LabelSelector = "app=" + app
-		return e.client.CoreV1().Pods(e.ns).Watch(ctx, opts)
+		return e.Client.CoreV1().Pods(e.Namespace).Watch(ctx, opts)
 	}, func(ev watch.Event) {
 		pod, ok := ev.Object.(*corev1.Pod)
 		if !ok {
@@ -200,7 +200,7 @@ func (e *testEnv) watchReadyPods(t *testing.T, app string) func() (int, string) 
 // once the containers have stopped.
 func (e *testEnv) startCluster(t *testing.T, placement map[string][]string) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(e.ctx)
+	ctx, cancel := context.WithCancel(e.Ctx)
 	done := make(chan struct{})
 	var failure error
 	go func() {
@@ -223,7 +223,7 @@ func (e *testEnv) startCluster(t *testing.T, placement map[string][]string) {
 }
 
 func (e *testEnv) clusterStep(ctx context.Context, placement map[string][]string) error {
-	pods, err := e.client.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{})
+	pods, err := e.Client.CoreV1().Pods(e.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil // retried at the next step
 	}
@@ -233,7 +233,7 @@ func (e *testEnv) clusterStep(ctx context.Context, placement map[string][]string
 			if time.Since(pod.DeletionTimestamp.Time.Add(-time.Duration(ptr.Deref(pod.DeletionGracePeriodSeconds, 0))*time.Second)) < terminationTime {
 				continue
 			}
-			err := e.client.CoreV1().Pods(e.ns).Delete(ctx, pod.Name, metav1.DeleteOptions{
+			err := e.Client.CoreV1().Pods(e.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
 				GracePeriodSeconds: ptr.To[int64](0), Preconditions: &metav1.Preconditions{UID: &pod.UID},
 			})
 			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
@@ -244,7 +244,7 @@ func (e *testEnv) clusterStep(ctx context.Context, placement map[string][]string
 			if err != nil || node == "" {
 				continue
 			}
-			err = e.client.CoreV1().Pods(e.ns).Bind(ctx, &corev1.Binding{
+			err = e.Client.CoreV1().Pods(e.Namespace).Bind(ctx, &corev1.Binding{
 				ObjectMeta: metav1.ObjectMeta{Name: pod.Name, UID: pod.UID},
 				Target:     corev1.ObjectReference{Kind: "Node", Name: node},
 			}, metav1.CreateOptions{})
@@ -259,7 +259,7 @@ func (e *testEnv) clusterStep(ctx context.Context, placement map[string][]string
 // schedulableNode returns the first of nodes that is not cordoned, or "".
 func (e *testEnv) schedulableNode(ctx context.Context, nodes []string) (string, error) {
 	for _, name := range nodes {
-		node, err := e.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		node, err := e.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return "", err
 		}

@@ -2,7 +2,6 @@ package podunavailablebudget
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -13,19 +12,14 @@ import (
 	"time"
 
 	policyv1alpha1 "github.com/bosun-dev/api/policy/v1alpha1"
-	bosunclientset "github.com/bosun-dev/client-go/clientset/versioned"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/bosun-dev/bosun/test/integration/framework"
@@ -74,10 +68,6 @@ const (
 	// clockSlack covers the record's times being written with second precision.
 	clockSlack = time.Second
 
-	// nodeOwnerLabel marks the Nodes a test made with its namespace: Nodes are cluster-scoped,
-	// and the cleanup deletes them by it.
-	nodeOwnerLabel = "bosun.dev/integration-test-namespace"
-
 	image1 = "registry.example/web:1.0"
 	image2 = "registry.example/web:2.0"
 
@@ -89,94 +79,35 @@ const (
 
 type pub = policyv1alpha1.PodUnavailableBudget
 
-// testEnv is what every test works with: a context bounded by testTimeout, the shared
-// control plane, admin clients and a fresh namespace.
-type testEnv struct {
-	ctx     context.Context
-	cp      *framework.ControlPlane
-	client  kubernetes.Interface
-	bosun   bosunclientset.Interface
-	dynamic dynamic.Interface
-	ns      string
+// testEnv is what every test works with: the framework's environment (see envOptions).
+type testEnv struct{ *framework.Env }
+
+// envOptions give every test a context bounded by testTimeout. When it ends — after its
+// managers have stopped, since they start later — the webhook configurations are deleted
+// (their validating webhooks fail closed and nothing answers them any more), then the
+// budgets, workloads and pods of the test's namespaces and the test's Nodes, so that the
+// managers of later tests, which watch the whole cluster, do not work on them: without a
+// namespace controller or garbage collector they would stay.
+var envOptions = framework.EnvOptions{
+	Timeout: testTimeout, WaitTimeout: waitTimeout, RemoveWebhookConfigurations: true,
+	Remove: []string{
+		"podunavailablebudgets.policy.kruise.io", "deployments.apps", "replicasets.apps",
+		"daemonsets.apps.kruise.io", "poddisruptionbudgets.policy", "pods",
+	},
+	PodDetails: func(pod *corev1.Pod) string {
+		return fmt.Sprintf("related-pub %q/%q", pod.Annotations[relatedPubAnnotation], pod.Annotations[relatedPubAnnotationNew])
+	},
 }
 
-// setup prepares a test. When it ends — after its managers have stopped, since they start
-// later — the webhook configurations are deleted (their validating webhooks fail closed and
-// nothing answers them any more), then the namespace's budgets, workloads and pods and the
-// test's Nodes, so that the managers of later tests, which watch the whole cluster, do not
-// work on them: without a namespace controller or garbage collector they would stay.
 func setup(t *testing.T) *testEnv {
 	t.Helper()
-	cp := framework.SharedControlPlane(t)
-	client := cp.Clientset(t)
-	bosun, err := bosunclientset.NewForConfig(cp.Config())
-	if err != nil {
-		t.Fatalf("creating bosun's clientset: %v", err)
-	}
-	dyn, err := dynamic.NewForConfig(cp.Config())
-	if err != nil {
-		t.Fatalf("creating a dynamic client: %v", err)
-	}
-	ns := framework.CreateTestNamespace(t, client).Name
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	t.Cleanup(cancel)
-	e := &testEnv{ctx: ctx, cp: cp, client: client, bosun: bosun, dynamic: dyn, ns: ns}
-	t.Cleanup(func() { e.removeEverything(t) })
-	return e
+	return &testEnv{framework.NewTestEnv(t, framework.SharedControlPlane(t), envOptions)}
 }
 
-// setupNamespace creates one more namespace for the test, whose budgets are deleted when
-// the test ends.
-func setupNamespace(t *testing.T, e *testEnv) string {
-	t.Helper()
-	ns := framework.CreateTestNamespace(t, e.client).Name
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := e.bosun.PolicyV1alpha1().PodUnavailableBudgets(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
-			t.Errorf("cleanup: deleting the budgets of %s: %v", ns, err)
-		}
-	})
-	return ns
-}
-
-func (e *testEnv) removeEverything(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := framework.DeleteWebhookConfigurations(ctx, e.client); err != nil {
-		t.Errorf("cleanup: %v", err)
-	}
-	all := metav1.ListOptions{}
-	if err := e.bosun.PolicyV1alpha1().PodUnavailableBudgets(e.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, all); err != nil {
-		t.Errorf("cleanup: deleting budgets: %v", err)
-	}
-	if err := e.client.AppsV1().Deployments(e.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, all); err != nil {
-		t.Errorf("cleanup: deleting Deployments: %v", err)
-	}
-	if err := e.client.AppsV1().ReplicaSets(e.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, all); err != nil {
-		t.Errorf("cleanup: deleting ReplicaSets: %v", err)
-	}
-	dropFinalizers := []byte(`{"metadata":{"finalizers":null}}`)
-	if list, err := e.bosun.AppsV1alpha1().DaemonSets(e.ns).List(ctx, all); err == nil {
-		for _, ds := range list.Items {
-			if len(ds.Finalizers) > 0 {
-				_, _ = e.bosun.AppsV1alpha1().DaemonSets(e.ns).Patch(ctx, ds.Name, types.MergePatchType, dropFinalizers, metav1.PatchOptions{})
-			}
-		}
-		if err := e.bosun.AppsV1alpha1().DaemonSets(e.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, all); err != nil {
-			t.Errorf("cleanup: deleting DaemonSets: %v", err)
-		}
-	}
-	if err := e.client.PolicyV1().PodDisruptionBudgets(e.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, all); err != nil {
-		t.Errorf("cleanup: deleting PodDisruptionBudgets: %v", err)
-	}
-	now := metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}
-	if err := e.client.CoreV1().Pods(e.ns).DeleteCollection(ctx, now, all); err != nil {
-		t.Errorf("cleanup: deleting pods: %v", err)
-	}
-	if err := e.client.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: nodeOwnerLabel + "=" + e.ns}); err != nil {
-		t.Errorf("cleanup: deleting Nodes: %v", err)
-	}
+// budgets are the namespace's PodUnavailableBudgets, shown by describeBudget when a wait
+// fails.
+func (e *testEnv) budgets() *framework.Objects[*pub] {
+	return e.PodUnavailableBudgets().DescribedBy(describeBudget)
 }
 
 // managerOptions are the options of the usual manager: the budget's controller and its
@@ -194,7 +125,7 @@ func managerOptions(featureGates string, extraArgs ...string) framework.Controll
 // server calls its webhooks (see waitForAdmission).
 func (e *testEnv) startManager(t *testing.T, opts framework.ControllerManagerOptions) *framework.ControllerManager {
 	t.Helper()
-	cm := framework.StartBosunControllerManager(t, e.cp, opts)
+	cm := framework.StartBosunControllerManager(t, e.CP, opts)
 	if opts.Webhooks {
 		e.waitForAdmission(t, cm)
 	}
@@ -205,14 +136,14 @@ func (e *testEnv) startManager(t *testing.T, opts framework.ControllerManagerOpt
 // managers (see framework.WaitForWebhooksCalled).
 func (e *testEnv) waitForAdmission(t *testing.T, managers ...*framework.ControllerManager) {
 	t.Helper()
-	probe := newBudget("admission-probe", withSelector(map[string]string{"bosun.dev/admission-probe": e.ns}), withMaxUnavailable(intstr.FromInt32(1)))
-	pod := newPod("admission-probe", map[string]string{"bosun.dev/admission-probe": e.ns}, nil)
-	framework.WaitForWebhooksCalled(e.ctx, t, e.cp, []framework.WebhookProbe{
+	probe := newBudget("admission-probe", withSelector(map[string]string{"bosun.dev/admission-probe": e.Namespace}), withMaxUnavailable(intstr.FromInt32(1)))
+	pod := newPod("admission-probe", map[string]string{"bosun.dev/admission-probe": e.Namespace}, nil)
+	framework.WaitForWebhooksCalled(e.Ctx, t, e.CP, []framework.WebhookProbe{
 		{Webhook: webhookPubValidation, Send: func(ctx context.Context) {
-			_, _ = e.bosun.PolicyV1alpha1().PodUnavailableBudgets(e.ns).Create(ctx, probe, framework.DryRunCreate)
+			_, _ = e.Bosun.PolicyV1alpha1().PodUnavailableBudgets(e.Namespace).Create(ctx, probe, framework.DryRunCreate)
 		}},
 		{Webhook: webhookPodMutation, Send: func(ctx context.Context) {
-			_, _ = e.client.CoreV1().Pods(e.ns).Create(ctx, pod, framework.DryRunCreate)
+			_, _ = e.Client.CoreV1().Pods(e.Namespace).Create(ctx, pod, framework.DryRunCreate)
 		}},
 	}, managers...)
 }
@@ -309,109 +240,15 @@ func newDeployment(name string, replicas int32) *appsv1.Deployment {
 
 // ---- API actions ----
 
-func (e *testEnv) createBudget(t *testing.T, b *pub) *pub {
-	t.Helper()
-	created, err := e.bosun.PolicyV1alpha1().PodUnavailableBudgets(e.ns).Create(e.ctx, b, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating budget %s: %v", b.Name, err)
-	}
-	return created
-}
-
-func (e *testEnv) getBudget(t *testing.T, name string) *pub {
-	t.Helper()
-	b, err := e.bosun.PolicyV1alpha1().PodUnavailableBudgets(e.ns).Get(e.ctx, name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("getting budget %s: %v", name, err)
-	}
-	return b
-}
-
-// tryUpdateBudget applies mutate to the live budget and updates it, retrying on conflicts
-// (the controller writes its status all the time).
-func (e *testEnv) tryUpdateBudget(name string, mutate func(*pub)) (*pub, error) {
-	var updated *pub
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		b, err := e.bosun.PolicyV1alpha1().PodUnavailableBudgets(e.ns).Get(e.ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		mutate(b)
-		updated, err = e.bosun.PolicyV1alpha1().PodUnavailableBudgets(e.ns).Update(e.ctx, b, metav1.UpdateOptions{})
-		return err
-	})
-	return updated, err
-}
-
-func (e *testEnv) updateBudget(t *testing.T, name string, mutate func(*pub)) *pub {
-	t.Helper()
-	updated, err := e.tryUpdateBudget(name, mutate)
-	if err != nil {
-		t.Fatalf("updating budget %s: %v", name, err)
-	}
-	return updated
-}
-
-func (e *testEnv) createReplicaSet(t *testing.T, rs *appsv1.ReplicaSet) *appsv1.ReplicaSet {
-	t.Helper()
-	created, err := e.client.AppsV1().ReplicaSets(e.ns).Create(e.ctx, rs, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating ReplicaSet %s: %v", rs.Name, err)
-	}
-	return created
-}
-
-func (e *testEnv) createDeployment(t *testing.T, d *appsv1.Deployment) *appsv1.Deployment {
-	t.Helper()
-	created, err := e.client.AppsV1().Deployments(e.ns).Create(e.ctx, d, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating Deployment %s: %v", d.Name, err)
-	}
-	return created
-}
-
-func (e *testEnv) createPod(t *testing.T, pod *corev1.Pod) *corev1.Pod {
-	t.Helper()
-	created, err := e.client.CoreV1().Pods(e.ns).Create(e.ctx, pod, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating pod %s: %v", pod.Name, err)
-	}
-	return created
-}
-
-func (e *testEnv) getPod(t *testing.T, name string) *corev1.Pod {
-	t.Helper()
-	pod, err := e.client.CoreV1().Pods(e.ns).Get(e.ctx, name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("getting pod %s: %v", name, err)
-	}
-	return pod
-}
-
-// setReady writes the pod's status as a kubelet would: Running, and Ready or not.
-func (e *testEnv) setReady(t *testing.T, name string, ready bool) {
-	t.Helper()
-	if _, err := framework.SetPodRunning(e.ctx, e.client, e.ns, name, ready, time.Time{}); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // updatePod applies mutate to the live pod and updates it, retrying on conflicts, and
 // returns the outcome.
 func (e *testEnv) updatePod(name string, mutate func(*corev1.Pod)) error {
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		pod, err := e.client.CoreV1().Pods(e.ns).Get(e.ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		mutate(pod)
-		_, err = e.client.CoreV1().Pods(e.ns).Update(e.ctx, pod, metav1.UpdateOptions{})
-		return err
-	})
+	_, err := e.Pods().TryUpdate(name, mutate)
+	return err
 }
 
 func (e *testEnv) deletePod(name string) error {
-	return e.client.CoreV1().Pods(e.ns).Delete(e.ctx, name, metav1.DeleteOptions{})
+	return e.Client.CoreV1().Pods(e.Namespace).Delete(e.Ctx, name, metav1.DeleteOptions{})
 }
 
 // evictPod asks the API server to evict the pod, once: client-go's typed Evict would
@@ -420,56 +257,20 @@ func (e *testEnv) deletePod(name string) error {
 func (e *testEnv) evictPod(name string, dryRun bool) error {
 	eviction := &policyv1.Eviction{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "policy/v1", Kind: "Eviction"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.Namespace},
 	}
 	if dryRun {
 		eviction.DeleteOptions = &metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}
 	}
-	return e.client.CoreV1().RESTClient().Post().Namespace(e.ns).Resource("pods").Name(name).SubResource("eviction").
-		MaxRetries(0).Body(eviction).Do(e.ctx).Error()
-}
-
-// mustSucceed fails the test if err (of what) is not nil.
-func mustSucceed(t *testing.T, what string, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatalf("%s: %v, want it allowed", what, err)
-	}
-}
-
-// statusCode returns the HTTP status code of an API error, or 0.
-func statusCode(err error) int32 {
-	var status apierrors.APIStatus
-	if errors.As(err, &status) {
-		return status.Status().Code
-	}
-	return 0
-}
-
-// expectRefused fails the test unless err is an API error with code whose message contains
-// every one of contains.
-func expectRefused(t *testing.T, what string, err error, code int32, contains ...string) {
-	t.Helper()
-	if err == nil {
-		t.Errorf("%s was allowed, want HTTP %d", what, code)
-		return
-	}
-	if got := statusCode(err); got != code {
-		t.Errorf("%s: HTTP %d (%v), want %d", what, got, err, code)
-		return
-	}
-	for _, s := range contains {
-		if !strings.Contains(err.Error(), s) {
-			t.Errorf("%s: %q does not contain %q", what, err.Error(), s)
-		}
-	}
+	return e.Client.CoreV1().RESTClient().Post().Namespace(e.Namespace).Resource("pods").Name(name).SubResource("eviction").
+		MaxRetries(0).Body(eviction).Do(e.Ctx).Error()
 }
 
 // expectBudgetDenial checks that a pod DELETE or eviction was denied by the budget: HTTP
 // 403 (for evictions too, unlike a PodDisruptionBudget's 429) with the budget's reason.
 func expectBudgetDenial(t *testing.T, what string, err error) {
 	t.Helper()
-	expectRefused(t, what, err, http.StatusForbidden, budgetDeniedMessage)
+	framework.ExpectRefused(t, what, err, http.StatusForbidden, budgetDeniedMessage)
 	if apierrors.IsTooManyRequests(err) {
 		t.Errorf("%s: answered TooManyRequests, want Forbidden", what)
 	}
@@ -500,28 +301,10 @@ func settledAt(want counts) func(*pub) bool {
 	}
 }
 
-// waitForBudget waits until cond holds for the live budget and returns it.
-func (e *testEnv) waitForBudget(t *testing.T, name, what string, cond func(*pub) bool) *pub {
-	t.Helper()
-	var last *pub
-	err := framework.WaitFor(e.ctx, waitTimeout, what, func(ctx context.Context) (bool, error) {
-		b, err := e.bosun.PolicyV1alpha1().PodUnavailableBudgets(e.ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil // retried; a persistent error ends in the timeout
-		}
-		last = b
-		return cond(b), nil
-	})
-	if err != nil {
-		t.Fatalf("budget %s: %v; last: %s", name, err, describeBudget(last))
-	}
-	return last
-}
-
 // waitForSettled waits until the budget's status shows want for its current spec.
 func (e *testEnv) waitForSettled(t *testing.T, name string, want counts) *pub {
 	t.Helper()
-	return e.waitForBudget(t, name, "status "+want.String()+" for the current generation", settledAt(want))
+	return e.budgets().WaitFor(t, name, "status "+want.String()+" for the current generation", settledAt(want))
 }
 
 func describeBudget(b *pub) string {
@@ -534,30 +317,11 @@ func describeBudget(b *pub) string {
 		slices.Sorted(maps.Keys(s.UnavailablePods)), b.Annotations)
 }
 
-// waitForPods waits until cond holds for the namespace's pods and returns them.
-func (e *testEnv) waitForPods(t *testing.T, what string, cond func([]corev1.Pod) bool) []corev1.Pod {
-	t.Helper()
-	var last []corev1.Pod
-	err := framework.WaitFor(e.ctx, waitTimeout, what, func(ctx context.Context) (bool, error) {
-		list, err := e.client.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, nil
-		}
-		slices.SortFunc(list.Items, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
-		last = list.Items
-		return cond(list.Items), nil
-	})
-	if err != nil {
-		t.Fatalf("%v; last pods: %s", err, describePods(last))
-	}
-	return last
-}
-
 // waitForTagged waits until each named pod carries both related-pub annotations naming
 // budget.
 func (e *testEnv) waitForTagged(t *testing.T, budget string, names ...string) {
 	t.Helper()
-	e.waitForPods(t, fmt.Sprintf("pods %v to be tagged with budget %s", names, budget), func(pods []corev1.Pod) bool {
+	e.WaitForPods(t, fmt.Sprintf("pods %v to be tagged with budget %s", names, budget), func(pods []corev1.Pod) bool {
 		for _, name := range names {
 			i := slices.IndexFunc(pods, func(p corev1.Pod) bool { return p.Name == name })
 			if i < 0 || !taggedWith(&pods[i], budget) {
@@ -583,43 +347,9 @@ func untagged(pod *corev1.Pod) bool {
 // returns it.
 func (e *testEnv) waitForEvent(t *testing.T, kind, name, eventType, reason string) corev1.Event {
 	t.Helper()
-	var found corev1.Event
-	var seen []string
-	selector := "involvedObject.kind=" + kind + ",involvedObject.name=" + name
-	err := framework.WaitFor(e.ctx, waitTimeout, fmt.Sprintf("a %s event %s on %s %s", eventType, reason, kind, name), func(ctx context.Context) (bool, error) {
-		list, err := e.client.CoreV1().Events(e.ns).List(ctx, metav1.ListOptions{FieldSelector: selector})
-		if err != nil {
-			return false, nil
-		}
-		seen = seen[:0]
-		for _, ev := range list.Items {
-			seen = append(seen, fmt.Sprintf("%s %s %q", ev.Type, ev.Reason, ev.Message))
-			if ev.Type == eventType && ev.Reason == reason {
-				found = ev
-				return true, nil
-			}
-		}
-		return false, nil
+	return e.WaitForEvent(t, e.Namespace, kind, name, fmt.Sprintf("a %s event %s", eventType, reason), func(ev *corev1.Event) bool {
+		return ev.Type == eventType && ev.Reason == reason
 	})
-	if err != nil {
-		t.Fatalf("%v; events on %s %s: %v", err, kind, name, seen)
-	}
-	return found
-}
-
-func describePods(pods []corev1.Pod) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d pods", len(pods))
-	for i, pod := range pods {
-		if i == 30 {
-			b.WriteString(" ...")
-			break
-		}
-		fmt.Fprintf(&b, "; %s (phase %s, ready %v, deleting %v, node %q, related-pub %q/%q)", pod.Name, pod.Status.Phase,
-			isReady(&pod), pod.DeletionTimestamp != nil, pod.Spec.NodeName,
-			pod.Annotations[relatedPubAnnotation], pod.Annotations[relatedPubAnnotationNew])
-	}
-	return b.String()
 }
 
 func isReady(pod *corev1.Pod) bool {
@@ -669,17 +399,17 @@ type fixtureSpec struct {
 func (e *testEnv) newFixture(t *testing.T, spec fixtureSpec) *fixture {
 	t.Helper()
 	labels := map[string]string{"app": spec.name}
-	f := &fixture{owner: e.createReplicaSet(t, newReplicaSet(spec.name, int32(spec.pods), labels)), budget: spec.name}
+	f := &fixture{owner: e.ReplicaSets().Create(t, newReplicaSet(spec.name, int32(spec.pods), labels)), budget: spec.name}
 	for i := range spec.pods {
 		pod := newPod(fmt.Sprintf("%s-%d", spec.name, i), labels, f.owner)
 		if spec.pod != nil {
 			spec.pod(i, pod)
 		}
-		e.createPod(t, pod)
-		e.setReady(t, pod.Name, true)
+		e.Pods().Create(t, pod)
+		e.SetPodRunning(t, pod.Name, true, time.Time{})
 		f.pods = append(f.pods, pod.Name)
 	}
-	e.createBudget(t, newBudget(spec.name, append([]budgetOption{withSelector(labels)}, spec.budget...)...))
+	e.budgets().Create(t, newBudget(spec.name, append([]budgetOption{withSelector(labels)}, spec.budget...)...))
 	e.waitForTagged(t, spec.name, f.pods...)
 	e.waitForSettled(t, spec.name, spec.want)
 	return f
@@ -713,15 +443,15 @@ func (e *testEnv) recordBudget(t *testing.T, name string) *budgetRecorder {
 	t.Helper()
 	r := &budgetRecorder{}
 	field := "metadata.name=" + name
-	budgets := e.bosun.PolicyV1alpha1().PodUnavailableBudgets(e.ns)
-	list, err := budgets.List(e.ctx, metav1.ListOptions{FieldSelector: field})
+	budgets := e.Bosun.PolicyV1alpha1().PodUnavailableBudgets(e.Namespace)
+	list, err := budgets.List(e.Ctx, metav1.ListOptions{FieldSelector: field})
 	if err != nil {
 		t.Fatalf("listing budget %s: %v", name, err)
 	}
 	for i := range list.Items {
 		r.add(&list.Items[i])
 	}
-	startRetryWatch(t, e.ctx, list.ResourceVersion, func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	startRetryWatch(t, e.Ctx, list.ResourceVersion, func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 		opts.FieldSelector = field
 		return budgets.Watch(ctx, opts)
 	}, func(ev watch.Event) {
@@ -848,43 +578,9 @@ func startRetryWatch(t *testing.T, ctx context.Context, resourceVersion string,
 
 // ---- Nodes ----
 
-// createNode creates a Ready, schedulable Node named <namespace>-<suffix> with the test's
-// label plus labels. kube-apiserver taints every new Node not-ready:NoSchedule (the node
-// lifecycle controller would lift it once the kubelet reports Ready; none runs here), so
-// the taints are cleared after creation.
+// createNode creates a Ready, schedulable Node named <namespace>-<suffix> with labels (see
+// framework.Env.CreateNode) and returns its name.
 func (e *testEnv) createNode(t *testing.T, suffix string, labels map[string]string) string {
 	t.Helper()
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: e.ns + "-" + suffix, Labels: map[string]string{nodeOwnerLabel: e.ns}}}
-	maps.Copy(node.Labels, labels)
-	if _, err := e.client.CoreV1().Nodes().Create(e.ctx, node, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating node %s: %v", node.Name, err)
-	}
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		n, err := e.client.CoreV1().Nodes().Get(e.ctx, node.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		n.Spec.Taints = nil
-		_, err = e.client.CoreV1().Nodes().Update(e.ctx, n, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatalf("clearing the taints of node %s: %v", node.Name, err)
-	}
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		n, err := e.client.CoreV1().Nodes().Get(e.ctx, node.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		n.Status.Conditions = []corev1.NodeCondition{{
-			Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),
-		}}
-		_, err = e.client.CoreV1().Nodes().UpdateStatus(e.ctx, n, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatalf("writing the status of node %s: %v", node.Name, err)
-	}
-	return node.Name
+	return e.CreateNode(t, e.NewNode(suffix, labels, time.Now())).Name
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -76,16 +77,16 @@ func TestOwnerChain(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Before the manager starts, so that its discovery knows the kind from the start.
-	if err := framework.InstallCRDs(e.ctx, e.cp.Config(), dir); err != nil {
+	if err := framework.InstallCRDs(e.Ctx, e.CP.Config(), dir); err != nil {
 		t.Fatal(err)
 	}
 	opts := managerOptions(ownerChainGate + "=true")
 	opts.Controllers += ",replicaset"
 	e.startManager(t, opts)
 	var frozen atomic.Bool
-	framework.StartPodReadierForTest(t, e.ctx, e.client, e.ns, 2, func(*corev1.Pod) bool { return !frozen.Load() })
+	framework.StartPodReadierForTest(t, e.Ctx, e.Client, e.Namespace, 2, func(*corev1.Pod) bool { return !frozen.Load() })
 
-	rollout, err := e.dynamic.Resource(rollouts).Namespace(e.ns).Create(e.ctx, &unstructured.Unstructured{Object: map[string]any{
+	rollout, err := e.Dynamic.Resource(rollouts).Namespace(e.Namespace).Create(e.Ctx, &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "test.bosun.dev/v1",
 		"kind":       "Rollout",
 		"metadata":   map[string]any{"name": "web"},
@@ -98,25 +99,25 @@ func TestOwnerChain(t *testing.T) {
 	rs.OwnerReferences = []metav1.OwnerReference{{
 		APIVersion: "test.bosun.dev/v1", Kind: "Rollout", Name: rollout.GetName(), UID: rollout.GetUID(), Controller: ptr.To(true),
 	}}
-	rs = e.createReplicaSet(t, rs)
+	rs = e.ReplicaSets().Create(t, rs)
 	// A Ready pod of the namespace the budget must not count.
-	e.createPod(t, newPod("decoy", map[string]string{"app": "decoy"}, nil))
-	e.setReady(t, "decoy", true)
+	e.Pods().Create(t, newPod("decoy", map[string]string{"app": "decoy"}, nil))
+	e.SetPodRunning(t, "decoy", true, time.Time{})
 
-	pods := e.waitForPods(t, "4 Ready pods of ReplicaSet web-canary", func(pods []corev1.Pod) bool {
+	pods := e.WaitForPods(t, "4 Ready pods of ReplicaSet web-canary", func(pods []corev1.Pod) bool {
 		return len(readyPodsOf(pods, rs)) == 4
 	})
 	names := readyPodsOf(pods, rs)
 	frozen.Store(true)
 
-	e.createBudget(t, newBudget("web", withTarget("test.bosun.dev/v1", "Rollout", "web"), withMaxUnavailable(intstr.FromInt32(2))))
+	e.budgets().Create(t, newBudget("web", withTarget("test.bosun.dev/v1", "Rollout", "web"), withMaxUnavailable(intstr.FromInt32(2))))
 	e.waitForTagged(t, "web", names...)
 	e.waitForSettled(t, "web", counts{total: 5, desired: 3, current: 4, allowed: 1})
-	if decoy := e.getPod(t, "decoy"); !untagged(decoy) {
+	if decoy := e.Pods().Get(t, "decoy"); !untagged(decoy) {
 		t.Errorf("pod decoy, outside the Rollout, was tagged: %v", decoy.Annotations)
 	}
 
-	mustSucceed(t, "deleting pod "+names[0], e.deletePod(names[0]))
+	framework.MustSucceed(t, "deleting pod "+names[0], e.deletePod(names[0]))
 	// The ReplicaSet replaces it, but nothing marks the replacement Ready.
 	expectBudgetDenial(t, "deleting pod "+names[1], e.deletePod(names[1]))
 }

@@ -19,13 +19,13 @@ func TestStatus(t *testing.T) {
 	opts := managerOptions("")
 	opts.Controllers += "," + workloadControllers
 	e.startManager(t, opts)
-	framework.StartPodReadierForTest(t, e.ctx, e.client, e.ns, 2, nil)
+	framework.StartPodReadierForTest(t, e.Ctx, e.Client, e.Namespace, 2, nil)
 
-	e.createDeployment(t, newDeployment("web", 4))
-	e.createBudget(t, newBudget("web", withTarget("apps/v1", "Deployment", "web"), withMaxUnavailable(intstr.FromString("25%"))))
+	e.Deployments().Create(t, newDeployment("web", 4))
+	e.budgets().Create(t, newBudget("web", withTarget("apps/v1", "Deployment", "web"), withMaxUnavailable(intstr.FromString("25%"))))
 	e.waitForSettled(t, "web", counts{total: 4, desired: 3, current: 4, allowed: 1})
 
-	e.updateBudget(t, "web", func(b *pub) {
+	e.budgets().Update(t, "web", func(b *pub) {
 		b.Spec.MaxUnavailable = nil
 		b.Spec.MinAvailable = ptr.To(intstr.FromString("50%"))
 	})
@@ -37,12 +37,12 @@ func TestStatus(t *testing.T) {
 // stopped first, so no pod changes, and the periodic resync is off.
 func TestScaleDownFollow(t *testing.T) {
 	e := setup(t)
-	workloads := framework.StartBosunControllerManager(t, e.cp, framework.ControllerManagerOptions{Controllers: workloadControllers})
+	workloads := framework.StartBosunControllerManager(t, e.CP, framework.ControllerManagerOptions{Controllers: workloadControllers})
 	e.startManager(t, managerOptions("", resyncFlag+"=0"))
-	framework.StartPodReadierForTest(t, e.ctx, e.client, e.ns, 2, nil)
+	framework.StartPodReadierForTest(t, e.Ctx, e.Client, e.Namespace, 2, nil)
 
-	e.createDeployment(t, newDeployment("web", 10))
-	e.createBudget(t, newBudget("web", withTarget("apps/v1", "Deployment", "web"), withMaxUnavailable(intstr.FromString("20%"))))
+	e.Deployments().Create(t, newDeployment("web", 10))
+	e.budgets().Create(t, newBudget("web", withTarget("apps/v1", "Deployment", "web"), withMaxUnavailable(intstr.FromString("20%"))))
 	e.waitForSettled(t, "web", counts{total: 10, desired: 8, current: 10, allowed: 2})
 
 	workloads.Stop(framework.DefaultStopGracePeriod)
@@ -51,12 +51,12 @@ func TestScaleDownFollow(t *testing.T) {
 		t.Fatalf("%d pods before the scale-down, want 10", len(before))
 	}
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		d, err := e.client.AppsV1().Deployments(e.ns).Get(e.ctx, "web", metav1.GetOptions{})
+		d, err := e.Client.AppsV1().Deployments(e.Namespace).Get(e.Ctx, "web", metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		d.Spec.Replicas = ptr.To[int32](5)
-		_, err = e.client.AppsV1().Deployments(e.ns).Update(e.ctx, d, metav1.UpdateOptions{})
+		_, err = e.Client.AppsV1().Deployments(e.Namespace).Update(e.Ctx, d, metav1.UpdateOptions{})
 		return err
 	})
 	if err != nil {
@@ -72,7 +72,7 @@ func TestScaleDownFollow(t *testing.T) {
 // podVersions returns the resourceVersion of every pod of the namespace by name.
 func podVersions(t *testing.T, e *testEnv) map[string]string {
 	t.Helper()
-	list, err := e.client.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{})
+	list, err := e.Client.CoreV1().Pods(e.Namespace).List(e.Ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,9 +83,9 @@ func TestEvictionStorm(t *testing.T) {
 		net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])),
 		net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1])),
 	})
-	lease := "bosun-pub-storm-" + e.ns
+	lease := "bosun-pub-storm-" + e.Namespace
 	t.Cleanup(func() {
-		err := e.client.CoordinationV1().Leases("kube-system").Delete(context.Background(), lease, metav1.DeleteOptions{})
+		err := e.Client.CoordinationV1().Leases("kube-system").Delete(context.Background(), lease, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			t.Errorf("cleanup: deleting Lease %s: %v", lease, err)
 		}
@@ -98,15 +98,15 @@ func TestEvictionStorm(t *testing.T) {
 		opts.WebhookPort = port
 		return opts
 	}
-	leader := framework.StartBosunControllerManager(t, e.cp, replica(ports[0]))
-	err = framework.WaitFor(e.ctx, waitTimeout, "the first replica to lead", func(context.Context) (bool, error) {
+	leader := framework.StartBosunControllerManager(t, e.CP, replica(ports[0]))
+	err = framework.WaitFor(e.Ctx, waitTimeout, "the first replica to lead", func(context.Context) (bool, error) {
 		_, body := framework.GetEndpoint(leader.Port, "/healthz?verbose", "")
 		return strings.Contains(body, "[+]"+pubController+" ok"), nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	standby := framework.StartBosunControllerManager(t, e.cp, replica(ports[1]))
+	standby := framework.StartBosunControllerManager(t, e.CP, replica(ports[1]))
 	if _, body := framework.GetEndpoint(standby.Port, "/healthz?verbose", ""); strings.Contains(body, pubController) {
 		t.Fatalf("the second replica runs the controller, so it is not a standby:\n%s", body)
 	}
@@ -114,17 +114,17 @@ func TestEvictionStorm(t *testing.T) {
 
 	// The pods, their owner and the budget.
 	labels := map[string]string{"app": "storm"}
-	owner := e.createReplicaSet(t, newReplicaSet("storm", stormPods, labels))
-	e.createBudget(t, newBudget("storm", withSelector(labels), withMaxUnavailable(intstr.FromInt32(stormMaxUnavailable))))
+	owner := e.ReplicaSets().Create(t, newReplicaSet("storm", stormPods, labels))
+	e.budgets().Create(t, newBudget("storm", withSelector(labels), withMaxUnavailable(intstr.FromInt32(stormMaxUnavailable))))
 	originals := make([]string, stormPods)
 	for i := range originals {
 		originals[i] = fmt.Sprintf("storm-%03d", i)
 	}
 	parallel(t, 10, originals, func(name string) error {
-		if _, err := e.client.CoreV1().Pods(e.ns).Create(e.ctx, newPod(name, labels, owner), metav1.CreateOptions{}); err != nil {
+		if _, err := e.Client.CoreV1().Pods(e.Namespace).Create(e.Ctx, newPod(name, labels, owner), metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("creating pod %s: %w", name, err)
 		}
-		_, err := framework.SetPodRunning(e.ctx, e.client, e.ns, name, true, time.Time{})
+		_, err := framework.SetPodRunning(e.Ctx, e.Client, e.Namespace, name, true, time.Time{})
 		return err
 	})
 	e.waitForTagged(t, "storm", originals...)
@@ -192,7 +192,7 @@ func TestEvictionStorm(t *testing.T) {
 		t.Errorf("disruptedPods recorded %d pods, %d were admitted: recorded but not admitted %v, admitted but never recorded %v",
 			replay.recorded.Len(), admitted.Len(), sets.List(replay.recorded.Difference(admitted)), sets.List(admitted.Difference(replay.recorded)))
 	}
-	final, err := e.client.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{})
+	final, err := e.Client.CoreV1().Pods(e.Namespace).List(e.Ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestEvictionStorm(t *testing.T) {
 	}
 
 	// Both replicas answered admission requests.
-	token := e.cp.Config().BearerToken
+	token := e.CP.Config().BearerToken
 	for _, cm := range []*framework.ControllerManager{leader, standby} {
 		metrics, err := cm.Metrics(token)
 		if err != nil {
@@ -407,7 +407,7 @@ func (e *testEnv) storm(t *testing.T, seed uint64, pods []string) []outcome {
 	t.Helper()
 	clients := make([]kubernetes.Interface, stormClients)
 	for i := range clients {
-		cfg := e.cp.Config()
+		cfg := e.CP.Config()
 		cfg.UserAgent = fmt.Sprintf("storm-client-%d", i)
 		// A dialer of its own gives the client a transport, and connection, of its own.
 		cfg.Dial = (&net.Dialer{Timeout: 30 * time.Second}).DialContext
@@ -434,14 +434,14 @@ func (e *testEnv) storm(t *testing.T, seed uint64, pods []string) []outcome {
 				rest := client.CoreV1().RESTClient()
 				if r.IntN(2) == 0 {
 					o.op = "evict"
-					err = rest.Post().Namespace(e.ns).Resource("pods").Name(o.pod).SubResource("eviction").MaxRetries(0).
-						Body(evictionOf(e.ns, o.pod)).Do(e.ctx).Error()
+					err = rest.Post().Namespace(e.Namespace).Resource("pods").Name(o.pod).SubResource("eviction").MaxRetries(0).
+						Body(evictionOf(e.Namespace, o.pod)).Do(e.Ctx).Error()
 				} else {
-					err = rest.Delete().Namespace(e.ns).Resource("pods").Name(o.pod).MaxRetries(0).
-						Body(&metav1.DeleteOptions{}).Do(e.ctx).Error()
+					err = rest.Delete().Namespace(e.Namespace).Resource("pods").Name(o.pod).MaxRetries(0).
+						Body(&metav1.DeleteOptions{}).Do(e.Ctx).Error()
 				}
 				o.answer = time.Now()
-				o.code, o.message = statusCode(err), ""
+				o.code, o.message = framework.StatusCode(err), ""
 				if err != nil {
 					o.message = err.Error()
 				}
@@ -490,12 +490,12 @@ type podOwner struct {
 func (e *testEnv) startOwner(t *testing.T, originals sets.Set[string], labels map[string]string, rs *appsv1.ReplicaSet) *podOwner {
 	t.Helper()
 	o := &podOwner{e: e, originals: originals, replaced: sets.New[string]()}
-	list, err := e.client.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{})
+	list, err := e.Client.CoreV1().Pods(e.Namespace).List(e.Ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	startRetryWatch(t, e.ctx, list.ResourceVersion, func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-		return e.client.CoreV1().Pods(e.ns).Watch(ctx, opts)
+	startRetryWatch(t, e.Ctx, list.ResourceVersion, func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+		return e.Client.CoreV1().Pods(e.Namespace).Watch(ctx, opts)
 	}, func(ev watch.Event) {
 		pod, ok := ev.Object.(*corev1.Pod)
 		if !ok || ev.Type != watch.Deleted || !originals.Has(pod.Name) {
@@ -524,11 +524,11 @@ func (e *testEnv) startOwner(t *testing.T, originals sets.Set[string], labels ma
 func (o *podOwner) replace(name string, labels map[string]string, rs *appsv1.ReplicaSet) error {
 	time.Sleep(replacementDelay)
 	replacement := newPod(name+"-r", labels, rs)
-	if _, err := o.e.client.CoreV1().Pods(o.e.ns).Create(o.e.ctx, replacement, metav1.CreateOptions{}); err != nil {
+	if _, err := o.e.Client.CoreV1().Pods(o.e.Namespace).Create(o.e.Ctx, replacement, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating the replacement of %s: %w", name, err)
 	}
 	time.Sleep(readyDelay)
-	_, err := framework.SetPodRunning(o.e.ctx, o.e.client, o.e.ns, replacement.Name, true, time.Time{})
+	_, err := framework.SetPodRunning(o.e.Ctx, o.e.Client, o.e.Namespace, replacement.Name, true, time.Time{})
 	return err
 }
 
@@ -536,7 +536,7 @@ func (o *podOwner) replace(name string, labels map[string]string, rs *appsv1.Rep
 // test if a replacement could not be made.
 func (o *podOwner) wait(t *testing.T) {
 	t.Helper()
-	o.e.waitForPods(t, "a Ready replacement for every pod that went", func(pods []corev1.Pod) bool {
+	o.e.WaitForPods(t, "a Ready replacement for every pod that went", func(pods []corev1.Pod) bool {
 		byName := map[string]*corev1.Pod{}
 		for i := range pods {
 			byName[pods[i].Name] = &pods[i]
@@ -583,7 +583,7 @@ type history struct {
 func (e *testEnv) recordHistory(t *testing.T) *history {
 	t.Helper()
 	h := &history{initialPods: map[string]*corev1.Pod{}, budgetName: "storm"}
-	pods, err := e.client.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{})
+	pods, err := e.Client.CoreV1().Pods(e.Namespace).List(e.Ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -591,22 +591,22 @@ func (e *testEnv) recordHistory(t *testing.T) *history {
 		h.initialPods[pods.Items[i].Name] = &pods.Items[i]
 	}
 	field := "metadata.name=" + h.budgetName
-	budgets, err := e.bosun.PolicyV1alpha1().PodUnavailableBudgets(e.ns).List(e.ctx, metav1.ListOptions{FieldSelector: field})
+	budgets, err := e.Bosun.PolicyV1alpha1().PodUnavailableBudgets(e.Namespace).List(e.Ctx, metav1.ListOptions{FieldSelector: field})
 	if err != nil || len(budgets.Items) != 1 {
 		t.Fatalf("listing budget %s: %v (%d found)", h.budgetName, err, len(budgets.Items))
 	}
 	h.initialBudget = &budgets.Items[0]
 
-	startRetryWatch(t, e.ctx, pods.ResourceVersion, func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-		return e.client.CoreV1().Pods(e.ns).Watch(ctx, opts)
+	startRetryWatch(t, e.Ctx, pods.ResourceVersion, func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+		return e.Client.CoreV1().Pods(e.Namespace).Watch(ctx, opts)
 	}, func(ev watch.Event) {
 		if pod, ok := ev.Object.(*corev1.Pod); ok {
 			h.add(t, change{pod: pod, deleted: ev.Type == watch.Deleted}, pod.ResourceVersion)
 		}
 	})
-	startRetryWatch(t, e.ctx, budgets.ResourceVersion, func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	startRetryWatch(t, e.Ctx, budgets.ResourceVersion, func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 		opts.FieldSelector = field
-		return e.bosun.PolicyV1alpha1().PodUnavailableBudgets(e.ns).Watch(ctx, opts)
+		return e.Bosun.PolicyV1alpha1().PodUnavailableBudgets(e.Namespace).Watch(ctx, opts)
 	}, func(ev watch.Event) {
 		if b, ok := ev.Object.(*pub); ok && ev.Type != watch.Deleted {
 			h.add(t, change{budget: b}, b.ResourceVersion)
@@ -632,12 +632,12 @@ func (h *history) add(t *testing.T, c change, resourceVersion string) {
 // budget is the one stored.
 func (h *history) waitCaughtUp(t *testing.T, e *testEnv) {
 	t.Helper()
-	err := framework.WaitFor(e.ctx, waitTimeout, "the recorded history to catch up", func(ctx context.Context) (bool, error) {
-		pods, err := e.client.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{})
+	err := framework.WaitFor(e.Ctx, waitTimeout, "the recorded history to catch up", func(ctx context.Context) (bool, error) {
+		pods, err := e.Client.CoreV1().Pods(e.Namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, nil
 		}
-		budget, err := e.bosun.PolicyV1alpha1().PodUnavailableBudgets(e.ns).Get(ctx, h.budgetName, metav1.GetOptions{})
+		budget, err := e.Bosun.PolicyV1alpha1().PodUnavailableBudgets(e.Namespace).Get(ctx, h.budgetName, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}

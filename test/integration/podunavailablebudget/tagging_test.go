@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,9 +20,9 @@ func TestTaggingAtCreate(t *testing.T) {
 	e := setup(t)
 	e.startManager(t, managerOptions(""))
 
-	e.createBudget(t, newBudget("web-budget", withSelector(map[string]string{"app": "web"}), withMaxUnavailable(intstr.FromInt32(1))))
-	db := e.createReplicaSet(t, newReplicaSet("db", 2, map[string]string{"app": "db"}))
-	e.createBudget(t, newBudget("db-budget", withTarget("apps/v1", "ReplicaSet", "db"), withMaxUnavailable(intstr.FromInt32(1))))
+	e.budgets().Create(t, newBudget("web-budget", withSelector(map[string]string{"app": "web"}), withMaxUnavailable(intstr.FromInt32(1))))
+	db := e.ReplicaSets().Create(t, newReplicaSet("db", 2, map[string]string{"app": "db"}))
+	e.budgets().Create(t, newBudget("db-budget", withTarget("apps/v1", "ReplicaSet", "db"), withMaxUnavailable(intstr.FromInt32(1))))
 
 	// The webhook learns of budgets through an informer; wait until a dry-run create, which
 	// goes through the same webhook, is tagged, so that the real creates below are not
@@ -29,21 +30,21 @@ func TestTaggingAtCreate(t *testing.T) {
 	e.waitForTaggingAtCreate(t, newPod("probe-web", map[string]string{"app": "web"}, nil), "web-budget")
 	e.waitForTaggingAtCreate(t, newPod("probe-db", map[string]string{"app": "db"}, db), "db-budget")
 
-	web := e.createPod(t, newPod("web-0", map[string]string{"app": "web", "tier": "fe"}, nil))
+	web := e.Pods().Create(t, newPod("web-0", map[string]string{"app": "web", "tier": "fe"}, nil))
 	if !taggedWith(web, "web-budget") {
 		t.Errorf("pod web-0 labelled app=web was created with annotations %v, want %s and %s = web-budget",
 			web.Annotations, relatedPubAnnotation, relatedPubAnnotationNew)
 	}
-	dbPod := e.createPod(t, newPod("db-0", map[string]string{"app": "db"}, db))
+	dbPod := e.Pods().Create(t, newPod("db-0", map[string]string{"app": "db"}, db))
 	if !taggedWith(dbPod, "db-budget") {
 		t.Errorf("pod db-0 of ReplicaSet db was created with annotations %v, want both related-pub annotations = db-budget", dbPod.Annotations)
 	}
-	other := e.createPod(t, newPod("other-0", map[string]string{"app": "other"}, nil))
+	other := e.Pods().Create(t, newPod("other-0", map[string]string{"app": "other"}, nil))
 	if !untagged(other) {
 		t.Errorf("pod other-0, which no budget covers, was created with annotations %v", other.Annotations)
 	}
 	// What the API server stored, not only what it answered.
-	if live := e.getPod(t, "web-0"); !taggedWith(live, "web-budget") {
+	if live := e.Pods().Get(t, "web-0"); !taggedWith(live, "web-budget") {
 		t.Errorf("stored pod web-0 has annotations %v", live.Annotations)
 	}
 }
@@ -52,8 +53,8 @@ func TestTaggingAtCreate(t *testing.T) {
 func (e *testEnv) waitForTaggingAtCreate(t *testing.T, pod *corev1.Pod, budget string) {
 	t.Helper()
 	var last *corev1.Pod
-	err := framework.WaitFor(e.ctx, waitTimeout, fmt.Sprintf("a pod created like %s to be tagged with %s", pod.Name, budget), func(ctx context.Context) (bool, error) {
-		created, err := e.client.CoreV1().Pods(e.ns).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	err := framework.WaitFor(e.Ctx, waitTimeout, fmt.Sprintf("a pod created like %s to be tagged with %s", pod.Name, budget), func(ctx context.Context) (bool, error) {
+		created, err := e.Client.CoreV1().Pods(e.Namespace).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err != nil {
 			return false, fmt.Errorf("dry-run create of pod %s: %w", pod.Name, err)
 		}
@@ -74,21 +75,21 @@ func TestTaggingExistingPods(t *testing.T) {
 	e := setup(t)
 	e.startManager(t, managerOptions(""))
 
-	owner := e.createReplicaSet(t, newReplicaSet("web", 3, map[string]string{"app": "web"}))
+	owner := e.ReplicaSets().Create(t, newReplicaSet("web", 3, map[string]string{"app": "web"}))
 	var names []string
 	for i := range 3 {
-		pod := e.createPod(t, newPod(fmt.Sprintf("web-%d", i), map[string]string{"app": "web"}, owner))
+		pod := e.Pods().Create(t, newPod(fmt.Sprintf("web-%d", i), map[string]string{"app": "web"}, owner))
 		if !untagged(pod) {
 			t.Fatalf("pod %s was tagged before any budget existed: %v", pod.Name, pod.Annotations)
 		}
 		names = append(names, pod.Name)
 	}
-	e.createPod(t, newPod("other-0", map[string]string{"app": "other"}, nil))
+	e.Pods().Create(t, newPod("other-0", map[string]string{"app": "other"}, nil))
 
-	e.createBudget(t, newBudget("web-budget", withSelector(map[string]string{"app": "web"}), withMaxUnavailable(intstr.FromInt32(1))))
+	e.budgets().Create(t, newBudget("web-budget", withSelector(map[string]string{"app": "web"}), withMaxUnavailable(intstr.FromInt32(1))))
 	e.waitForTagged(t, "web-budget", names...)
 	// The controller tags in one pass what it covers; by now it has passed over other-0.
-	if other := e.getPod(t, "other-0"); !untagged(other) {
+	if other := e.Pods().Get(t, "other-0"); !untagged(other) {
 		t.Errorf("pod other-0, which the budget does not cover, was tagged: %v", other.Annotations)
 	}
 }
@@ -101,34 +102,34 @@ func TestTaggingExistingPods(t *testing.T) {
 // can tag and count them.
 func TestBudgetCreatedBeforeItsPods(t *testing.T) {
 	e := setup(t)
-	if _, err := e.client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(e.ctx, mutatingConfiguration, metav1.GetOptions{}); err == nil {
+	if _, err := e.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(e.Ctx, mutatingConfiguration, metav1.GetOptions{}); err == nil {
 		t.Fatalf("webhook configuration %s exists: an earlier test did not clean up", mutatingConfiguration)
 	}
-	if _, err := e.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(e.ctx, validatingConfiguration, metav1.GetOptions{}); err == nil {
+	if _, err := e.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(e.Ctx, validatingConfiguration, metav1.GetOptions{}); err == nil {
 		t.Fatalf("webhook configuration %s exists: an earlier test did not clean up", validatingConfiguration)
 	}
 	e.startManager(t, framework.ControllerManagerOptions{Controllers: pubController, ExtraArgs: []string{resyncFlag + "=0"}})
 
-	web := e.createBudget(t, newBudget("web", withSelector(map[string]string{"app": "web"}), withMaxUnavailable(intstr.FromInt32(1))))
-	db := e.createBudget(t, newBudget("db", withTarget("apps/v1", "ReplicaSet", "db"), withMaxUnavailable(intstr.FromInt32(1))))
+	web := e.budgets().Create(t, newBudget("web", withSelector(map[string]string{"app": "web"}), withMaxUnavailable(intstr.FromInt32(1))))
+	db := e.budgets().Create(t, newBudget("db", withTarget("apps/v1", "ReplicaSet", "db"), withMaxUnavailable(intstr.FromInt32(1))))
 	e.waitForSettled(t, "web", counts{})
 	e.waitForSettled(t, "db", counts{})
 	e.waitForEvent(t, "PodUnavailableBudget", "web", corev1.EventTypeNormal, eventNoPods)
 
-	webOwner := e.createReplicaSet(t, newReplicaSet("web", 3, map[string]string{"app": "web"}))
-	dbOwner := e.createReplicaSet(t, newReplicaSet("db", 2, map[string]string{"app": "db"}))
+	webOwner := e.ReplicaSets().Create(t, newReplicaSet("web", 3, map[string]string{"app": "web"}))
+	dbOwner := e.ReplicaSets().Create(t, newReplicaSet("db", 2, map[string]string{"app": "db"}))
 	var webPods, dbPods []string
 	for i := range 3 {
-		pod := e.createPod(t, newPod(fmt.Sprintf("web-%d", i), map[string]string{"app": "web"}, webOwner))
+		pod := e.Pods().Create(t, newPod(fmt.Sprintf("web-%d", i), map[string]string{"app": "web"}, webOwner))
 		if !untagged(pod) {
 			t.Fatalf("pod %s was tagged at creation (%v): a webhook ran", pod.Name, pod.Annotations)
 		}
-		e.setReady(t, pod.Name, true)
+		e.SetPodRunning(t, pod.Name, true, time.Time{})
 		webPods = append(webPods, pod.Name)
 	}
 	for i := range 2 {
-		pod := e.createPod(t, newPod(fmt.Sprintf("db-%d", i), map[string]string{"app": "db"}, dbOwner))
-		e.setReady(t, pod.Name, true)
+		pod := e.Pods().Create(t, newPod(fmt.Sprintf("db-%d", i), map[string]string{"app": "db"}, dbOwner))
+		e.SetPodRunning(t, pod.Name, true, time.Time{})
 		dbPods = append(dbPods, pod.Name)
 	}
 
@@ -137,7 +138,7 @@ func TestBudgetCreatedBeforeItsPods(t *testing.T) {
 	e.waitForSettled(t, "web", counts{total: 3, desired: 2, current: 3, allowed: 1})
 	e.waitForSettled(t, "db", counts{total: 2, desired: 1, current: 2, allowed: 1})
 	for _, before := range []*pub{web, db} {
-		if after := e.getBudget(t, before.Name); after.Generation != before.Generation {
+		if after := e.budgets().Get(t, before.Name); after.Generation != before.Generation {
 			t.Errorf("budget %s went from generation %d to %d: the test changed nothing", before.Name, before.Generation, after.Generation)
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"github.com/bosun-dev/bosun/test/integration/framework"
 )
 
 // Every invalid budget is refused with HTTP 400, as OpenKruise's webhook answers, and
@@ -44,9 +46,9 @@ func TestSpecValidation(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := e.bosun.PolicyV1alpha1().PodUnavailableBudgets(e.ns).Create(e.ctx, tc.budget, metav1.CreateOptions{})
-			expectRefused(t, "creating "+tc.name, err, http.StatusBadRequest)
-			if _, err := e.bosun.PolicyV1alpha1().PodUnavailableBudgets(e.ns).Get(e.ctx, tc.budget.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			_, err := e.Bosun.PolicyV1alpha1().PodUnavailableBudgets(e.Namespace).Create(e.Ctx, tc.budget, metav1.CreateOptions{})
+			framework.ExpectRefused(t, "creating "+tc.name, err, http.StatusBadRequest)
+			if _, err := e.Bosun.PolicyV1alpha1().PodUnavailableBudgets(e.Namespace).Get(e.Ctx, tc.budget.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				t.Errorf("budget %s was stored (get: %v)", tc.budget.Name, err)
 			}
 		})
@@ -62,7 +64,7 @@ func TestSpecValidation(t *testing.T) {
 	}
 	for _, b := range valid {
 		t.Run("valid "+b.Name, func(t *testing.T) {
-			if _, err := e.bosun.PolicyV1alpha1().PodUnavailableBudgets(e.ns).Create(e.ctx, b, metav1.CreateOptions{}); err != nil {
+			if _, err := e.Bosun.PolicyV1alpha1().PodUnavailableBudgets(e.Namespace).Create(e.Ctx, b, metav1.CreateOptions{}); err != nil {
 				t.Errorf("creating valid budget %s: %v", b.Name, err)
 			}
 		})
@@ -70,14 +72,14 @@ func TestSpecValidation(t *testing.T) {
 
 	// Updates are validated the same way.
 	t.Run("update to an invalid value", func(t *testing.T) {
-		_, err := e.tryUpdateBudget("selector-max", func(b *pub) {
+		_, err := e.budgets().TryUpdate("selector-max", func(b *pub) {
 			b.Spec.MaxUnavailable = &intstr.IntOrString{Type: intstr.String, StrVal: "101%"}
 		})
-		expectRefused(t, "updating maxUnavailable to 101%", err, http.StatusBadRequest)
-		_, err = e.tryUpdateBudget("selector-max", func(b *pub) {
+		framework.ExpectRefused(t, "updating maxUnavailable to 101%", err, http.StatusBadRequest)
+		_, err = e.budgets().TryUpdate("selector-max", func(b *pub) {
 			b.Annotations = map[string]string{protectOperationsKey: "DELETE,REBOOT"}
 		})
-		expectRefused(t, "updating protect-operations to DELETE,REBOOT", err, http.StatusBadRequest)
+		framework.ExpectRefused(t, "updating protect-operations to DELETE,REBOOT", err, http.StatusBadRequest)
 	})
 }
 
@@ -86,8 +88,8 @@ func TestImmutability(t *testing.T) {
 	e := setup(t)
 	e.startManager(t, managerOptions(""))
 
-	e.createBudget(t, newBudget("by-selector", withSelector(map[string]string{"app": "web"}), withMaxUnavailable(intstr.FromInt32(1))))
-	e.createBudget(t, newBudget("by-target", withTarget("apps/v1", "Deployment", "api"), withMaxUnavailable(intstr.FromInt32(1))))
+	e.budgets().Create(t, newBudget("by-selector", withSelector(map[string]string{"app": "web"}), withMaxUnavailable(intstr.FromInt32(1))))
+	e.budgets().Create(t, newBudget("by-target", withTarget("apps/v1", "Deployment", "api"), withMaxUnavailable(intstr.FromInt32(1))))
 
 	denied := []struct {
 		name   string
@@ -106,16 +108,16 @@ func TestImmutability(t *testing.T) {
 	}
 	for _, tc := range denied {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := e.tryUpdateBudget(tc.budget, tc.mutate)
-			expectRefused(t, tc.name, err, http.StatusBadRequest)
+			_, err := e.budgets().TryUpdate(tc.budget, tc.mutate)
+			framework.ExpectRefused(t, tc.name, err, http.StatusBadRequest)
 		})
 	}
-	if got := e.getBudget(t, "by-selector").Spec.Selector.MatchLabels; len(got) != 1 || got["app"] != "web" {
+	if got := e.budgets().Get(t, "by-selector").Spec.Selector.MatchLabels; len(got) != 1 || got["app"] != "web" {
 		t.Errorf("the selector changed to %v", got)
 	}
 
 	t.Run("changing maxUnavailable", func(t *testing.T) {
-		updated, err := e.tryUpdateBudget("by-selector", func(b *pub) { b.Spec.MaxUnavailable = ptr.To(intstr.FromString("50%")) })
+		updated, err := e.budgets().TryUpdate("by-selector", func(b *pub) { b.Spec.MaxUnavailable = ptr.To(intstr.FromString("50%")) })
 		if err != nil {
 			t.Fatalf("changing maxUnavailable: %v", err)
 		}
@@ -124,7 +126,7 @@ func TestImmutability(t *testing.T) {
 		}
 	})
 	t.Run("switching to minAvailable", func(t *testing.T) {
-		_, err := e.tryUpdateBudget("by-target", func(b *pub) {
+		_, err := e.budgets().TryUpdate("by-target", func(b *pub) {
 			b.Spec.MaxUnavailable = nil
 			b.Spec.MinAvailable = ptr.To(intstr.FromInt32(2))
 		})
@@ -142,8 +144,8 @@ func TestOverlap(t *testing.T) {
 	e.startManager(t, managerOptions(""))
 
 	one := withMaxUnavailable(intstr.FromInt32(1))
-	e.createBudget(t, newBudget("a", withSelector(map[string]string{"app": "web"}), one))
-	e.createBudget(t, newBudget("deploy", withTarget("apps/v1", "Deployment", "web"), one))
+	e.budgets().Create(t, newBudget("a", withSelector(map[string]string{"app": "web"}), one))
+	e.budgets().Create(t, newBudget("deploy", withTarget("apps/v1", "Deployment", "web"), one))
 
 	in := func(key string, op metav1.LabelSelectorOperator, values ...string) budgetOption {
 		return withLabelSelector(&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: key, Operator: op, Values: values}}})
@@ -161,8 +163,8 @@ func TestOverlap(t *testing.T) {
 	}
 	for _, tc := range conflicting {
 		t.Run(tc.name+" conflicts", func(t *testing.T) {
-			_, err := e.bosun.PolicyV1alpha1().PodUnavailableBudgets(e.ns).Create(e.ctx, tc.budget, metav1.CreateOptions{})
-			expectRefused(t, "creating "+tc.name, err, http.StatusBadRequest)
+			_, err := e.Bosun.PolicyV1alpha1().PodUnavailableBudgets(e.Namespace).Create(e.Ctx, tc.budget, metav1.CreateOptions{})
+			framework.ExpectRefused(t, "creating "+tc.name, err, http.StatusBadRequest)
 		})
 	}
 
@@ -177,7 +179,7 @@ func TestOverlap(t *testing.T) {
 	}
 	for _, tc := range allowed {
 		t.Run(tc.name+" does not conflict", func(t *testing.T) {
-			if _, err := e.bosun.PolicyV1alpha1().PodUnavailableBudgets(e.ns).Create(e.ctx, tc.budget, metav1.CreateOptions{}); err != nil {
+			if _, err := e.Bosun.PolicyV1alpha1().PodUnavailableBudgets(e.Namespace).Create(e.Ctx, tc.budget, metav1.CreateOptions{}); err != nil {
 				t.Errorf("creating %s: %v", tc.name, err)
 			}
 		})
@@ -185,8 +187,8 @@ func TestOverlap(t *testing.T) {
 
 	// Budgets of other namespaces never conflict.
 	t.Run("the same selector in another namespace", func(t *testing.T) {
-		other := setupNamespace(t, e)
-		_, err := e.bosun.PolicyV1alpha1().PodUnavailableBudgets(other).Create(e.ctx,
+		other := e.NewNamespace(t)
+		_, err := e.Bosun.PolicyV1alpha1().PodUnavailableBudgets(other).Create(e.Ctx,
 			newBudget("a", withSelector(map[string]string{"app": "web"}), one), metav1.CreateOptions{})
 		if err != nil {
 			t.Errorf("creating the same budget in namespace %s: %v", other, err)

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/bosun-dev/bosun/pkg/controller/podutil"
+	"github.com/bosun-dev/bosun/test/integration/framework"
 )
 
 // Scenario 1: which ownerReferences make a matching pod adoptable.
@@ -62,8 +63,8 @@ func TestAdoption(t *testing.T) {
 	rses := make([]*appsv1.ReplicaSet, len(cases))
 	pods := make([]*corev1.Pod, len(cases))
 	for i, tc := range cases {
-		rses[i] = e.createRS(t, newReplicaSet(fmt.Sprintf("rs-%d", i), 1))
-		pods[i] = e.createPod(t, newPod(fmt.Sprintf("pod-%d", i), rses[i].Spec.Template.Labels, tc.refs(rses[i])...))
+		rses[i] = e.replicaSets().Create(t, newReplicaSet(fmt.Sprintf("rs-%d", i), 1))
+		pods[i] = e.Pods().Create(t, newPod(fmt.Sprintf("pod-%d", i), rses[i].Spec.Template.Labels, tc.refs(rses[i])...))
 	}
 	e.startController(t, "")
 
@@ -72,12 +73,12 @@ func TestAdoption(t *testing.T) {
 			rs, pod := rses[i], pods[i]
 			if tc.adopted {
 				want := []metav1.OwnerReference{controllerRef(rs)}
-				e.waitForPod(t, pod.Name, "adoption by "+rs.Name, func(p *corev1.Pod) bool { return sameRefs(p.OwnerReferences, want) })
+				e.Pods().WaitFor(t, pod.Name, "adoption by "+rs.Name, func(p *corev1.Pod) bool { return sameRefs(p.OwnerReferences, want) })
 			}
 			owned := e.waitForReplicas(t, rs.Name, 1)
-			e.waitForIdle(t)
+			e.WaitForNoWrites(t, idlePeriod)
 
-			got := e.getPod(t, pod.Name)
+			got := e.Pods().Get(t, pod.Name)
 			if !tc.adopted && !sameRefs(got.OwnerReferences, pod.OwnerReferences) {
 				t.Errorf("ownerReferences changed from %+v to %+v; they must stay as they were", pod.OwnerReferences, got.OwnerReferences)
 			}
@@ -93,11 +94,11 @@ func TestAdoption(t *testing.T) {
 func TestPodOrphaningAndAdoptionWhenLabelsChange(t *testing.T) {
 	e := setup(t)
 	e.startController(t, "")
-	rs := e.createRS(t, newReplicaSet("rs", 1))
+	rs := e.replicaSets().Create(t, newReplicaSet("rs", 1))
 	pod := e.waitForReplicas(t, rs.Name, 1)[0]
 
-	e.updatePod(t, pod.Name, func(p *corev1.Pod) { p.Labels = map[string]string{"app": "elsewhere"} })
-	e.waitForPod(t, pod.Name, "the relabelled pod to be released", func(p *corev1.Pod) bool {
+	e.Pods().Update(t, pod.Name, func(p *corev1.Pod) { p.Labels = map[string]string{"app": "elsewhere"} })
+	e.Pods().WaitFor(t, pod.Name, "the relabelled pod to be released", func(p *corev1.Pod) bool {
 		return !slices.ContainsFunc(p.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == rs.UID })
 	})
 	replacement := e.waitForReplicas(t, rs.Name, 1)[0]
@@ -105,16 +106,16 @@ func TestPodOrphaningAndAdoptionWhenLabelsChange(t *testing.T) {
 		t.Fatalf("the released pod %s is still counted", pod.Name)
 	}
 
-	e.updatePod(t, pod.Name, func(p *corev1.Pod) { p.Labels = copyLabels(rs.Spec.Selector.MatchLabels) })
+	e.Pods().Update(t, pod.Name, func(p *corev1.Pod) { p.Labels = copyLabels(rs.Spec.Selector.MatchLabels) })
 	// Adopted and then one of the two deleted as surplus, or not adopted at all because it
 	// went first: either way one pod, controlled by the RS.
-	e.waitForPods(t, "one pod, controlled by the ReplicaSet", func(pods []corev1.Pod) bool {
+	e.WaitForPods(t, "one pod, controlled by the ReplicaSet", func(pods []corev1.Pod) bool {
 		return len(pods) == 1 && controlledBy(&pods[0], rs.UID)
 	})
 	e.waitForReplicas(t, rs.Name, 1)
-	e.waitForIdle(t)
-	if pods := e.listPods(t, nil); len(pods) != 1 || !controlledBy(&pods[0], rs.UID) {
-		t.Errorf("after the controller went idle: %s; want one pod controlled by %s", describePods(pods), rs.Name)
+	e.WaitForNoWrites(t, idlePeriod)
+	if pods := e.GetPods(t, nil); len(pods) != 1 || !controlledBy(&pods[0], rs.UID) {
+		t.Errorf("after the controller went idle: %s; want one pod controlled by %s", framework.DescribePods(pods), rs.Name)
 	}
 }
 
@@ -145,15 +146,15 @@ func TestGeneralPodAdoption(t *testing.T) {
 	rses := make([]*appsv1.ReplicaSet, len(cases))
 	pods := make([]*corev1.Pod, len(cases))
 	for i, tc := range cases {
-		rses[i] = e.createRS(t, newReplicaSet(fmt.Sprintf("rs-%d", i), 1))
-		pods[i] = e.createPod(t, newPod(fmt.Sprintf("pod-%d", i), rses[i].Spec.Template.Labels, tc.refs(rses[i])...))
+		rses[i] = e.replicaSets().Create(t, newReplicaSet(fmt.Sprintf("rs-%d", i), 1))
+		pods[i] = e.Pods().Create(t, newPod(fmt.Sprintf("pod-%d", i), rses[i].Spec.Template.Labels, tc.refs(rses[i])...))
 	}
 	e.startController(t, "")
 
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			want := tc.want(rses[i])
-			e.waitForPod(t, pods[i].Name, fmt.Sprintf("ownerReferences %+v", want), func(p *corev1.Pod) bool {
+			e.Pods().WaitFor(t, pods[i].Name, fmt.Sprintf("ownerReferences %+v", want), func(p *corev1.Pod) bool {
 				return sameRefs(p.OwnerReferences, want)
 			})
 			if owned := e.waitForReplicas(t, rses[i].Name, 1); owned[0].Name != pods[i].Name {
@@ -169,18 +170,18 @@ func TestExtraPodsAdoptionAndDeletion(t *testing.T) {
 	rs := newReplicaSet("rs", 2)
 	orphans := map[string]bool{}
 	for i := range 3 {
-		pod := e.createPod(t, newPod(fmt.Sprintf("orphan-%d", i), rs.Spec.Selector.MatchLabels))
+		pod := e.Pods().Create(t, newPod(fmt.Sprintf("orphan-%d", i), rs.Spec.Selector.MatchLabels))
 		orphans[pod.Name] = true
 	}
-	rs = e.createRS(t, rs)
+	rs = e.replicaSets().Create(t, rs)
 	// Started last, so that its first sync sees the three orphans at once.
 	e.startController(t, "")
 
 	e.waitForReplicas(t, rs.Name, 2)
-	e.waitForIdle(t)
-	pods := e.listPods(t, nil)
+	e.WaitForNoWrites(t, idlePeriod)
+	pods := e.GetPods(t, nil)
 	if len(pods) != 2 {
-		t.Fatalf("%s; want exactly 2", describePods(pods))
+		t.Fatalf("%s; want exactly 2", framework.DescribePods(pods))
 	}
 	for _, pod := range pods {
 		if !controlledBy(&pod, rs.UID) || !podutil.IsPodActive(&pod) {

@@ -22,11 +22,11 @@ func TestExpectationsAcrossACrash(t *testing.T) {
 	)
 	e := setup(t)
 	manager := e.startController(t, "")
-	rs := e.createRS(t, newReplicaSet("rs", replicas))
+	rs := e.replicaSets().Create(t, newReplicaSet("rs", replicas))
 
 	// The audit log, not a watch: a watch that falls behind a burst of creates on this
 	// small machine is closed by the API server and stops counting.
-	err := framework.WaitFor(e.ctx, waitTimeout, fmt.Sprintf("the scale-up to pass pod %d", killAt), func(context.Context) (bool, error) {
+	err := framework.WaitFor(e.Ctx, waitTimeout, fmt.Sprintf("the scale-up to pass pod %d", killAt), func(context.Context) (bool, error) {
 		return countCodes(e.podWrites(t, "create"), http.StatusCreated) >= killAt, nil
 	})
 	if err != nil {
@@ -43,8 +43,8 @@ func TestExpectationsAcrossACrash(t *testing.T) {
 	manager.Restart()
 
 	e.waitForReplicas(t, rs.Name, replicas)
-	e.waitForIdle(t)
-	if pods := e.listPods(t, nil); len(pods) != replicas {
+	e.WaitForNoWrites(t, idlePeriod)
+	if pods := e.GetPods(t, nil); len(pods) != replicas {
 		t.Errorf("%d pods exist after the restart, want exactly %d", len(pods), replicas)
 	}
 	if deletes := e.podWrites(t, "delete", "deletecollection"); len(deletes) != 0 {
@@ -59,16 +59,16 @@ func TestExpectationsAcrossACrash(t *testing.T) {
 	var acceptedBefore, inFlight, acceptedAfter int
 	for _, c := range e.podWrites(t, "create") {
 		switch {
-		case c.received.After(restartedAt) && c.code == http.StatusCreated:
+		case c.Received.After(restartedAt) && c.Code == http.StatusCreated:
 			acceptedAfter++
-		case c.received.After(restartedAt):
-			t.Errorf("a create by the restarted controller answered %d: %s", c.code, c.message)
-		case c.code == http.StatusCreated:
+		case c.Received.After(restartedAt):
+			t.Errorf("a create by the restarted controller answered %d: %s", c.Code, c.Message)
+		case c.Code == http.StatusCreated:
 			acceptedBefore++
-		case c.completed.After(killedAt):
+		case c.Completed.After(killedAt):
 			inFlight++
 		default:
-			t.Errorf("a create before the kill answered %d: %s", c.code, c.message)
+			t.Errorf("a create before the kill answered %d: %s", c.Code, c.Message)
 		}
 	}
 	t.Logf("before the kill: %d creates accepted, %d cut off by it; %d pods at the restart; %d creates after it",
@@ -86,8 +86,8 @@ func TestExpectationsAcrossACrash(t *testing.T) {
 func (e *testEnv) waitForStablePodCount(t *testing.T) int {
 	t.Helper()
 	count, since := -1, time.Now()
-	err := framework.WaitFor(e.ctx, waitTimeout, "the pod count to hold still", func(ctx context.Context) (bool, error) {
-		pods, err := e.tryListPods(ctx, nil)
+	err := framework.WaitFor(e.Ctx, waitTimeout, "the pod count to hold still", func(ctx context.Context) (bool, error) {
+		pods, err := e.ListPods(ctx, nil)
 		if err != nil {
 			return false, nil
 		}

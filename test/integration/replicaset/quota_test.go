@@ -19,31 +19,31 @@ func TestBurstAndSlowStart(t *testing.T) {
 	e := setup(t)
 	e.startController(t, "")
 	e.createPodQuota(t, 3)
-	rs := e.createRS(t, newReplicaSet("rs", 0))
+	rs := e.replicaSets().Create(t, newReplicaSet("rs", 0))
 	e.waitForReplicas(t, rs.Name, 0)
 
 	e.scaleRS(t, rs.Name, 600)
-	failed := e.waitForRS(t, rs.Name, "ReplicaFailure=True/FailedCreate", func(rs *appsv1.ReplicaSet) bool {
+	failed := e.replicaSets().WaitFor(t, rs.Name, "ReplicaFailure=True/FailedCreate", func(rs *appsv1.ReplicaSet) bool {
 		c := replicaFailure(rs)
 		return c != nil && c.Status == corev1.ConditionTrue && c.Reason == "FailedCreate"
 	})
 	if msg := replicaFailure(failed).Message; !strings.Contains(msg, "exceeded quota") {
 		t.Errorf("ReplicaFailure message %q does not carry the quota rejection", msg)
 	}
-	e.waitForPods(t, "the 3 pods the quota allows", func(pods []corev1.Pod) bool {
+	e.WaitForPods(t, "the 3 pods the quota allows", func(pods []corev1.Pod) bool {
 		return len(activeControlledBy(pods, rs.UID)) == 3
 	})
 
 	// The first sync after the scale-up ends with its status write; later syncs each send
 	// one create. Wait until three later syncs have happened.
-	var firstSync, later []request
-	err := framework.WaitFor(e.ctx, waitTimeout, "three syncs after the first", func(context.Context) (bool, error) {
+	var firstSync, later []framework.Request
+	err := framework.WaitFor(e.Ctx, waitTimeout, "three syncs after the first", func(context.Context) (bool, error) {
 		creates := e.podWrites(t, "create")
 		if len(creates) == 0 {
 			return false, nil
 		}
-		statusWrites, err := e.requests(func(ev *auditv1.Event) bool {
-			return ev.ObjectRef != nil && ev.ObjectRef.Namespace == e.ns && ev.ObjectRef.Resource == "replicasets" &&
+		statusWrites, err := e.Requests(func(ev *auditv1.Event) bool {
+			return ev.ObjectRef != nil && ev.ObjectRef.Namespace == e.Namespace && ev.ObjectRef.Resource == "replicasets" &&
 				ev.ObjectRef.Subresource == "status" && (ev.Verb == "update" || ev.Verb == "patch")
 		})
 		if err != nil {
@@ -61,7 +61,7 @@ func TestBurstAndSlowStart(t *testing.T) {
 	if len(firstSync) != 7 {
 		t.Errorf("the first sync sent %d create requests, want 7 (batches of 1, 2 and 4)", len(firstSync))
 	} else {
-		batches := [][]request{firstSync[0:1], firstSync[1:3], firstSync[3:7]}
+		batches := [][]framework.Request{firstSync[0:1], firstSync[1:3], firstSync[3:7]}
 		for i, batch := range batches {
 			if i > 0 && !allAfter(batch, batches[i-1]) {
 				t.Errorf("batch %d started before the previous batch had completed", i+1)
@@ -76,12 +76,12 @@ func TestBurstAndSlowStart(t *testing.T) {
 		}
 	}
 	for i, r := range later {
-		if r.code != http.StatusForbidden {
-			t.Errorf("create %d after the first sync answered %d, want 403 (quota)", i+1, r.code)
+		if r.Code != http.StatusForbidden {
+			t.Errorf("create %d after the first sync answered %d, want 403 (quota)", i+1, r.Code)
 		}
 		// A sync that sent more than one create would have sent them together (a batch),
 		// so each later create must start after the previous one completed.
-		if i > 0 && !r.received.After(later[i-1].completed) {
+		if i > 0 && !r.Received.After(later[i-1].Completed) {
 			t.Errorf("creates %d and %d after the first sync overlap: more than one create in a sync", i, i+1)
 		}
 	}
@@ -92,7 +92,7 @@ func TestBurstAndSlowStart(t *testing.T) {
 	}
 
 	e.raisePodQuota(t, 1000)
-	e.waitForRS(t, rs.Name, "600 replicas and no ReplicaFailure", func(rs *appsv1.ReplicaSet) bool {
+	e.replicaSets().WaitFor(t, rs.Name, "600 replicas and no ReplicaFailure", func(rs *appsv1.ReplicaSet) bool {
 		return rs.Status.Replicas == 600 && replicaFailure(rs) == nil
 	})
 	e.waitForReplicas(t, rs.Name, 600)
@@ -101,13 +101,13 @@ func TestBurstAndSlowStart(t *testing.T) {
 // splitAtFirstStatusWrite splits creates (ordered by arrival) into those that arrived
 // before the first status write that followed the first create, which ends the first
 // sync, and the rest. Without such a status write yet, all creates are the first sync's.
-func splitAtFirstStatusWrite(creates, statusWrites []request) (first, rest []request) {
+func splitAtFirstStatusWrite(creates, statusWrites []framework.Request) (first, rest []framework.Request) {
 	for _, w := range statusWrites {
-		if !w.received.After(creates[0].received) {
+		if !w.Received.After(creates[0].Received) {
 			continue
 		}
 		for i, c := range creates {
-			if c.received.After(w.received) {
+			if c.Received.After(w.Received) {
 				return creates[:i], creates[i:]
 			}
 		}
@@ -118,10 +118,10 @@ func splitAtFirstStatusWrite(creates, statusWrites []request) (first, rest []req
 
 // allAfter reports whether every request of batch arrived after every request of earlier
 // had completed.
-func allAfter(batch, earlier []request) bool {
+func allAfter(batch, earlier []framework.Request) bool {
 	for _, b := range batch {
 		for _, e := range earlier {
-			if !b.received.After(e.completed) {
+			if !b.Received.After(e.Completed) {
 				return false
 			}
 		}
@@ -135,15 +135,15 @@ func TestQuotaFailureCondition(t *testing.T) {
 	e := setup(t)
 	e.startController(t, "")
 	e.createPodQuota(t, 2)
-	rs := e.createRS(t, newReplicaSet("rs", 3))
+	rs := e.replicaSets().Create(t, newReplicaSet("rs", 3))
 
-	e.waitForRS(t, rs.Name, "ReplicaFailure=True/FailedCreate", func(rs *appsv1.ReplicaSet) bool {
+	e.replicaSets().WaitFor(t, rs.Name, "ReplicaFailure=True/FailedCreate", func(rs *appsv1.ReplicaSet) bool {
 		c := replicaFailure(rs)
 		return c != nil && c.Status == corev1.ConditionTrue && c.Reason == "FailedCreate"
 	})
 
 	e.scaleRS(t, rs.Name, 2)
-	e.waitForRS(t, rs.Name, "the ReplicaFailure condition to be removed", func(rs *appsv1.ReplicaSet) bool {
+	e.replicaSets().WaitFor(t, rs.Name, "the ReplicaFailure condition to be removed", func(rs *appsv1.ReplicaSet) bool {
 		return rs.Status.ObservedGeneration == rs.Generation && replicaFailure(rs) == nil
 	})
 	e.waitForReplicas(t, rs.Name, 2)

@@ -18,10 +18,10 @@ import (
 func TestRSSelectorImmutability(t *testing.T) {
 	e := setup(t)
 	e.startController(t, "")
-	rs := e.createRS(t, newReplicaSet("rs", 2))
+	rs := e.replicaSets().Create(t, newReplicaSet("rs", 2))
 	before := e.waitForReplicas(t, rs.Name, 2)
 
-	_, err := e.tryUpdateRS(rs.Name, func(rs *appsv1.ReplicaSet) {
+	_, err := e.replicaSets().TryUpdate(rs.Name, func(rs *appsv1.ReplicaSet) {
 		// The template follows, so that only the selector's immutability can be the reason.
 		rs.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "changed"}}
 		rs.Spec.Template.Labels = map[string]string{"app": "changed"}
@@ -30,12 +30,12 @@ func TestRSSelectorImmutability(t *testing.T) {
 		t.Fatalf("changing spec.selector: got error %v, want Invalid naming spec.selector", err)
 	}
 
-	e.waitForIdle(t)
+	e.WaitForNoWrites(t, idlePeriod)
 	after := e.waitForReplicas(t, rs.Name, 2)
 	if !slices.Equal(podNames(before), podNames(after)) {
 		t.Errorf("the ReplicaSet's pods changed from %v to %v after a rejected selector update", podNames(before), podNames(after))
 	}
-	if got := e.getRS(t, rs.Name).Spec.Selector.MatchLabels["app"]; got != "rs" {
+	if got := e.replicaSets().Get(t, rs.Name).Spec.Selector.MatchLabels["app"]; got != "rs" {
 		t.Errorf("selector app=%s, want the original app=rs", got)
 	}
 }
@@ -44,7 +44,7 @@ func TestRSSelectorImmutability(t *testing.T) {
 func TestSpecReplicasChange(t *testing.T) {
 	e := setup(t)
 	e.startController(t, "")
-	rs := e.createRS(t, newReplicaSet("rs", 2))
+	rs := e.replicaSets().Create(t, newReplicaSet("rs", 2))
 	e.waitForReplicas(t, rs.Name, 2)
 
 	for _, n := range []int32{3, 0, 2} {
@@ -52,14 +52,14 @@ func TestSpecReplicasChange(t *testing.T) {
 		e.waitForReplicas(t, rs.Name, n)
 	}
 
-	before := e.getRS(t, rs.Name)
-	updated := e.updateRS(t, rs.Name, func(rs *appsv1.ReplicaSet) {
+	before := e.replicaSets().Get(t, rs.Name)
+	updated := e.replicaSets().Update(t, rs.Name, func(rs *appsv1.ReplicaSet) {
 		rs.Spec.Template.Annotations = map[string]string{"bosun.dev/test": "changed"}
 	})
 	if updated.Generation == before.Generation {
 		t.Fatalf("a template change did not bump generation %d", before.Generation)
 	}
-	e.waitForRS(t, rs.Name, "status.observedGeneration to reach the new generation", func(rs *appsv1.ReplicaSet) bool {
+	e.replicaSets().WaitFor(t, rs.Name, "status.observedGeneration to reach the new generation", func(rs *appsv1.ReplicaSet) bool {
 		return rs.Status.ObservedGeneration == updated.Generation
 	})
 	e.waitForReplicas(t, rs.Name, 2)
@@ -69,12 +69,12 @@ func TestSpecReplicasChange(t *testing.T) {
 func TestDeletingAndFailedPods(t *testing.T) {
 	e := setup(t)
 	e.startController(t, "")
-	rs := e.createRS(t, newReplicaSet("rs", 2))
+	rs := e.replicaSets().Create(t, newReplicaSet("rs", 2))
 	pods := e.waitForReplicas(t, rs.Name, 2)
 
 	deleting, failed := pods[0].Name, pods[1].Name
 	e.holdAndDelete(t, deleting)
-	e.updatePodStatus(t, failed, func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed })
+	e.Pods().UpdateStatus(t, failed, func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed })
 
 	replacements := e.waitForReplicas(t, rs.Name, 2)
 	for _, p := range replacements {
@@ -82,12 +82,12 @@ func TestDeletingAndFailedPods(t *testing.T) {
 			t.Errorf("pod %s is counted as active", p.Name)
 		}
 	}
-	e.waitForIdle(t)
-	all := e.listPods(t, nil)
+	e.WaitForNoWrites(t, idlePeriod)
+	all := e.GetPods(t, nil)
 	if len(all) != 4 || countActive(all) != 2 {
-		t.Errorf("%s; want 4 pods: the terminating one, the failed one and 2 replacements", describePods(all))
+		t.Errorf("%s; want 4 pods: the terminating one, the failed one and 2 replacements", framework.DescribePods(all))
 	}
-	if got := e.getRS(t, rs.Name).Status.Replicas; got != 2 {
+	if got := e.replicaSets().Get(t, rs.Name).Status.Replicas; got != 2 {
 		t.Errorf("status.replicas = %d, want 2", got)
 	}
 }
@@ -97,16 +97,16 @@ func TestOverlappingRSs(t *testing.T) {
 	e := setup(t)
 	e.startController(t, "")
 	shared := map[string]string{"app": "shared"}
-	one := e.createRS(t, replicaSetSelecting("rs-one", 1, shared))
-	two := e.createRS(t, replicaSetSelecting("rs-two", 2, shared))
+	one := e.replicaSets().Create(t, replicaSetSelecting("rs-one", 1, shared))
+	two := e.replicaSets().Create(t, replicaSetSelecting("rs-two", 2, shared))
 
 	e.waitForReplicas(t, one.Name, 1)
 	e.waitForReplicas(t, two.Name, 2)
-	e.waitForIdle(t)
+	e.WaitForNoWrites(t, idlePeriod)
 
-	pods := e.listPods(t, nil)
+	pods := e.GetPods(t, nil)
 	if len(pods) != 3 {
-		t.Fatalf("%s; want 3", describePods(pods))
+		t.Fatalf("%s; want 3", framework.DescribePods(pods))
 	}
 	owned := map[string]int{}
 	for _, p := range pods {
@@ -118,7 +118,7 @@ func TestOverlappingRSs(t *testing.T) {
 		t.Errorf("pods per controller %v, want %s:1 %s:2", owned, one.Name, two.Name)
 	}
 	for _, rs := range []*appsv1.ReplicaSet{one, two} {
-		got := e.getRS(t, rs.Name)
+		got := e.replicaSets().Get(t, rs.Name)
 		if got.Status.Replicas != *got.Spec.Replicas {
 			t.Errorf("%s: status.replicas %d, want %d", rs.Name, got.Status.Replicas, *got.Spec.Replicas)
 		}
@@ -129,11 +129,11 @@ func TestOverlappingRSs(t *testing.T) {
 func TestRSScaleSubresource(t *testing.T) {
 	e := setup(t)
 	e.startController(t, "")
-	rs := e.createRS(t, newReplicaSet("rs", 1))
+	rs := e.replicaSets().Create(t, newReplicaSet("rs", 1))
 	e.waitForReplicas(t, rs.Name, 1)
 
-	rsClient := e.client.AppsV1().ReplicaSets(e.ns)
-	scale, err := rsClient.GetScale(e.ctx, rs.Name, metav1.GetOptions{})
+	rsClient := e.Client.AppsV1().ReplicaSets(e.Namespace)
+	scale, err := rsClient.GetScale(e.Ctx, rs.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("reading /scale: %v", err)
 	}
@@ -142,14 +142,14 @@ func TestRSScaleSubresource(t *testing.T) {
 	}
 
 	scale.Spec.Replicas = 3
-	if _, err := rsClient.UpdateScale(e.ctx, rs.Name, scale, metav1.UpdateOptions{}); err != nil {
+	if _, err := rsClient.UpdateScale(e.Ctx, rs.Name, scale, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("writing /scale: %v", err)
 	}
 	e.waitForReplicas(t, rs.Name, 3)
-	if got := *e.getRS(t, rs.Name).Spec.Replicas; got != 3 {
+	if got := *e.replicaSets().Get(t, rs.Name).Spec.Replicas; got != 3 {
 		t.Errorf("spec.replicas = %d after writing /scale, want 3", got)
 	}
-	scale, err = rsClient.GetScale(e.ctx, rs.Name, metav1.GetOptions{})
+	scale, err = rsClient.GetScale(e.Ctx, rs.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("reading /scale: %v", err)
 	}
@@ -163,17 +163,17 @@ func TestRSScaleSubresource(t *testing.T) {
 func TestReplicaSetsAppsV1DefaultGCPolicy(t *testing.T) {
 	e := setup(t)
 	e.startController(t, "")
-	framework.StartBosunControllerManager(t, e.cp, framework.ControllerManagerOptions{Controllers: "garbagecollector"})
+	framework.StartBosunControllerManager(t, e.CP, framework.ControllerManagerOptions{Controllers: "garbagecollector"})
 	rs := newReplicaSet("rs", 2)
 	rs.Finalizers = []string{holdFinalizer}
-	rs = e.createRS(t, rs)
+	rs = e.replicaSets().Create(t, rs)
 	e.waitForReplicas(t, rs.Name, 2)
 
-	rsClient := e.client.AppsV1().ReplicaSets(e.ns)
-	if err := rsClient.Delete(e.ctx, rs.Name, metav1.DeleteOptions{}); err != nil {
+	rsClient := e.Client.AppsV1().ReplicaSets(e.Namespace)
+	if err := rsClient.Delete(e.Ctx, rs.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("deleting the ReplicaSet: %v", err)
 	}
-	deleting := e.getRS(t, rs.Name)
+	deleting := e.replicaSets().Get(t, rs.Name)
 	if deleting.DeletionTimestamp == nil {
 		t.Fatal("the ReplicaSet has no deletionTimestamp although the test finalizer holds it")
 	}
@@ -181,13 +181,13 @@ func TestReplicaSetsAppsV1DefaultGCPolicy(t *testing.T) {
 		t.Errorf("finalizers after a default delete: %v, want only %s (no orphan finalizer)", deleting.Finalizers, holdFinalizer)
 	}
 
-	e.updateRS(t, rs.Name, func(rs *appsv1.ReplicaSet) { rs.Finalizers = nil })
-	err := framework.WaitFor(e.ctx, waitTimeout, "the ReplicaSet to disappear", func(ctx context.Context) (bool, error) {
+	e.replicaSets().Update(t, rs.Name, func(rs *appsv1.ReplicaSet) { rs.Finalizers = nil })
+	err := framework.WaitFor(e.Ctx, waitTimeout, "the ReplicaSet to disappear", func(ctx context.Context) (bool, error) {
 		_, err := rsClient.Get(ctx, rs.Name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.waitForPods(t, "the garbage collector to delete the pods", func(pods []corev1.Pod) bool { return len(pods) == 0 })
+	e.WaitForPods(t, "the garbage collector to delete the pods", func(pods []corev1.Pod) bool { return len(pods) == 0 })
 }

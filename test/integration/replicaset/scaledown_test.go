@@ -45,27 +45,27 @@ func TestPodDeletionCost(t *testing.T) {
 			e.startController(t, tc.gates)
 			rs := newReplicaSet("rs", 2)
 			rs.Spec.Template.Labels[preparedLabel] = "true"
-			rs = e.createRS(t, rs)
+			rs = e.replicaSets().Create(t, rs)
 			pods := e.waitForReplicas(t, rs.Name, 2)
 
 			restarts := [2]int32{5, 0}
 			for i, pod := range pods {
 				// Unscheduled and not ready, as in upstream's test: only the cost and the
 				// restart count tell the two apart.
-				e.updatePodStatus(t, pod.Name, func(p *corev1.Pod) {
+				e.Pods().UpdateStatus(t, pod.Name, func(p *corev1.Pod) {
 					p.Status.ContainerStatuses = []corev1.ContainerStatus{{
 						Name: "main", Image: "registry.example/app:1.0", RestartCount: restarts[i],
 						State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
 					}}
 				})
-				e.updatePod(t, pod.Name, func(p *corev1.Pod) {
+				e.Pods().Update(t, pod.Name, func(p *corev1.Pod) {
 					if tc.costs[i] != "" {
 						p.Annotations = map[string]string{podDeletionCostAnnotation: tc.costs[i]}
 					}
 					delete(p.Labels, preparedLabel)
 				})
 			}
-			e.waitForRS(t, rs.Name, "the controller to see the prepared pods", func(rs *appsv1.ReplicaSet) bool {
+			e.replicaSets().WaitFor(t, rs.Name, "the controller to see the prepared pods", func(rs *appsv1.ReplicaSet) bool {
 				return rs.Status.Replicas == 2 && rs.Status.FullyLabeledReplicas == 0
 			})
 
@@ -85,7 +85,7 @@ func TestRankBasedScaleDown(t *testing.T) {
 	e.startController(t, "")
 
 	// Any controller owner will do; no Deployment controller runs.
-	owner, err := e.client.AppsV1().Deployments(e.ns).Create(e.ctx, &appsv1.Deployment{
+	owner, err := e.Client.AppsV1().Deployments(e.Namespace).Create(e.Ctx, &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "owner"},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](0),
@@ -103,7 +103,7 @@ func TestRankBasedScaleDown(t *testing.T) {
 	sibling := func(name, tier string, replicas int32) *appsv1.ReplicaSet {
 		rs := replicaSetSelecting(name, replicas, map[string]string{"app": "ranked", "tier": tier})
 		rs.OwnerReferences = []metav1.OwnerReference{ownerRef}
-		return e.createRS(t, rs)
+		return e.replicaSets().Create(t, rs)
 	}
 	rsA := sibling("rs-a", "a", 4)
 	rsB := sibling("rs-b", "b", 2)
@@ -123,17 +123,17 @@ func TestRankBasedScaleDown(t *testing.T) {
 		if node == n2 {
 			readySince = time.Now()
 		}
-		e.setRunning(t, pod, true, readySince)
+		e.SetPodRunning(t, pod, true, readySince)
 	}
-	e.waitForRS(t, rsA.Name, "4 ready replicas", func(rs *appsv1.ReplicaSet) bool { return rs.Status.ReadyReplicas == 4 })
-	e.waitForRS(t, rsB.Name, "2 ready replicas", func(rs *appsv1.ReplicaSet) bool { return rs.Status.ReadyReplicas == 2 })
+	e.replicaSets().WaitFor(t, rsA.Name, "4 ready replicas", func(rs *appsv1.ReplicaSet) bool { return rs.Status.ReadyReplicas == 4 })
+	e.replicaSets().WaitFor(t, rsB.Name, "2 ready replicas", func(rs *appsv1.ReplicaSet) bool { return rs.Status.ReadyReplicas == 2 })
 
 	e.scaleRS(t, rsA.Name, 3)
 	e.waitForReplicas(t, rsA.Name, 3)
-	e.waitForIdle(t)
+	e.WaitForNoWrites(t, idlePeriod)
 
 	var deleted []string
-	for _, pod := range e.listPods(t, rsA.Spec.Selector.MatchLabels) {
+	for _, pod := range e.GetPods(t, rsA.Spec.Selector.MatchLabels) {
 		if pod.DeletionTimestamp != nil {
 			deleted = append(deleted, fmt.Sprintf("%s on %s", pod.Name, pod.Spec.NodeName))
 			if pod.Spec.NodeName != n1 {
@@ -144,7 +144,7 @@ func TestRankBasedScaleDown(t *testing.T) {
 	if len(deleted) != 1 {
 		t.Errorf("deleted pods of %s: %v, want exactly one", rsA.Name, deleted)
 	}
-	if got := len(activeControlledBy(e.listPods(t, rsB.Spec.Selector.MatchLabels), rsB.UID)); got != 2 {
+	if got := len(activeControlledBy(e.GetPods(t, rsB.Spec.Selector.MatchLabels), rsB.UID)); got != 2 {
 		t.Errorf("%s has %d active pods, want its 2 untouched", rsB.Name, got)
 	}
 }
@@ -154,12 +154,12 @@ func TestRankBasedScaleDown(t *testing.T) {
 // kubelet backs it; pods bound to it only look scheduled.
 func (e *testEnv) createNode(t *testing.T, suffix string) string {
 	t.Helper()
-	node, err := e.client.CoreV1().Nodes().Create(e.ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: e.ns + "-" + suffix}}, metav1.CreateOptions{})
+	node, err := e.Client.CoreV1().Nodes().Create(e.Ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: e.Namespace + "-" + suffix}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("creating node: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := e.client.CoreV1().Nodes().Delete(e.ctx, node.Name, metav1.DeleteOptions{}); err != nil {
+		if err := e.Client.CoreV1().Nodes().Delete(e.Ctx, node.Name, metav1.DeleteOptions{}); err != nil {
 			t.Logf("deleting node %s: %v", node.Name, err)
 		}
 	})
@@ -173,7 +173,7 @@ func (e *testEnv) bind(t *testing.T, pod, node string) {
 		ObjectMeta: metav1.ObjectMeta{Name: pod},
 		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
 	}
-	if err := e.client.CoreV1().Pods(e.ns).Bind(e.ctx, binding, metav1.CreateOptions{}); err != nil {
+	if err := e.Client.CoreV1().Pods(e.Namespace).Bind(e.Ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("binding pod %s to %s: %v", pod, node, err)
 	}
 }

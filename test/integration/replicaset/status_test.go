@@ -19,15 +19,15 @@ func TestReadyAndAvailableReplicas(t *testing.T) {
 	e.startController(t, "")
 	rs := newReplicaSet("rs", 3)
 	rs.Spec.MinReadySeconds = 3600
-	rs = e.createRS(t, rs)
+	rs = e.replicaSets().Create(t, rs)
 	pods := e.waitForReplicas(t, rs.Name, 3)
 
 	now := time.Now()
-	e.setRunning(t, pods[0].Name, false, now)
-	e.setRunning(t, pods[1].Name, true, now)
-	e.setRunning(t, pods[2].Name, true, now.Add(-2*time.Hour))
+	e.SetPodRunning(t, pods[0].Name, false, now)
+	e.SetPodRunning(t, pods[1].Name, true, now)
+	e.SetPodRunning(t, pods[2].Name, true, now.Add(-2*time.Hour))
 
-	e.waitForRS(t, rs.Name, "replicas 3, readyReplicas 2, availableReplicas 1", func(rs *appsv1.ReplicaSet) bool {
+	e.replicaSets().WaitFor(t, rs.Name, "replicas 3, readyReplicas 2, availableReplicas 1", func(rs *appsv1.ReplicaSet) bool {
 		s := rs.Status
 		return s.Replicas == 3 && s.ReadyReplicas == 2 && s.AvailableReplicas == 1
 	})
@@ -37,13 +37,13 @@ func TestReadyAndAvailableReplicas(t *testing.T) {
 func TestFullyLabeledReplicas(t *testing.T) {
 	e := setup(t)
 	e.startController(t, "")
-	rs := e.createRS(t, newReplicaSet("rs", 2))
+	rs := e.replicaSets().Create(t, newReplicaSet("rs", 2))
 	pods := e.waitForReplicas(t, rs.Name, 2)
 
-	e.updateRS(t, rs.Name, func(rs *appsv1.ReplicaSet) { rs.Spec.Template.Labels["extra"] = "yes" })
-	e.updatePod(t, pods[0].Name, func(p *corev1.Pod) { p.Labels["extra"] = "yes" })
+	e.replicaSets().Update(t, rs.Name, func(rs *appsv1.ReplicaSet) { rs.Spec.Template.Labels["extra"] = "yes" })
+	e.Pods().Update(t, pods[0].Name, func(p *corev1.Pod) { p.Labels["extra"] = "yes" })
 
-	e.waitForRS(t, rs.Name, "fullyLabeledReplicas 1 of 2 replicas", func(rs *appsv1.ReplicaSet) bool {
+	e.replicaSets().WaitFor(t, rs.Name, "fullyLabeledReplicas 1 of 2 replicas", func(rs *appsv1.ReplicaSet) bool {
 		s := rs.Status
 		return s.ObservedGeneration == rs.Generation && s.Replicas == 2 && s.FullyLabeledReplicas == 1
 	})
@@ -65,14 +65,14 @@ func TestTerminatingReplicas(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := setup(t)
 			e.startController(t, tc.gates)
-			rs := e.createRS(t, newReplicaSet("rs", 5))
+			rs := e.replicaSets().Create(t, newReplicaSet("rs", 5))
 			pods := e.waitForReplicas(t, rs.Name, 5)
 
 			held := []string{pods[0].Name, pods[1].Name}
 			for _, name := range held {
 				e.holdAndDelete(t, name)
 			}
-			e.waitForPods(t, "7 pods: 2 terminating, 5 active", func(pods []corev1.Pod) bool {
+			e.WaitForPods(t, "7 pods: 2 terminating, 5 active", func(pods []corev1.Pod) bool {
 				return len(pods) == 7 && countActive(pods) == 5
 			})
 			e.waitForReplicas(t, rs.Name, 5)
@@ -81,7 +81,7 @@ func TestTerminatingReplicas(t *testing.T) {
 			for _, name := range held {
 				e.release(t, name)
 			}
-			e.waitForPods(t, "the released pods to go", func(pods []corev1.Pod) bool { return len(pods) == 5 })
+			e.WaitForPods(t, "the released pods to go", func(pods []corev1.Pod) bool { return len(pods) == 5 })
 			e.checkTerminatingReplicas(t, rs.Name, tc.reported, 0)
 			e.waitForReplicas(t, rs.Name, 5)
 		})
@@ -94,13 +94,13 @@ func TestTerminatingReplicas(t *testing.T) {
 func (e *testEnv) checkTerminatingReplicas(t *testing.T, name string, reported bool, want int32) {
 	t.Helper()
 	if reported {
-		e.waitForRS(t, name, "status.terminatingReplicas to be reported", func(rs *appsv1.ReplicaSet) bool {
+		e.replicaSets().WaitFor(t, name, "status.terminatingReplicas to be reported", func(rs *appsv1.ReplicaSet) bool {
 			return rs.Status.TerminatingReplicas != nil && *rs.Status.TerminatingReplicas == want
 		})
 		return
 	}
-	e.waitForIdle(t)
-	if got := e.getRS(t, name).Status.TerminatingReplicas; got != nil {
+	e.WaitForNoWrites(t, idlePeriod)
+	if got := e.replicaSets().Get(t, name).Status.TerminatingReplicas; got != nil {
 		t.Errorf("status.terminatingReplicas = %d with the gate off; want it absent", *got)
 	}
 }
@@ -113,17 +113,17 @@ func TestMinReadySecondsRequeue(t *testing.T) {
 	e.startController(t, "")
 	rs := newReplicaSet("rs", 1)
 	rs.Spec.MinReadySeconds = int32(minReady / time.Second)
-	rs = e.createRS(t, rs)
+	rs = e.replicaSets().Create(t, rs)
 	pod := e.waitForReplicas(t, rs.Name, 1)[0]
 
 	// The API server keeps whole seconds; truncating makes readySince exactly what the
 	// controller reads back.
 	readySince := time.Now().Truncate(time.Second)
-	e.setRunning(t, pod.Name, true, readySince)
+	e.SetPodRunning(t, pod.Name, true, readySince)
 
 	var availableAt time.Time
-	err := framework.WaitFor(e.ctx, waitTimeout, "availableReplicas 1", func(ctx context.Context) (bool, error) {
-		got, err := e.client.AppsV1().ReplicaSets(e.ns).Get(ctx, rs.Name, metav1.GetOptions{})
+	err := framework.WaitFor(e.Ctx, waitTimeout, "availableReplicas 1", func(ctx context.Context) (bool, error) {
+		got, err := e.Client.AppsV1().ReplicaSets(e.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
 		if err != nil || got.Status.AvailableReplicas == 0 {
 			return false, nil
 		}

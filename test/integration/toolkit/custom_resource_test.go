@@ -36,7 +36,7 @@ func TestMergePatcherClaimsCustomResources(t *testing.T) {
 			t.Fatal(err)
 		}
 		patcher := &refmanager.MergePatcher{ObjectKind: "ImagePullJob", Client: metadataClient, Resource: imagePullJobsGVR}
-		m, err := newManager(ds, daemonSetGVK, ds.Spec.Selector, refmanager.LiveMetadata(metadataClient, daemonSetsGVR, ds), patcher)
+		m, err := newManager(ds, daemonSetGVK, ds.Spec.Selector, liveMetadata(metadataClient, daemonSetsGVR, ds), patcher)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/klog/v2/ktesting"
+	"k8s.io/client-go/metadata"
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
@@ -45,13 +45,8 @@ var (
 // an admin clientset and a fresh namespace.
 func setup(t *testing.T) (context.Context, *framework.ControlPlane, kubernetes.Interface, string) {
 	t.Helper()
-	cp := framework.SharedControlPlane(t)
-	client := cp.Clientset(t)
-	ns := framework.CreateTestNamespace(t, client).Name
-	_, ctx := ktesting.NewTestContext(t)
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	t.Cleanup(cancel)
-	return ctx, cp, client, ns
+	e := framework.NewTestEnv(t, framework.SharedControlPlane(t), framework.EnvOptions{Timeout: time.Minute, LogToTest: true})
+	return e.Ctx, e.CP, e.Client, e.Namespace
 }
 
 // selectorLabels are the labels an owner named name selects.
@@ -206,6 +201,18 @@ func newManager(owner metav1.Object, ownerGVK schema.GroupVersionKind, selector 
 	}
 	canAdopt := refmanager.RecheckDeletionTimestamp(owner, ownerGVK.Kind, getLive)
 	return refmanager.New(owner, ownerGVK, sel, canAdopt, patcher, finalizers...), nil
+}
+
+// liveMetadata reads owner's metadata live through the metadata client, which serves any
+// resource, built-in or custom, as a GetLiveFunc.
+func liveMetadata(client metadata.Interface, resource schema.GroupVersionResource, owner metav1.Object) refmanager.GetLiveFunc {
+	return func(ctx context.Context) (metav1.Object, error) {
+		obj, err := client.Resource(resource).Namespace(owner.GetNamespace()).Get(ctx, owner.GetName(), metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return obj, nil
+	}
 }
 
 // countingPatcher counts the writes a Manager attempts.

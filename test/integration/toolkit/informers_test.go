@@ -12,15 +12,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/bosun-dev/bosun/pkg/controller/informers"
+	"github.com/bosun-dev/bosun/pkg/controller/podcontrol"
 	"github.com/bosun-dev/bosun/pkg/controller/podutil"
 	"github.com/bosun-dev/bosun/pkg/controller/refmanager"
 	"github.com/bosun-dev/bosun/test/integration/framework"
 )
 
-// TestPodControllerIndexOnRealInformer feeds the podController and spec.nodeName indexes
-// from a real, cluster-wide pod informer built by bosun's factory, and checks what
-// PodsForOwner returns as pods are created before and after the informer starts, adopted
-// and deleted.
+// TestPodControllerIndexOnRealInformer feeds the podController index from a real,
+// cluster-wide pod informer built by bosun's factory, and checks what PodsForOwner returns
+// as pods are created before and after the informer starts, adopted and deleted.
 func TestPodControllerIndexOnRealInformer(t *testing.T) {
 	ctx, _, client, ns := setup(t)
 	otherNS := framework.CreateTestNamespace(t, client).Name
@@ -53,12 +53,9 @@ func TestPodControllerIndexOnRealInformer(t *testing.T) {
 
 	factory := informers.NewSharedInformerFactory(client, informers.DefaultMinResyncPeriod)
 	podInformer := factory.Core().V1().Pods().Informer()
-	// Every controller sharing the informer adds the indexes; the second call is a no-op.
+	// Every controller sharing the informer adds the index; the second call is a no-op.
 	for range 2 {
 		if err := podutil.AddPodControllerIndex(podInformer); err != nil {
-			t.Fatal(err)
-		}
-		if err := podutil.AddNodeNameIndex(podInformer); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -120,28 +117,6 @@ func TestPodControllerIndexOnRealInformer(t *testing.T) {
 			{"a's name and uid under another kind", a, "Deployment", false, nil},
 			{"orphans of another namespace", elsewhere, "ReplicaSet", true, []string{"elsewhere-1"}},
 		})
-
-		scheduled, err := indexer.ByIndex(podutil.NodeNameIndex, "node-1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		// The informer watches every namespace, including those of earlier runs.
-		var here []*corev1.Pod
-		for _, pod := range asPods(scheduled) {
-			if pod.Namespace == ns {
-				here = append(here, pod)
-			}
-		}
-		if got := podNames(here); !slices.Equal(got, []string{"orphan-2"}) {
-			t.Errorf("pods of %s on node-1: %v, want [orphan-2]", ns, got)
-		}
-		unscheduled, err := indexer.ByIndex(podutil.NodeNameIndex, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(unscheduled) != 0 {
-			t.Errorf("%d pods indexed under node name \"\"; unscheduled pods must not be indexed", len(unscheduled))
-		}
 	})
 
 	t.Run("adoption and deletion", func(t *testing.T) {
@@ -149,7 +124,7 @@ func TestPodControllerIndexOnRealInformer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := newManager(a, replicaSetGVK, a.Spec.Selector, refmanager.LiveReplicaSet(client, a), refmanager.PodPatcher(client))
+		m, err := newManager(a, replicaSetGVK, a.Spec.Selector, refmanager.LiveReplicaSet(client, a), refmanager.PodControlPatcher(&podcontrol.Real{Client: client}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,14 +139,6 @@ func TestPodControllerIndexOnRealInformer(t *testing.T) {
 			{"pods of b and orphans", b, "ReplicaSet", true, []string{"b-1", "orphan-2", "plain-1"}},
 		})
 	})
-}
-
-func asPods(objs []any) []*corev1.Pod {
-	pods := make([]*corev1.Pod, 0, len(objs))
-	for _, obj := range objs {
-		pods = append(pods, obj.(*corev1.Pod))
-	}
-	return pods
 }
 
 // podNames returns the sorted names of pods.

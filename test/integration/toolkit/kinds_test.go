@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/bosun-dev/bosun/pkg/controller/podcontrol"
 	"github.com/bosun-dev/bosun/pkg/controller/refmanager"
 )
 
@@ -51,7 +52,7 @@ var podKind = childKind{
 	},
 	liveOwner: refmanager.LiveReplicaSet,
 	patcher: func(client kubernetes.Interface) refmanager.Patcher {
-		return refmanager.PodPatcher(client)
+		return refmanager.PodControlPatcher(&podcontrol.Real{Client: client})
 	},
 	create: func(ctx context.Context, client kubernetes.Interface, ns, name string, labels map[string]string, refs []metav1.OwnerReference, finalizers []string) (metav1.Object, error) {
 		return client.CoreV1().Pods(ns).Create(ctx, newPod(ns, name, labels, refs, finalizers), metav1.CreateOptions{})

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/metadata"
 
+	"github.com/bosun-dev/bosun/pkg/controller/podcontrol"
 	"github.com/bosun-dev/bosun/pkg/controller/refmanager"
 )
 
@@ -312,7 +313,7 @@ func TestRecheckDeletionTimestampBlocksAdoption(t *testing.T) {
 	}{
 		{"typed", func(owner metav1.Object) refmanager.GetLiveFunc { return refmanager.LiveReplicaSet(client, owner) }},
 		{"metadata", func(owner metav1.Object) refmanager.GetLiveFunc {
-			return refmanager.LiveMetadata(metadataClient, replicaSetsGVR, owner)
+			return liveMetadata(metadataClient, replicaSetsGVR, owner)
 		}},
 	}
 	cases := []struct {
@@ -377,7 +378,7 @@ func TestRecheckDeletionTimestampBlocksAdoption(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				m, err := newManager(cached, replicaSetGVK, cached.Spec.Selector, getter.live(cached), refmanager.PodPatcher(client))
+				m, err := newManager(cached, replicaSetGVK, cached.Spec.Selector, getter.live(cached), refmanager.PodControlPatcher(&podcontrol.Real{Client: client}))
 				if err != nil {
 					t.Fatal(err)
 				}

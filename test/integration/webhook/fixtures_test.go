@@ -15,14 +15,12 @@ import (
 	"time"
 
 	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
-	bosunclientset "github.com/bosun-dev/client-go/clientset/versioned"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/bosun-dev/bosun/test/integration/framework"
 )
@@ -32,7 +30,6 @@ const (
 	// the webhooks of the controllers it runs.
 	advancedDaemonSet = "advanced-daemonset-controller"
 
-	mutatingConfiguration   = "bosun-mutating-webhook-configuration"
 	validatingConfiguration = "bosun-validating-webhook-configuration"
 	validatePath            = "/validate-apps-kruise-io-v1alpha1-daemonset"
 	mutatePath              = "/mutate-apps-kruise-io-v1alpha1-daemonset"
@@ -45,46 +42,26 @@ const (
 	waitTimeout = time.Minute
 )
 
-type testEnv struct {
-	ctx    context.Context
-	cp     *framework.ControlPlane
-	client kubernetes.Interface
-	bosun  bosunclientset.Interface
-	ns     string
-}
+// testEnv is what every test works with: the framework's environment, with a context
+// bounded by testTimeout.
+type testEnv struct{ *framework.Env }
 
+// setup prepares a test. When it ends, after the test's managers stopped (they start later),
+// the webhook configurations are deleted: without the managers the configurations, whose
+// failure policy is Fail, would refuse every later DaemonSet write. So is the certificate
+// Secret, so that each test starts from no configuration and no certificate.
 func setup(t *testing.T) *testEnv {
 	t.Helper()
-	cp := framework.SharedControlPlane(t)
-	client := cp.Clientset(t)
-	bosun, err := bosunclientset.NewForConfig(cp.Config())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns := framework.CreateTestNamespace(t, client).Name
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	t.Cleanup(cancel)
-	e := &testEnv{ctx: ctx, cp: cp, client: client, bosun: bosun, ns: ns}
-	// Runs after the test's managers stopped (they start later): without them the
-	// configurations, whose failure policy is Fail, would refuse every later DaemonSet
-	// write, and each test starts from no configuration and no certificate Secret.
-	t.Cleanup(func() { e.removeWebhookState(t) })
-	return e
-}
-
-func (e *testEnv) removeWebhookState(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	admission := e.client.AdmissionregistrationV1()
-	if err := admission.MutatingWebhookConfigurations().Delete(ctx, mutatingConfiguration, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		t.Errorf("cleanup: %v", err)
-	}
-	if err := admission.ValidatingWebhookConfigurations().Delete(ctx, validatingConfiguration, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		t.Errorf("cleanup: %v", err)
-	}
-	if err := e.client.CoreV1().Secrets(webhookSecretNamespace).Delete(ctx, webhookSecretName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		t.Errorf("cleanup: %v", err)
-	}
+	e := framework.NewTestEnv(t, framework.SharedControlPlane(t),
+		framework.EnvOptions{Timeout: testTimeout, WaitTimeout: waitTimeout, RemoveWebhookConfigurations: true})
+	e.OnCleanup(func(ctx context.Context) error {
+		err := e.Client.CoreV1().Secrets(webhookSecretNamespace).Delete(ctx, webhookSecretName, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		return nil
+	})
+	return &testEnv{e}
 }
 
 // daemonSet is a minimal Advanced DaemonSet: no update strategy, burstReplicas or history
@@ -108,16 +85,13 @@ func daemonSet(name string) *appsv1alpha1.DaemonSet {
 // ran: it reads back defaulted, and an invalid one is refused by bosun's validation.
 func (e *testEnv) expectAdmitted(t *testing.T, name string) {
 	t.Helper()
-	ds, err := e.bosun.AppsV1alpha1().DaemonSets(e.ns).Create(e.ctx, daemonSet(name), metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating DaemonSet %s: %v", name, err)
-	}
+	ds := e.DaemonSets().Create(t, daemonSet(name))
 	if ds.Spec.UpdateStrategy.Type != appsv1alpha1.RollingUpdateDaemonSetStrategyType || ds.Spec.RevisionHistoryLimit == nil {
 		t.Fatalf("DaemonSet %s was not defaulted by the mutating webhook: %+v", name, ds.Spec.UpdateStrategy)
 	}
 	bad := daemonSet(name + "-bad")
 	bad.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
-	_, err = e.bosun.AppsV1alpha1().DaemonSets(e.ns).Create(e.ctx, bad, metav1.CreateOptions{})
+	_, err := e.DaemonSets().TryCreate(bad)
 	if err == nil || !strings.Contains(err.Error(), "spec.template.spec.restartPolicy") {
 		t.Fatalf("creating a DaemonSet with restartPolicy OnFailure: %v, want a denial naming spec.template.spec.restartPolicy", err)
 	}
@@ -126,7 +100,7 @@ func (e *testEnv) expectAdmitted(t *testing.T, name string) {
 // caBundle returns the caBundle bosun wrote into its validating configuration.
 func (e *testEnv) caBundle(t *testing.T) []byte {
 	t.Helper()
-	config, err := e.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(e.ctx, validatingConfiguration, metav1.GetOptions{})
+	config, err := e.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(e.Ctx, validatingConfiguration, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,10 +176,7 @@ func servedCertificate(t *testing.T, port int) *x509.Certificate {
 // waitFor polls cond until it holds, failing the test after waitTimeout.
 func (e *testEnv) waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	err := framework.WaitFor(e.ctx, waitTimeout, what, func(context.Context) (bool, error) { return cond(), nil })
-	if err != nil {
-		t.Fatal(err)
-	}
+	e.Await(t, what, func(context.Context) (bool, error) { return cond(), nil }, nil)
 }
 
 // firstCertificateDER returns the first certificate of a PEM chain.

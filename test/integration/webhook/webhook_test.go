@@ -22,7 +22,7 @@ import (
 
 func TestBadAdmissionReviewBodiesAreRefusedWithClearErrors(t *testing.T) {
 	e := setup(t)
-	cm := framework.StartBosunControllerManager(t, e.cp, framework.ControllerManagerOptions{Controllers: advancedDaemonSet, Webhooks: true})
+	cm := framework.StartBosunControllerManager(t, e.CP, framework.ControllerManagerOptions{Controllers: advancedDaemonSet, Webhooks: true})
 	client := webhookClient(t, e.caBundle(t))
 
 	valid := review(t, daemonSet("valid"))
@@ -80,10 +80,10 @@ func TestBadAdmissionReviewBodiesAreRefusedWithClearErrors(t *testing.T) {
 
 func TestRotatedSecretCertificateIsServedWithoutRestart(t *testing.T) {
 	e := setup(t)
-	cm := framework.StartBosunControllerManager(t, e.cp, framework.ControllerManagerOptions{Controllers: advancedDaemonSet, Webhooks: true})
+	cm := framework.StartBosunControllerManager(t, e.CP, framework.ControllerManagerOptions{Controllers: advancedDaemonSet, Webhooks: true})
 	e.expectAdmitted(t, "before")
-	secrets := e.client.CoreV1().Secrets(webhookSecretNamespace)
-	secret, err := secrets.Get(e.ctx, webhookSecretName, metav1.GetOptions{})
+	secrets := e.Client.CoreV1().Secrets(webhookSecretNamespace)
+	secret, err := secrets.Get(e.Ctx, webhookSecretName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("the manager did not create its certificate Secret: %v", err)
 	}
@@ -98,7 +98,7 @@ func TestRotatedSecretCertificateIsServedWithoutRestart(t *testing.T) {
 	ca := caFromPEM(t, secret.Data["ca.crt"], secret.Data["ca.key"])
 	certPEM, keyPEM, serialNumber := ca.issue(t)
 	secret.Data["tls.crt"], secret.Data["tls.key"] = certPEM, keyPEM
-	if _, err := secrets.Update(e.ctx, secret, metav1.UpdateOptions{}); err != nil {
+	if _, err := secrets.Update(e.Ctx, secret, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.waitFor(t, "the renewed certificate to be served", func() bool {
@@ -109,7 +109,7 @@ func TestRotatedSecretCertificateIsServedWithoutRestart(t *testing.T) {
 	// The Secret is lost: the manager makes a new CA and certificate, and tells the API
 	// server to trust the new CA before admission needs it.
 	oldBundle := e.caBundle(t)
-	if err := secrets.Delete(e.ctx, webhookSecretName, metav1.DeleteOptions{}); err != nil {
+	if err := secrets.Delete(e.Ctx, webhookSecretName, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.waitFor(t, "a new CA in the webhook configurations", func() bool {
@@ -148,14 +148,14 @@ func TestCertificateDirectoryIsReloadedWhenItsFilesChange(t *testing.T) {
 	}
 	first := newTestCA(t, "cert-manager CA 1")
 	writePair(first)
-	cm := framework.StartBosunControllerManager(t, e.cp, framework.ControllerManagerOptions{
+	cm := framework.StartBosunControllerManager(t, e.CP, framework.ControllerManagerOptions{
 		Controllers: advancedDaemonSet, Webhooks: true, ExtraArgs: []string{"--webhook-cert-dir=" + dir},
 	})
 	if got := e.caBundle(t); !bytes.Equal(got, first.pem) {
 		t.Fatalf("caBundle is not ca.crt of --webhook-cert-dir:\n%s", got)
 	}
 	e.expectAdmitted(t, "first-ca")
-	if _, err := e.client.CoreV1().Secrets(webhookSecretNamespace).Get(e.ctx, webhookSecretName, metav1.GetOptions{}); err == nil {
+	if _, err := e.Client.CoreV1().Secrets(webhookSecretNamespace).Get(e.Ctx, webhookSecretName, metav1.GetOptions{}); err == nil {
 		t.Error("with --webhook-cert-dir the manager still created its own certificate Secret")
 	}
 
@@ -175,7 +175,7 @@ func TestStandbyReplicaServesAdmission(t *testing.T) {
 		t.Fatal(err)
 	}
 	leaderPort, standbyPort := ports[0], ports[1]
-	lease := "bosun-webhook-test-" + e.ns
+	lease := "bosun-webhook-test-" + e.Namespace
 	// Both replicas tell the API server to call the standby, as a Service would pick any
 	// ready replica; only the standby can then have answered.
 	replica := func(port int) framework.ControllerManagerOptions {
@@ -187,18 +187,18 @@ func TestStandbyReplicaServesAdmission(t *testing.T) {
 			},
 		}
 	}
-	leader := framework.StartBosunControllerManager(t, e.cp, replica(leaderPort))
+	leader := framework.StartBosunControllerManager(t, e.CP, replica(leaderPort))
 	e.waitFor(t, "the first replica to lead", func() bool {
 		_, body := framework.GetEndpoint(leader.Port, "/healthz?verbose", "")
 		return strings.Contains(body, "[+]"+advancedDaemonSet+" ok")
 	})
-	standby := framework.StartBosunControllerManager(t, e.cp, replica(standbyPort))
+	standby := framework.StartBosunControllerManager(t, e.CP, replica(standbyPort))
 
 	_, body := framework.GetEndpoint(standby.Port, "/healthz?verbose", "")
 	if strings.Contains(body, advancedDaemonSet) {
 		t.Fatalf("the second replica runs controllers, so it is not a standby:\n%s", body)
 	}
-	held, err := e.client.CoordinationV1().Leases("kube-system").Get(e.ctx, lease, metav1.GetOptions{})
+	held, err := e.Client.CoordinationV1().Leases("kube-system").Get(e.Ctx, lease, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestStandbyReplicaServesAdmission(t *testing.T) {
 	}
 
 	e.expectAdmitted(t, "through-the-standby")
-	if after, err := e.client.CoordinationV1().Leases("kube-system").Get(e.ctx, lease, metav1.GetOptions{}); err != nil || !sameHolder(held, after) {
+	if after, err := e.Client.CoordinationV1().Leases("kube-system").Get(e.Ctx, lease, metav1.GetOptions{}); err != nil || !sameHolder(held, after) {
 		t.Errorf("leadership changed while admitting (%v): the standby may have led", err)
 	}
 }

@@ -10,7 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/bosun-dev/bosun/pkg/controller/advanceddaemonset/daemonsetutil"
+	"github.com/bosun-dev/bosun/pkg/controller/imageref"
+	"github.com/bosun-dev/bosun/pkg/controller/kruisepod"
 	"github.com/bosun-dev/bosun/pkg/controller/podutil"
 )
 
@@ -92,7 +93,7 @@ func IsStateConsistent(pod *corev1.Pod) bool {
 	}
 	allDigests := true
 	for _, container := range pod.Spec.Containers {
-		digest := imageDigest(container.Image)
+		_, _, digest := imageref.Split(container.Image)
 		if digest == "" {
 			allDigests = false
 			continue
@@ -108,30 +109,20 @@ func IsStateConsistent(pod *corev1.Pod) bool {
 	return inPlaceUpdateCompleted(pod)
 }
 
-// imageDigest returns the digest ("sha256:...") of an image reference pinned by digest, ""
-// for one named by tag only.
-func imageDigest(image string) string {
-	_, digest, found := strings.Cut(image, "@")
-	if !found {
-		return ""
-	}
-	return digest
-}
-
 // inPlaceUpdateCompleted reports whether the in-place update recorded on the pod, if any,
 // has taken effect: each container it replaced runs a new image ID (or, should the new image
 // resolve to the same ID, reports the image its spec asks for) and no grace period is
 // pending. An annotation that cannot be read counts as not completed: better to hold the
 // budget than to spend it on a pod whose state is unknown.
 func inPlaceUpdateCompleted(pod *corev1.Pod) bool {
-	state, err := daemonsetutil.ReadInPlaceUpdateState(pod)
+	state, err := kruisepod.ReadInPlaceUpdateState(pod)
 	if err != nil {
 		return false
 	}
 	if state == nil {
 		return true
 	}
-	return daemonsetutil.InPlaceUpdateCompleted(pod, state)
+	return kruisepod.InPlaceUpdateCompleted(pod, state)
 }
 
 // IsAvailable reports whether a pod counts as available for a budget: running, Ready, not

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/bosun-dev/bosun/pkg/controller/options"
 )
 
 // Delayed is one AddAfter call.
@@ -29,6 +31,17 @@ type Recorder struct {
 // NewRecorder returns a Recorder over queue.
 func NewRecorder(queue workqueue.TypedRateLimitingInterface[string]) *Recorder {
 	return &Recorder{TypedRateLimitingInterface: queue}
+}
+
+// Wrapping returns a Recorder and the option under which a controller's NewController wraps
+// the work queue it builds in it; the Recorder is over that queue once NewController has
+// run.
+func Wrapping() (*Recorder, options.Option) {
+	r := &Recorder{}
+	return r, options.WithQueueWrapper(func(queue workqueue.TypedRateLimitingInterface[string]) workqueue.TypedRateLimitingInterface[string] {
+		r.TypedRateLimitingInterface = queue
+		return r
+	})
 }
 
 // Add records key.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"time"
 
@@ -33,9 +32,6 @@ const (
 	// ControllerName is the controller's canonical name, its client's User-Agent suffix and
 	// the source of the events it records.
 	ControllerName = "containerrecreaterequest-agent"
-
-	// queueName names the work queue in the workqueue_* metrics.
-	queueName = "containerrecreaterequest_agent"
 
 	// Workers is how many pods are worked on at once. Stopping a container blocks a worker
 	// for the container's grace period, so there are many.
@@ -96,7 +92,7 @@ func New(ctx context.Context, cc *controller.Context) (controller.Controller, er
 // NewController builds the controller on the informer of this node's active requests and
 // the informer of this node's pods (whose cached copy names the pod in events). runtime
 // hands out the CRI connection; client writes request status; events go through recorder.
-// Of the options it reads the clock.
+// Of the options it reads the clock and the queue wrapper.
 func NewController(ctx context.Context, requests appsinformers.ContainerRecreateRequestInformer, pods coreinformers.PodInformer,
 	runtime controller.RuntimeSource, client bosunclientset.Interface, recorder record.EventRecorder, opts ...options.Option) (*Controller, error) {
 	settings := options.Apply(opts)
@@ -115,9 +111,7 @@ func NewController(ctx context.Context, requests appsinformers.ContainerRecreate
 		requests:     requests.Informer().GetIndexer(),
 		pods:         pods.Lister(),
 		cachesSynced: []cache.InformerSynced{requests.Informer().HasSynced, pods.Informer().HasSynced},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](initialRetryDelay, maxRetryDelay+rand.N(maxRetryJitter)),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: queueName}),
+		queue:        settings.WrapQueue(queue.NewJittered[string](queue.NameContainerRecreateRequestAgent, initialRetryDelay, maxRetryDelay, maxRetryJitter)),
 	}
 	c.written = expectations.NewVersionStoreWithTimeout(settings.Clock, c.cachedVersion, writtenVersionWait)
 	c.syncHandler = c.syncPod

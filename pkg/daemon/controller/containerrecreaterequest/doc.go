@@ -19,13 +19,21 @@
 //     then until the grace period after it has passed;
 //  5. checks that the containers run in this node's runtime (the scheme of their container
 //     IDs), and reads the pod's containers from the CRI as the kubelet does;
-//  6. recomputes each container's state; when it changed, writes it and stops there;
-//  7. walks the containers in order: a Failed one completes the request unless the failure
-//     policy is Ignore; a Recreating one is recorded as killed, and with orderedRecreate
-//     holds the next ones back; the first Pending one present in the runtime is stopped
-//     (event Killing, preStop hook within the grace period, StopContainer with what is left
-//     of it and at least 2 s), and the sync ends there: one container per sync;
-//  8. completes the request when every container Succeeded or Failed.
+//  6. plans the request's step from what it saw alone (planRecreate, a pure function, in
+//     plan.go): each container's state observed anew is recorded first when it changed;
+//     otherwise the containers are walked in order, each one done, failed, restarting,
+//     missing, to be stopped, or held back behind an earlier one. A Failed one completes
+//     the request unless the failure policy is Ignore; a Recreating one is recorded as
+//     killed, and with orderedRecreate holds the next ones back; a Pending one missing from
+//     the runtime holds the next ones back; the first Pending one present is to be stopped;
+//  7. carries out the one action of the plan. A stop (kill.go: event Killing, preStop hook
+//     within the grace period, StopContainer with what is left of it and at least 2 s) is
+//     planned again with its outcome: the container is recorded Recreating, or Failed when
+//     the stop failed, and only under the Ignore policy does a failure let the next
+//     container be stopped in the same sync; otherwise one container per sync. Then the
+//     changed states are written (status.go), the request is completed when every
+//     container Succeeded or Failed, or it waits, and with minStartedSeconds it is looked
+//     at again after that long.
 //
 // A container counts as recreated when its ID or its restart count differs from those the
 // request was admitted with, and as Succeeded once the pod status the manager copied shows

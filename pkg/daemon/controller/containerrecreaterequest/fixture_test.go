@@ -28,6 +28,7 @@ import (
 
 	"github.com/bosun-dev/bosun/pkg/controller/options"
 	"github.com/bosun-dev/bosun/pkg/controller/queue/queuetest"
+	"github.com/bosun-dev/bosun/pkg/daemon/controller"
 	"github.com/bosun-dev/bosun/pkg/daemon/cri"
 	"github.com/bosun-dev/bosun/pkg/daemon/cri/crifake"
 )
@@ -65,6 +66,13 @@ type fixture struct {
 // IP 127.0.0.1) and its containers, running.
 func newFixture(t *testing.T, containers ...string) *fixture {
 	t.Helper()
+	return newFixtureWithRuntime(t, nil, containers...)
+}
+
+// newFixtureWithRuntime is newFixture with the controller asking runtime, instead of the
+// fake runtime's monitor, for its runtime connection; nil means the monitor.
+func newFixtureWithRuntime(t *testing.T, runtime controller.RuntimeSource, containers ...string) *fixture {
+	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	clk := clocktesting.NewFakeClock(t0)
 
@@ -93,12 +101,14 @@ func newFixture(t *testing.T, containers ...string) *fixture {
 	requestInformer := bosuninformers.NewSharedInformerFactory(client, 0).Apps().V1alpha1().ContainerRecreateRequests()
 	podInformer := informers.NewSharedInformerFactory(kubefake.NewClientset(), 0).Core().V1().Pods()
 	recorder := record.NewFakeRecorder(100)
-	c, err := NewController(ctx, requestInformer, podInformer, monitor, client, recorder, options.WithClock(clk))
+	if runtime == nil {
+		runtime = monitor
+	}
+	q, wrapQueue := queuetest.Wrapping()
+	c, err := NewController(ctx, requestInformer, podInformer, runtime, client, recorder, options.WithClock(clk), wrapQueue)
 	if err != nil {
 		t.Fatalf("NewController: %v", err)
 	}
-	q := queuetest.NewRecorder(c.queue)
-	c.queue = q
 	t.Cleanup(q.ShutDown)
 	return &fixture{
 		t: t, ctx: ctx, client: client, requests: requestInformer.Informer().GetIndexer(), pods: podInformer.Informer().GetIndexer(),

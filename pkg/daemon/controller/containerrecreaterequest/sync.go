@@ -3,22 +3,16 @@ package containerrecreaterequest
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
 
 	"github.com/bosun-dev/bosun/pkg/controller/queue"
-	"github.com/bosun-dev/bosun/pkg/daemon/cri"
 )
 
 const (
@@ -146,8 +140,8 @@ func unreadyGracePeriod(crr *appsv1alpha1.ContainerRecreateRequest) *int64 {
 	return crr.Spec.Strategy.UnreadyGracePeriodSeconds
 }
 
-// recreate reads the pod's containers from the runtime, brings the container states up to
-// date and, when they already are, stops the next container due.
+// recreate takes a Recreating request one step further: it reads the pod's containers from
+// the runtime, plans the step (planRecreate) and carries out what the plan calls for.
 func (c *Controller) recreate(ctx context.Context, key string, crr *appsv1alpha1.ContainerRecreateRequest) error {
 	rt := c.runtime.Runtime()
 	if rt == nil {
@@ -167,59 +161,27 @@ func (c *Controller) recreate(ctx context.Context, key string, crr *appsv1alpha1
 		return err
 	}
 
-	states := c.currentStates(crr, containers, rt)
-	if !slices.Equal(states, crr.Status.ContainerRecreateStates) {
-		return c.patchStates(ctx, crr, states)
-	}
-
-	strategy := ptr.Deref(crr.Spec.Strategy, appsv1alpha1.ContainerRecreateRequestStrategy{})
-	ignoreFailures := strategy.FailurePolicy == appsv1alpha1.ContainerRecreateRequestFailurePolicyIgnore
-	done := 0
-walk:
-	for i := range states {
-		state := &states[i]
-		switch state.Phase {
-		case appsv1alpha1.ContainerRecreateRequestSucceeded:
-			done++
-		case appsv1alpha1.ContainerRecreateRequestFailed:
-			done++
-			if !ignoreFailures {
-				return c.complete(ctx, key, crr, "")
-			}
-		case appsv1alpha1.ContainerRecreateRequestRecreating:
-			// Stopped by this request, or exited on its own: either way the kubelet is
-			// bringing it back, which is what the request asked for.
-			state.IsKilled = true
-			if strategy.OrderedRecreate {
-				break walk
-			}
-		case appsv1alpha1.ContainerRecreateRequestPending:
-			container, found := containers[state.Name]
-			if !found {
-				break walk
-			}
-			if err := c.kill(ctx, crr, podUID, state.Name, container, rt); err != nil {
-				klog.FromContext(ctx).Error(err, "Failed to stop container", "container", state.Name)
-				state.Phase, state.Message = appsv1alpha1.ContainerRecreateRequestFailed, fmt.Sprintf("kill container error: %v", err)
-				if !ignoreFailures {
-					break walk
-				}
-				continue
-			}
-			state.Phase, state.IsKilled = appsv1alpha1.ContainerRecreateRequestRecreating, true
-			// One container per sync: the state must be recorded before the next is stopped.
-			break walk
+	seen := observation{crr: crr, containers: containers, runtimeName: rt.Name, now: c.clock.Now(), stopped: map[string]error{}}
+	next := planRecreate(seen)
+	for next.action == actionStop {
+		err := c.kill(ctx, crr, podUID, next.stop, containers[next.stop], rt)
+		if err != nil {
+			klog.FromContext(ctx).Error(err, "Failed to stop container", "container", next.stop)
 		}
+		// What is recorded, and whether another container is stopped, depends on how the
+		// stop went.
+		seen.stopped[next.stop] = err
+		next = planRecreate(seen)
 	}
-	if !slices.Equal(states, crr.Status.ContainerRecreateStates) {
-		return c.patchStates(ctx, crr, states)
-	}
-	if done == len(states) {
+	klog.FromContext(ctx).V(5).Info("Planned the request's step", "action", next.action, "steps", next.steps)
+	switch next.action {
+	case actionWrite:
+		return c.patchStates(ctx, crr, next.states)
+	case actionComplete:
 		return c.complete(ctx, key, crr, "")
 	}
-	if strategy.MinStartedSeconds > 0 {
-		// Nothing announces that a container has now run long enough.
-		c.queue.AddAfter(key, time.Duration(strategy.MinStartedSeconds)*time.Second)
+	if next.recheckAfter > 0 {
+		c.queue.AddAfter(key, next.recheckAfter)
 	}
 	return nil
 }
@@ -240,121 +202,5 @@ func sameRuntime(crr *appsv1alpha1.ContainerRecreateRequest, runtimeName string)
 			return fmt.Errorf("container %s runs in runtime %q, but this node's runtime is %q", container.Name, scheme, runtimeName)
 		}
 	}
-	return nil
-}
-
-// currentStates computes each target container's state from its previous state, the
-// runtime and the container statuses the manager copied from the pod. A new container is
-// recognized by its ID or restart count only, never by comparing start times with the
-// request's creation, which come from different clocks (OpenKruise issue #2483).
-func (c *Controller) currentStates(crr *appsv1alpha1.ContainerRecreateRequest, containers map[string]cri.Container, rt *cri.Runtime) []appsv1alpha1.ContainerRecreateRequestContainerRecreateState {
-	strategy := ptr.Deref(crr.Spec.Strategy, appsv1alpha1.ContainerRecreateRequestStrategy{})
-	minStarted := time.Duration(strategy.MinStartedSeconds) * time.Second
-	synced := syncedStatuses(crr)
-	now := c.clock.Now()
-
-	states := make([]appsv1alpha1.ContainerRecreateRequestContainerRecreateState, 0, len(crr.Spec.Containers))
-	for _, target := range crr.Spec.Containers {
-		previous := previousState(crr, target.Name)
-		if previous != nil && (previous.Phase == appsv1alpha1.ContainerRecreateRequestSucceeded || previous.Phase == appsv1alpha1.ContainerRecreateRequestFailed) {
-			states = append(states, *previous)
-			continue
-		}
-		admitted := ptr.Deref(target.StatusContext, appsv1alpha1.ContainerRecreateRequestContainerContext{})
-		state := appsv1alpha1.ContainerRecreateRequestContainerRecreateState{Name: target.Name, Phase: appsv1alpha1.ContainerRecreateRequestPending}
-		if previous != nil {
-			state.IsKilled = previous.IsKilled
-		}
-		container, found := containers[target.Name]
-		switch {
-		case !found:
-			state.Message = "not found container on Node"
-		case container.State == runtimeapi.ContainerState_CONTAINER_EXITED:
-			state.Phase = appsv1alpha1.ContainerRecreateRequestRecreating
-		case strategy.ForceRecreate && !state.IsKilled:
-			// Already restarting or not: it is stopped once more for this request.
-		case rt.KubeContainerID(container.ID) != admitted.ContainerID || container.RestartCount > admitted.RestartCount:
-			state.Phase = appsv1alpha1.ContainerRecreateRequestRecreating
-			status, ok := synced[target.Name]
-			if ok && status.ContainerID == rt.KubeContainerID(container.ID) && status.Ready &&
-				!container.StartedAt.IsZero() && now.Sub(container.StartedAt) >= minStarted {
-				state.Phase = appsv1alpha1.ContainerRecreateRequestSucceeded
-			}
-		}
-		states = append(states, state)
-	}
-	return states
-}
-
-func previousState(crr *appsv1alpha1.ContainerRecreateRequest, name string) *appsv1alpha1.ContainerRecreateRequestContainerRecreateState {
-	for i := range crr.Status.ContainerRecreateStates {
-		if crr.Status.ContainerRecreateStates[i].Name == name {
-			return &crr.Status.ContainerRecreateStates[i]
-		}
-	}
-	return nil
-}
-
-// syncedStatuses reads the pod-side container statuses the manager copies into the
-// request's annotation. One that does not parse counts as none yet: the manager rewrites
-// it on the pod's next change.
-func syncedStatuses(crr *appsv1alpha1.ContainerRecreateRequest) map[string]appsv1alpha1.ContainerRecreateRequestSyncContainerStatus {
-	value := crr.Annotations[appsv1alpha1.ContainerRecreateRequestSyncContainerStatusesKey]
-	if value == "" {
-		return nil
-	}
-	var list []appsv1alpha1.ContainerRecreateRequestSyncContainerStatus
-	if err := json.Unmarshal([]byte(value), &list); err != nil {
-		return nil
-	}
-	byName := make(map[string]appsv1alpha1.ContainerRecreateRequestSyncContainerStatus, len(list))
-	for _, status := range list {
-		byName[status.Name] = status
-	}
-	return byName
-}
-
-// updatePhase writes phase into crr's status.
-func (c *Controller) updatePhase(ctx context.Context, crr *appsv1alpha1.ContainerRecreateRequest, phase appsv1alpha1.ContainerRecreateRequestPhase) error {
-	updated := crr.DeepCopy()
-	updated.Status.Phase = phase
-	written, err := c.client.AppsV1alpha1().ContainerRecreateRequests(crr.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
-	if err != nil {
-		return fmt.Errorf("setting the phase of ContainerRecreateRequest %s/%s to %s: %w", crr.Namespace, crr.Name, phase, err)
-	}
-	c.written.Expect(requestKey(written), written)
-	return nil
-}
-
-// complete finishes crr with message (empty when every container finished) and queues
-// its pod again, whose next request can now start.
-func (c *Controller) complete(ctx context.Context, key string, crr *appsv1alpha1.ContainerRecreateRequest, message string) error {
-	updated := crr.DeepCopy()
-	updated.Status.Phase = appsv1alpha1.ContainerRecreateRequestCompleted
-	updated.Status.CompletionTime = ptr.To(metav1.NewTime(c.clock.Now()))
-	updated.Status.Message = message
-	written, err := c.client.AppsV1alpha1().ContainerRecreateRequests(crr.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
-	if err != nil {
-		return fmt.Errorf("completing ContainerRecreateRequest %s/%s: %w", crr.Namespace, crr.Name, err)
-	}
-	klog.FromContext(ctx).V(2).Info("Completed ContainerRecreateRequest", "message", message)
-	c.written.Expect(requestKey(written), written)
-	c.queue.Add(key)
-	return nil
-}
-
-// patchStates writes the container states into crr's status by a merge patch, which leaves
-// the phase alone.
-func (c *Controller) patchStates(ctx context.Context, crr *appsv1alpha1.ContainerRecreateRequest, states []appsv1alpha1.ContainerRecreateRequestContainerRecreateState) error {
-	patch, err := json.Marshal(map[string]any{"status": map[string]any{"containerRecreateStates": states}})
-	if err != nil {
-		return fmt.Errorf("encoding the container states of ContainerRecreateRequest %s/%s: %w", crr.Namespace, crr.Name, err)
-	}
-	written, err := c.client.AppsV1alpha1().ContainerRecreateRequests(crr.Namespace).Patch(ctx, crr.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
-	if err != nil {
-		return fmt.Errorf("writing the container states of ContainerRecreateRequest %s/%s: %w", crr.Namespace, crr.Name, err)
-	}
-	klog.FromContext(ctx).V(2).Info("Updated container states", "states", states)
-	c.written.Expect(requestKey(written), written)
 	return nil
 }

@@ -225,11 +225,10 @@ func TestOtherRuntimeCompletes(t *testing.T) {
 }
 
 func TestRuntimeUnavailableRetries(t *testing.T) {
-	f := newFixture(t, "app")
+	f := newFixtureWithRuntime(t, noRuntime{}, "app")
 	crr := f.newRequest("r1", "app")
 	crr.Status.Phase = recreating
 	f.create(crr)
-	f.c.runtime = noRuntime{}
 	if err := f.syncErr(); err == nil || !strings.Contains(err.Error(), "not available") {
 		t.Errorf("sync = %v, want an error to retry with backoff", err)
 	}

@@ -34,9 +34,6 @@ const (
 	// ControllerName is the controller's canonical name, its client's User-Agent suffix
 	// and the source component of the events it records.
 	ControllerName = "nodeimage-agent"
-
-	// queueName names the work queue in the workqueue_* metrics.
-	queueName = "nodeimage_agent"
 )
 
 // Event reasons, OpenKruise's.
@@ -136,7 +133,7 @@ func New(ctx context.Context, cc *controller.Context) (controller.Controller, er
 // kubeClient reads pull secrets, bosunClient writes NodeImage status, runtime is the
 // container runtime; events are recorded through recorder, whose source should be
 // ControllerName. Of the options it reads the clock (retry sleeps, pull timeouts and
-// deadlines, status refresh).
+// deadlines, status refresh) and the queue wrapper.
 func NewController(ctx context.Context, nodeImages appsinformers.NodeImageInformer, kubeClient kubernetes.Interface,
 	bosunClient bosunclientset.Interface, runtime controller.RuntimeSource, recorder record.EventRecorder, config Config,
 	opts ...options.Option) (*Controller, error) {
@@ -156,9 +153,7 @@ func NewController(ctx context.Context, nodeImages appsinformers.NodeImageInform
 		cachesSynced: []cache.InformerSynced{nodeImages.Informer().HasSynced},
 		pools:        map[string]*imagePool{},
 		writer:       newStatusWriter(settings.Clock),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](syncRetryBase, syncRetryCap+rand.N(syncRetryCapJitter)),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: queueName}),
+		queue:        settings.WrapQueue(queue.NewJittered[string](queue.NameNodeImageAgent, syncRetryBase, syncRetryCap, syncRetryCapJitter)),
 	}
 	if c.puller == nil {
 		c.puller = &criPuller{runtime: runtime, watcher: config.Progress}

@@ -109,15 +109,14 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 	clk := clocktesting.NewFakeClock(t0)
 	recorder := &eventRecorder{}
 	source := &runtimeSource{rt: rt}
+	q, wrapQueue := queuetest.Wrapping()
 	c, err := NewController(ctx, informer, kubeClient, bosunClient, source, recorder,
 		Config{NodeName: testNode, SecretsNamespace: testSecretsNamespace, MaxParallelPulls: opts.maxParallelPulls, Puller: opts.puller,
 			Progress: opts.progress},
-		options.WithClock(clk))
+		options.WithClock(clk), wrapQueue)
 	if err != nil {
 		t.Fatal(err)
 	}
-	q := queuetest.NewRecorder(c.queue)
-	c.queue = q
 	// Stop every worker before the runtime goes away.
 	t.Cleanup(func() {
 		cancel()

@@ -18,7 +18,7 @@ import (
 
 	contentapi "github.com/containerd/containerd/api/services/content/v1"
 
-	"github.com/bosun-dev/bosun/pkg/daemon/cri"
+	"github.com/bosun-dev/bosun/pkg/controller/imageref"
 )
 
 const (
@@ -60,11 +60,8 @@ type tracker struct {
 }
 
 func newTracker(content contentapi.ContentClient, image string, since time.Time, p platform) *tracker {
-	name, digest, _ := strings.Cut(image, "@")
-	if i := strings.LastIndex(name, ":"); i > strings.LastIndex(name, "/") {
-		name = name[:i]
-	}
-	host, repository := cri.SplitDomain(name)
+	name, _, digest := imageref.Split(image)
+	host, repository := imageref.SplitName(name)
 	return &tracker{
 		content:    content,
 		host:       host,

@@ -1,19 +1,3 @@
-// Package imageref parses container image references the way registries and container
-// runtimes read them, strictly, and splits them into the familiar repository name and the
-// tag that NodeImages are keyed by.
-//
-// A reference is NAME[:TAG][@DIGEST], where NAME is [DOMAIN/]PATH:
-//
-//   - DOMAIN is dot-separated host components of letters, digits and inner hyphens, with
-//     an optional :PORT, or a bracketed IPv6 address; the first part of NAME is a domain
-//     only when it contains "." or ":", is "localhost", or has an upper-case letter;
-//   - PATH is slash-separated components of lower-case letters and digits, joined inside a
-//     component by ".", "_", "__" or any run of "-";
-//   - TAG is a word character followed by up to 127 word characters, "." or "-";
-//   - DIGEST is ALGORITHM:HEX (sha256 needs 64 hex digits, any algorithm at least 32).
-//
-// Docker Hub references are normalised: "nginx", "library/nginx", "docker.io/nginx" and
-// "index.docker.io/library/nginx" are all the familiar name "nginx".
 package imageref
 
 import (
@@ -26,10 +10,6 @@ import (
 const (
 	// DefaultTag is the tag of a reference that names neither a tag nor a digest.
 	DefaultTag = "latest"
-
-	dockerHubDomain       = "docker.io"
-	legacyDockerHubDomain = "index.docker.io"
-	officialRepoPrefix    = "library/"
 
 	// maxNameLength is the longest a repository name (domain included) may be.
 	maxNameLength = 255
@@ -69,11 +49,9 @@ func Parse(ref string) (Reference, error) {
 	if strings.TrimSpace(ref) != ref {
 		return Reference{}, errors.New("image reference has leading or trailing whitespace")
 	}
-	rest := ref
-	var r Reference
-	if at := strings.Index(rest, "@"); at >= 0 {
-		r.Digest = rest[at+1:]
-		rest = rest[:at]
+	parts := split(ref)
+	r := Reference{Tag: parts.tag, Digest: parts.digest}
+	if parts.hasDigest {
 		if !digestRegexp.MatchString(r.Digest) {
 			return Reference{}, fmt.Errorf("invalid digest %q", r.Digest)
 		}
@@ -81,15 +59,10 @@ func Parse(ref string) (Reference, error) {
 			return Reference{}, fmt.Errorf("invalid digest %q: sha256 needs 64 hexadecimal digits", r.Digest)
 		}
 	}
-	// A colon after the last slash starts the tag; one before it belongs to a port.
-	if colon := strings.LastIndex(rest, ":"); colon > strings.LastIndex(rest, "/") {
-		r.Tag = rest[colon+1:]
-		rest = rest[:colon]
-		if !tagRegexp.MatchString(r.Tag) {
-			return Reference{}, fmt.Errorf("invalid tag %q", r.Tag)
-		}
+	if parts.hasTag && !tagRegexp.MatchString(r.Tag) {
+		return Reference{}, fmt.Errorf("invalid tag %q", r.Tag)
 	}
-	name := rest
+	name := parts.name
 	if name == "" {
 		return Reference{}, errors.New("image reference has no repository name")
 	}
@@ -102,7 +75,7 @@ func Parse(ref string) (Reference, error) {
 	if first, _, found := strings.Cut(name, "/"); found && looksLikeDomain(first) && !domainRegexp.MatchString(first) {
 		return Reference{}, fmt.Errorf("invalid registry %q", first)
 	}
-	r.Domain, r.Path = splitDomain(name)
+	r.Domain, r.Path = splitDomain(name, isLegacyDockerHubDomain)
 	if !pathRegexp.MatchString(r.Path) {
 		if strings.ToLower(r.Path) != r.Path {
 			return Reference{}, fmt.Errorf("invalid repository name %q: it must be lower case", name)
@@ -112,34 +85,10 @@ func Parse(ref string) (Reference, error) {
 	return r, nil
 }
 
-// splitDomain splits a repository name into its registry and path, normalising Docker
-// Hub's spellings.
-func splitDomain(name string) (domain, path string) {
-	slash := strings.Index(name, "/")
-	if slash < 0 || !looksLikeDomain(name[:slash]) {
-		domain, path = dockerHubDomain, name
-	} else {
-		domain, path = name[:slash], name[slash+1:]
-	}
-	if domain == legacyDockerHubDomain {
-		domain = dockerHubDomain
-	}
-	if domain == dockerHubDomain && !strings.Contains(path, "/") {
-		path = officialRepoPrefix + path
-	}
-	return domain, path
-}
-
-// looksLikeDomain reports whether the first component of a name is a registry rather than
-// the first part of a Docker Hub path.
-func looksLikeDomain(first string) bool {
-	return strings.ContainsAny(first, ".:") || first == "localhost" || strings.ToLower(first) != first
-}
-
 // FamiliarName is the shortest name that means the same repository: Docker Hub's domain,
 // and the "library/" of its official images, are left out.
 func (r Reference) FamiliarName() string {
-	if r.Domain != dockerHubDomain {
+	if r.Domain != DockerHubDomain {
 		return r.Domain + "/" + r.Path
 	}
 	if rest, ok := strings.CutPrefix(r.Path, officialRepoPrefix); ok && !strings.Contains(rest, "/") {

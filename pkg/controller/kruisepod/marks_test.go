@@ -1,6 +1,16 @@
-package daemonsetutil
+package kruisepod
 
 import "testing"
+
+func TestNotReadyMarks(t *testing.T) {
+	message, added := AddNotReadyMark("", PreDeleteMark)
+	if !added || message != `[{"userAgent":"Lifecycle","key":"preDeleteHook"}]` {
+		t.Errorf("AddNotReadyMark = %s, %v", message, added)
+	}
+	if again, added := AddNotReadyMark(message, PreDeleteMark); added || again != message {
+		t.Errorf("mark added twice: %s", again)
+	}
+}
 
 func TestRemoveNotReadyMark(t *testing.T) {
 	crr := NotReadyMark{UserAgent: "ContainerRecreateRequest", Key: "shop/r"}

@@ -1,4 +1,4 @@
-package daemonsetutil
+package kruisepod
 
 import (
 	"bytes"

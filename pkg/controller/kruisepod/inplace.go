@@ -1,10 +1,9 @@
-package daemonsetutil
+package kruisepod
 
 import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -13,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+
+	"github.com/bosun-dev/bosun/pkg/controller/imageref"
 )
 
 // InPlaceUpdateState is the JSON kept in a pod's inplace-update-state annotation while and
@@ -122,59 +123,6 @@ func metadataChanges(before, after map[string]string) (set map[string]string, re
 	return set, remove
 }
 
-type jsonOp string
-
-const (
-	opAdd     jsonOp = "add"
-	opRemove  jsonOp = "remove"
-	opReplace jsonOp = "replace"
-)
-
-// jsonChange is one difference between two JSON documents, in JSON-patch terms.
-type jsonChange struct {
-	op   jsonOp
-	path string
-}
-
-// diffJSON appends to changes the differences between a and b below path: objects are
-// compared key by key, arrays of equal length element by element; anything else that
-// differs is replaced as a whole.
-func diffJSON(path string, a, b any, changes *[]jsonChange) {
-	switch a := a.(type) {
-	case map[string]any:
-		if b, ok := b.(map[string]any); ok {
-			for _, key := range slices.Sorted(maps.Keys(a)) {
-				child := path + "/" + escapePointer(key)
-				if bv, ok := b[key]; ok {
-					diffJSON(child, a[key], bv, changes)
-				} else {
-					*changes = append(*changes, jsonChange{opRemove, child})
-				}
-			}
-			for _, key := range slices.Sorted(maps.Keys(b)) {
-				if _, ok := a[key]; !ok {
-					*changes = append(*changes, jsonChange{opAdd, path + "/" + escapePointer(key)})
-				}
-			}
-			return
-		}
-	case []any:
-		if b, ok := b.([]any); ok && len(a) == len(b) {
-			for i := range a {
-				diffJSON(fmt.Sprintf("%s/%d", path, i), a[i], b[i], changes)
-			}
-			return
-		}
-	}
-	if !reflect.DeepEqual(a, b) {
-		*changes = append(*changes, jsonChange{opReplace, path})
-	}
-}
-
-func escapePointer(key string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(key, "~", "~0"), "/", "~1")
-}
-
 // ApplyInPlaceUpdate changes pod (a copy the caller owns) to revision hash with update,
 // recording in the state annotation what the containers ran before, and returns false
 // when the pod lacks one of the containers to update.
@@ -236,21 +184,10 @@ func InPlaceUpdateCompleted(pod *corev1.Pod, state *InPlaceUpdateState) bool {
 		}
 		// The image ID did not move: the kubelet has not restarted the container yet, unless
 		// the new image happens to resolve to the same ID, which the reported image shows.
-		if normalizeImage(specImages[status.Name]) != normalizeImage(status.Image) {
+		// An untagged image means its latest tag; the registry is compared as written.
+		if imageref.WithDefaultTag(specImages[status.Name]) != imageref.WithDefaultTag(status.Image) {
 			return false
 		}
 	}
 	return true
-}
-
-// normalizeImage adds the implicit ":latest" tag to an image without tag or digest.
-func normalizeImage(image string) string {
-	if strings.Contains(image, "@") {
-		return image
-	}
-	lastSlash := strings.LastIndex(image, "/")
-	if !strings.Contains(image[lastSlash+1:], ":") {
-		return image + ":latest"
-	}
-	return image
 }

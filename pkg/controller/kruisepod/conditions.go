@@ -1,0 +1,60 @@
+package kruisepod
+
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// HasReadinessGate reports whether pod's readiness depends on condition t.
+func HasReadinessGate(pod *corev1.Pod, t corev1.PodConditionType) bool {
+	return slices.ContainsFunc(pod.Spec.ReadinessGates, func(g corev1.PodReadinessGate) bool { return g.ConditionType == t })
+}
+
+// AddReadinessGate adds the gate t to spec unless it is there.
+func AddReadinessGate(spec *corev1.PodSpec, t corev1.PodConditionType) {
+	if !slices.ContainsFunc(spec.ReadinessGates, func(g corev1.PodReadinessGate) bool { return g.ConditionType == t }) {
+		spec.ReadinessGates = append(spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: t})
+	}
+}
+
+// PodCondition returns a pointer into pod's conditions to the one of type t, or nil.
+func PodCondition(pod *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == t {
+			return &pod.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// SetPodCondition records cond in pod's status. The transition time moves only when the
+// status changes, as the kubelet does it.
+func SetPodCondition(pod *corev1.Pod, cond corev1.PodCondition) {
+	current := PodCondition(pod, cond.Type)
+	if current == nil {
+		pod.Status.Conditions = append(pod.Status.Conditions, cond)
+		return
+	}
+	if current.Status == cond.Status {
+		cond.LastTransitionTime = current.LastTransitionTime
+	}
+	*current = cond
+}
+
+// RecomputeReady sets pod's Ready condition from its containers and readiness gates, the
+// way the kubelet would, so that a gate turned False takes the pod out of service at once
+// rather than at the kubelet's next status sync.
+func RecomputeReady(pod *corev1.Pod, now metav1.Time) {
+	ready := corev1.ConditionTrue
+	if c := PodCondition(pod, corev1.ContainersReady); c == nil || c.Status != corev1.ConditionTrue {
+		ready = corev1.ConditionFalse
+	}
+	for _, gate := range pod.Spec.ReadinessGates {
+		if c := PodCondition(pod, gate.ConditionType); c == nil || c.Status != corev1.ConditionTrue {
+			ready = corev1.ConditionFalse
+		}
+	}
+	SetPodCondition(pod, corev1.PodCondition{Type: corev1.PodReady, Status: ready, LastTransitionTime: now})
+}
