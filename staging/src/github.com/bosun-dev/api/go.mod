@@ -1,6 +1,6 @@
-// Module api holds bosun's API types: the OpenKruise-compatible apps.kruise.io/v1alpha1 and
-// policy.kruise.io/v1alpha1 groups. It depends only on k8s.io/api and k8s.io/apimachinery so
-// that any program can import it.
+// Module api holds bosun's API types: the OpenKruise-compatible apps.kruise.io and
+// policy.kruise.io groups, in versions v1alpha1 and v1beta1. It depends only on k8s.io/api
+// and k8s.io/apimachinery so that any program can import it.
 module github.com/bosun-dev/api
 
 go 1.26.0

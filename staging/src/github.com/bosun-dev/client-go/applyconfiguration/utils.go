@@ -20,10 +20,14 @@ package applyconfiguration
 
 import (
 	v1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	v1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	policyv1alpha1 "github.com/bosun-dev/api/policy/v1alpha1"
+	policyv1beta1 "github.com/bosun-dev/api/policy/v1beta1"
 	appsv1alpha1 "github.com/bosun-dev/client-go/applyconfiguration/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/client-go/applyconfiguration/apps/v1beta1"
 	internal "github.com/bosun-dev/client-go/applyconfiguration/internal"
 	applyconfigurationpolicyv1alpha1 "github.com/bosun-dev/client-go/applyconfiguration/policy/v1alpha1"
+	applyconfigurationpolicyv1beta1 "github.com/bosun-dev/client-go/applyconfiguration/policy/v1beta1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
 	managedfields "k8s.io/apimachinery/pkg/util/managedfields"
@@ -58,6 +62,14 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1alpha1.DaemonSetStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DaemonSetUpdateStrategy"):
 		return &appsv1alpha1.DaemonSetUpdateStrategyApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("FailedImageStatus"):
+		return &appsv1alpha1.FailedImageStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ImageListPullJob"):
+		return &appsv1alpha1.ImageListPullJobApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ImageListPullJobSpec"):
+		return &appsv1alpha1.ImageListPullJobSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ImageListPullJobStatus"):
+		return &appsv1alpha1.ImageListPullJobStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ImagePullJob"):
 		return &appsv1alpha1.ImagePullJobApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ImagePullJobNodeSelector"):
@@ -103,6 +115,88 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 	case v1alpha1.SchemeGroupVersion.WithKind("SyncStatus"):
 		return &appsv1alpha1.SyncStatusApplyConfiguration{}
 
+		// Group=apps.kruise.io, Version=v1beta1
+	case v1beta1.SchemeGroupVersion.WithKind("CompletionPolicy"):
+		return &appsv1beta1.CompletionPolicyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ContainerRecreateRequest"):
+		return &appsv1beta1.ContainerRecreateRequestApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ContainerRecreateRequestContainer"):
+		return &appsv1beta1.ContainerRecreateRequestContainerApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ContainerRecreateRequestContainerContext"):
+		return &appsv1beta1.ContainerRecreateRequestContainerContextApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ContainerRecreateRequestContainerRecreateState"):
+		return &appsv1beta1.ContainerRecreateRequestContainerRecreateStateApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ContainerRecreateRequestSpec"):
+		return &appsv1beta1.ContainerRecreateRequestSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ContainerRecreateRequestStatus"):
+		return &appsv1beta1.ContainerRecreateRequestStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ContainerRecreateRequestStrategy"):
+		return &appsv1beta1.ContainerRecreateRequestStrategyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ContainerRecreateRequestSyncContainerStatus"):
+		return &appsv1beta1.ContainerRecreateRequestSyncContainerStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("DaemonSet"):
+		return &appsv1beta1.DaemonSetApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("DaemonSetScaleStrategy"):
+		return &appsv1beta1.DaemonSetScaleStrategyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("DaemonSetSpec"):
+		return &appsv1beta1.DaemonSetSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("DaemonSetStatus"):
+		return &appsv1beta1.DaemonSetStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("DaemonSetUpdateStrategy"):
+		return &appsv1beta1.DaemonSetUpdateStrategyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("FailedImageStatus"):
+		return &appsv1beta1.FailedImageStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ImageListPullJob"):
+		return &appsv1beta1.ImageListPullJobApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ImageListPullJobSpec"):
+		return &appsv1beta1.ImageListPullJobSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ImageListPullJobStatus"):
+		return &appsv1beta1.ImageListPullJobStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ImagePullJob"):
+		return &appsv1beta1.ImagePullJobApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ImagePullJobNodeSelector"):
+		return &appsv1beta1.ImagePullJobNodeSelectorApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ImagePullJobPodSelector"):
+		return &appsv1beta1.ImagePullJobPodSelectorApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ImagePullJobSpec"):
+		return &appsv1beta1.ImagePullJobSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ImagePullJobStatus"):
+		return &appsv1beta1.ImagePullJobStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ImagePullJobTemplate"):
+		return &appsv1beta1.ImagePullJobTemplateApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ImageSpec"):
+		return &appsv1beta1.ImageSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ImageStatus"):
+		return &appsv1beta1.ImageStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ImageTagPullPolicy"):
+		return &appsv1beta1.ImageTagPullPolicyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ImageTagSpec"):
+		return &appsv1beta1.ImageTagSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ImageTagStatus"):
+		return &appsv1beta1.ImageTagStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("Lifecycle"):
+		return &appsv1beta1.LifecycleApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("LifecycleHook"):
+		return &appsv1beta1.LifecycleHookApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("NodeImage"):
+		return &appsv1beta1.NodeImageApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("NodeImageSpec"):
+		return &appsv1beta1.NodeImageSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("NodeImageStatus"):
+		return &appsv1beta1.NodeImageStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ProbeHandler"):
+		return &appsv1beta1.ProbeHandlerApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("PullPolicy"):
+		return &appsv1beta1.PullPolicyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ReferenceObject"):
+		return &appsv1beta1.ReferenceObjectApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("RollingUpdateDaemonSet"):
+		return &appsv1beta1.RollingUpdateDaemonSetApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("SandboxConfig"):
+		return &appsv1beta1.SandboxConfigApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("SyncStatus"):
+		return &appsv1beta1.SyncStatusApplyConfiguration{}
+
 		// Group=policy.kruise.io, Version=v1alpha1
 	case policyv1alpha1.SchemeGroupVersion.WithKind("PodUnavailableBudget"):
 		return &applyconfigurationpolicyv1alpha1.PodUnavailableBudgetApplyConfiguration{}
@@ -112,6 +206,16 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &applyconfigurationpolicyv1alpha1.PodUnavailableBudgetStatusApplyConfiguration{}
 	case policyv1alpha1.SchemeGroupVersion.WithKind("TargetReference"):
 		return &applyconfigurationpolicyv1alpha1.TargetReferenceApplyConfiguration{}
+
+		// Group=policy.kruise.io, Version=v1beta1
+	case policyv1beta1.SchemeGroupVersion.WithKind("PodUnavailableBudget"):
+		return &applyconfigurationpolicyv1beta1.PodUnavailableBudgetApplyConfiguration{}
+	case policyv1beta1.SchemeGroupVersion.WithKind("PodUnavailableBudgetSpec"):
+		return &applyconfigurationpolicyv1beta1.PodUnavailableBudgetSpecApplyConfiguration{}
+	case policyv1beta1.SchemeGroupVersion.WithKind("PodUnavailableBudgetStatus"):
+		return &applyconfigurationpolicyv1beta1.PodUnavailableBudgetStatusApplyConfiguration{}
+	case policyv1beta1.SchemeGroupVersion.WithKind("TargetReference"):
+		return &applyconfigurationpolicyv1beta1.TargetReferenceApplyConfiguration{}
 
 	}
 	return nil

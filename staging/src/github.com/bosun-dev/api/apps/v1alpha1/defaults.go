@@ -164,6 +164,29 @@ func SetDefaults_ImagePullJob(obj *ImagePullJob) {
 	}
 }
 
+// SetDefaults_ImageListPullJob defaults an ImageListPullJob like the template part of an
+// ImagePullJob: completionPolicy.type becomes Always, pullPolicy becomes {} when nil with
+// timeoutSeconds 600 and backoffLimit 3 when unset.
+//
+// imagePullPolicy is deliberately left empty: the child ImagePullJobs are defaulted on
+// their own creation (to IfNotPresent), and an unset value keeps the list job's template,
+// hence its hash, equal to the one OpenKruise computes.
+func SetDefaults_ImageListPullJob(obj *ImageListPullJob) {
+	spec := &obj.Spec
+	if spec.CompletionPolicy.Type == "" {
+		spec.CompletionPolicy.Type = Always
+	}
+	if spec.PullPolicy == nil {
+		spec.PullPolicy = &PullPolicy{}
+	}
+	if spec.PullPolicy.TimeoutSeconds == nil {
+		spec.PullPolicy.TimeoutSeconds = int32Ptr(DefaultImagePullTimeoutSeconds)
+	}
+	if spec.PullPolicy.BackoffLimit == nil {
+		spec.PullPolicy.BackoffLimit = int32Ptr(DefaultImagePullBackoffLimit)
+	}
+}
+
 func intOrStringPtr(v intstr.IntOrString) *intstr.IntOrString { return &v }
 
 func int32Ptr(v int32) *int32 { return &v }

@@ -433,6 +433,49 @@ func TestSetDefaultsImagePullJob(t *testing.T) {
 	}
 }
 
+func TestSetDefaultsImageListPullJob(t *testing.T) {
+	tests := []struct {
+		name string
+		in   ImageListPullJobSpec
+		want ImageListPullJobSpec
+	}{{
+		// imagePullPolicy stays empty: the children are defaulted on their own creation,
+		// and the list job's template hash must match the one OpenKruise computes.
+		name: "empty template gets Always, 600 s and 3 retries, and no imagePullPolicy",
+		in:   ImageListPullJobSpec{Images: []string{"nginx:1.25", "busybox"}},
+		want: ImageListPullJobSpec{Images: []string{"nginx:1.25", "busybox"}, ImagePullJobTemplate: ImagePullJobTemplate{
+			CompletionPolicy: CompletionPolicy{Type: Always},
+			PullPolicy:       &PullPolicy{TimeoutSeconds: i32(600), BackoffLimit: i32(3)},
+		}},
+	}, {
+		name: "explicit values are kept and only the missing ones filled",
+		in: ImageListPullJobSpec{Images: []string{"nginx"}, ImagePullJobTemplate: ImagePullJobTemplate{
+			Parallelism:      intStr(2),
+			CompletionPolicy: CompletionPolicy{Type: Never},
+			PullPolicy:       &PullPolicy{TimeoutSeconds: i32(60)},
+			ImagePullPolicy:  PullAlways,
+		}},
+		want: ImageListPullJobSpec{Images: []string{"nginx"}, ImagePullJobTemplate: ImagePullJobTemplate{
+			Parallelism:      intStr(2),
+			CompletionPolicy: CompletionPolicy{Type: Never},
+			PullPolicy:       &PullPolicy{TimeoutSeconds: i32(60), BackoffLimit: i32(3)},
+			ImagePullPolicy:  PullAlways,
+		}},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			job := &ImageListPullJob{Spec: *tc.in.DeepCopy()}
+			SetDefaults_ImageListPullJob(job)
+			if same, d := sameOrDiff(tc.want, job.Spec); !same {
+				t.Fatalf("defaulted spec differs:\n%s", d)
+			}
+			if len(job.Finalizers) != 0 {
+				t.Fatalf("defaulting added finalizers %v", job.Finalizers)
+			}
+		})
+	}
+}
+
 // TestSchemeDefaulting checks that the scheme's generated defaulter runs the functions
 // above and nothing else: in particular it must not apply the core pod defaults to a
 // DaemonSet template or to the ports copied into a CRR, because OpenKruise does not.
@@ -468,6 +511,12 @@ func TestSchemeDefaulting(t *testing.T) {
 		if job.Spec.CompletionPolicy.Type != Always || job.Spec.ImagePullPolicy != PullIfNotPresent {
 			t.Errorf("scheme defaulting of a list did not default item %s: %+v", job.Spec.Image, job.Spec)
 		}
+	}
+
+	ilpj := &ImageListPullJob{Spec: ImageListPullJobSpec{Images: []string{"a"}}}
+	scheme.Default(ilpj)
+	if ilpj.Spec.CompletionPolicy.Type != Always || ilpj.Spec.PullPolicy == nil {
+		t.Errorf("scheme defaulting did not default the ImageListPullJob: %+v", ilpj.Spec)
 	}
 
 	ni := &NodeImage{Spec: NodeImageSpec{Images: map[string]ImageSpec{"nginx": {Tags: []ImageTagSpec{{Tag: "1"}}}}}}

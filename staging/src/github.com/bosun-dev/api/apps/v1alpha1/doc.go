@@ -1,7 +1,7 @@
 // Package v1alpha1 holds the apps.kruise.io/v1alpha1 API types served by bosun: the
-// Advanced DaemonSet, ContainerRecreateRequest, NodeImage and ImagePullJob. They are
-// wire-compatible with OpenKruise v1alpha1, field for field, so existing OpenKruise
-// manifests work unchanged.
+// Advanced DaemonSet, ContainerRecreateRequest, NodeImage, ImagePullJob and
+// ImageListPullJob. They are wire-compatible with OpenKruise v1alpha1, field for field, so
+// existing OpenKruise manifests work unchanged. The same kinds exist in apps/v1beta1.
 //
 // +k8s:deepcopy-gen=package
 // +k8s:defaulter-gen=TypeMeta

@@ -17,6 +17,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&NodeImageList{},
 		&ImagePullJob{},
 		&ImagePullJobList{},
+		&ImageListPullJob{},
+		&ImageListPullJobList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

@@ -25,6 +25,8 @@ func TestSchemeRegistration(t *testing.T) {
 		"NodeImageList":                &NodeImageList{},
 		"ImagePullJob":                 &ImagePullJob{},
 		"ImagePullJobList":             &ImagePullJobList{},
+		"ImageListPullJob":             &ImageListPullJob{},
+		"ImageListPullJobList":         &ImageListPullJobList{},
 		"ListOptions":                  &metav1.ListOptions{},
 		"WatchEvent":                   &metav1.WatchEvent{},
 	}

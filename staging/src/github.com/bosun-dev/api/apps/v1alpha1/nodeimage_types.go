@@ -9,7 +9,6 @@ import (
 // +genclient:nonNamespaced
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
-// +kubebuilder:storageversion
 // +kubebuilder:resource:scope=Cluster
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="DESIRED",type="integer",JSONPath=".status.desired",description="Number of image tags in spec."
@@ -72,6 +71,14 @@ type ReferenceObject struct {
 	// Name of the object.
 	// +optional
 	Name string `json:"name,omitempty"`
+
+	// Mode says who manages the object. "batch" (ImagePullSecretModeBatch) marks a secret
+	// copy shared by ImagePullJobs, released together with the image entry; empty means
+	// the secret is used as it is. OpenKruise declares this field in v1beta1 only; it is
+	// part of this version too so that both versions have one schema and a write through
+	// either keeps it.
+	// +optional
+	Mode string `json:"mode,omitempty"`
 }
 
 // ImageTagSpec is one tag of an image to pull.

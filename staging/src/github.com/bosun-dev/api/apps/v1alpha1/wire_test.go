@@ -128,7 +128,8 @@ func TestOpenKruiseDocumentsRoundTrip(t *testing.T) {
 		  "apiVersion": "apps.kruise.io/v1alpha1", "kind": "NodeImage",
 		  "metadata": {"name": "node-1", "labels": {"apps.kruise.io/fake-nodeimage": "true"}},
 		  "spec": {"images": {"nginx": {
-		    "pullSecrets": [{"namespace": "kruise-daemon-config", "name": "reg-abcdef"}],
+		    "pullSecrets": [{"namespace": "kruise-daemon-config", "name": "reg-abcdef", "mode": "batch"},
+		      {"namespace": "default", "name": "reg"}],
 		    "tags": [{"tag": "1.25", "createdAt": "2025-01-02T03:04:05Z",
 		      "pullPolicy": {"timeoutSeconds": 600, "backoffLimit": 3, "ttlSecondsAfterFinished": 300, "activeDeadlineSeconds": 1800},
 		      "ownerReferences": [{"apiVersion": "apps.kruise.io/v1alpha1", "kind": "ImagePullJob", "name": "j", "namespace": "default", "uid": "u"}],
@@ -162,6 +163,26 @@ func TestOpenKruiseDocumentsRoundTrip(t *testing.T) {
 		    "desired": 3, "active": 0, "succeeded": 2, "failed": 1, "message": "job has completed",
 		    "failedNodes": ["node-3"]}
 		}`,
+	}, {
+		name: "ImageListPullJob",
+		obj:  &ImageListPullJob{},
+		doc: `{
+		  "apiVersion": "apps.kruise.io/v1alpha1", "kind": "ImageListPullJob",
+		  "metadata": {"name": "warm", "namespace": "default", "labels": {"controller-revision-hash": "7c9d5f"}},
+		  "spec": {
+		    "images": ["nginx:1.25", "busybox:1.36"],
+		    "pullSecrets": ["reg"],
+		    "selector": {"matchLabels": {"pool": "a"}},
+		    "parallelism": "50%",
+		    "pullPolicy": {"timeoutSeconds": 600, "backoffLimit": 3},
+		    "completionPolicy": {"type": "Always", "activeDeadlineSeconds": 1200, "ttlSecondsAfterFinished": 300},
+		    "sandboxConfig": {"annotations": {"c": "d"}},
+		    "imagePullPolicy": "Always"
+		  },
+		  "status": {"startTime": "2025-01-02T03:04:05Z", "desired": 2, "active": 1, "completed": 1, "succeeded": 0,
+		    "failedImageStatuses": [{"imagePullJob": "warm-x7k2p", "name": "nginx:1.25",
+		      "message": "see kubectl get ImagePullJob warm-x7k2p"}]}
+		}`,
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { roundTrip(t, tc.doc, tc.obj) })
@@ -189,12 +210,16 @@ func TestAlwaysEmittedKeys(t *testing.T) {
 		{"ContainerRecreateRequestSyncContainerStatus", ContainerRecreateRequestSyncContainerStatus{}, []string{"name", "ready", "restartCount"}},
 		{"NodeImageSpec", NodeImageSpec{}, []string{}},
 		{"ImageSpec", ImageSpec{}, []string{"tags"}},
+		{"ReferenceObject", ReferenceObject{}, []string{}},
 		{"ImageTagSpec", ImageTagSpec{}, []string{"tag"}},
 		{"NodeImageStatus", NodeImageStatus{}, []string{"desired", "failed", "pulling", "succeeded", "waiting"}},
 		{"ImageTagStatus", ImageTagStatus{}, []string{"phase", "tag"}},
 		{"ImagePullJobSpec", ImagePullJobSpec{}, []string{"completionPolicy", "image"}},
 		{"ImagePullJobStatus", ImagePullJobStatus{}, []string{"active", "desired", "failed", "succeeded"}},
 		{"ImagePullJobNodeSelector", ImagePullJobNodeSelector{}, []string{}},
+		{"ImageListPullJobSpec", ImageListPullJobSpec{}, []string{"completionPolicy", "images"}},
+		{"ImageListPullJobStatus", ImageListPullJobStatus{}, []string{"active", "completed", "desired", "succeeded"}},
+		{"FailedImageStatus", FailedImageStatus{}, []string{}},
 		{"LifecycleHook", LifecycleHook{}, []string{}},
 	}
 	for _, tc := range tests {

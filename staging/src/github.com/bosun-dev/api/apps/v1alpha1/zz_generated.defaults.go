@@ -35,6 +35,8 @@ func RegisterDefaults(scheme *runtime.Scheme) error {
 	})
 	scheme.AddTypeDefaultingFunc(&DaemonSet{}, func(obj interface{}) { SetObjectDefaults_DaemonSet(obj.(*DaemonSet)) })
 	scheme.AddTypeDefaultingFunc(&DaemonSetList{}, func(obj interface{}) { SetObjectDefaults_DaemonSetList(obj.(*DaemonSetList)) })
+	scheme.AddTypeDefaultingFunc(&ImageListPullJob{}, func(obj interface{}) { SetObjectDefaults_ImageListPullJob(obj.(*ImageListPullJob)) })
+	scheme.AddTypeDefaultingFunc(&ImageListPullJobList{}, func(obj interface{}) { SetObjectDefaults_ImageListPullJobList(obj.(*ImageListPullJobList)) })
 	scheme.AddTypeDefaultingFunc(&ImagePullJob{}, func(obj interface{}) { SetObjectDefaults_ImagePullJob(obj.(*ImagePullJob)) })
 	scheme.AddTypeDefaultingFunc(&ImagePullJobList{}, func(obj interface{}) { SetObjectDefaults_ImagePullJobList(obj.(*ImagePullJobList)) })
 	scheme.AddTypeDefaultingFunc(&NodeImage{}, func(obj interface{}) { SetObjectDefaults_NodeImage(obj.(*NodeImage)) })
@@ -61,6 +63,17 @@ func SetObjectDefaults_DaemonSetList(in *DaemonSetList) {
 	for i := range in.Items {
 		a := &in.Items[i]
 		SetObjectDefaults_DaemonSet(a)
+	}
+}
+
+func SetObjectDefaults_ImageListPullJob(in *ImageListPullJob) {
+	SetDefaults_ImageListPullJob(in)
+}
+
+func SetObjectDefaults_ImageListPullJobList(in *ImageListPullJobList) {
+	for i := range in.Items {
+		a := &in.Items[i]
+		SetObjectDefaults_ImageListPullJob(a)
 	}
 }
 

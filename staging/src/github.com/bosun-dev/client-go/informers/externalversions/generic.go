@@ -22,7 +22,9 @@ import (
 	fmt "fmt"
 
 	v1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	v1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	policyv1alpha1 "github.com/bosun-dev/api/policy/v1alpha1"
+	policyv1beta1 "github.com/bosun-dev/api/policy/v1beta1"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
 	cache "k8s.io/client-go/tools/cache"
 )
@@ -58,14 +60,32 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Apps().V1alpha1().ContainerRecreateRequests().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("daemonsets"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Apps().V1alpha1().DaemonSets().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("imagelistpulljobs"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Apps().V1alpha1().ImageListPullJobs().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("imagepulljobs"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Apps().V1alpha1().ImagePullJobs().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("nodeimages"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Apps().V1alpha1().NodeImages().Informer()}, nil
 
+		// Group=apps.kruise.io, Version=v1beta1
+	case v1beta1.SchemeGroupVersion.WithResource("containerrecreaterequests"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Apps().V1beta1().ContainerRecreateRequests().Informer()}, nil
+	case v1beta1.SchemeGroupVersion.WithResource("daemonsets"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Apps().V1beta1().DaemonSets().Informer()}, nil
+	case v1beta1.SchemeGroupVersion.WithResource("imagelistpulljobs"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Apps().V1beta1().ImageListPullJobs().Informer()}, nil
+	case v1beta1.SchemeGroupVersion.WithResource("imagepulljobs"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Apps().V1beta1().ImagePullJobs().Informer()}, nil
+	case v1beta1.SchemeGroupVersion.WithResource("nodeimages"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Apps().V1beta1().NodeImages().Informer()}, nil
+
 		// Group=policy.kruise.io, Version=v1alpha1
 	case policyv1alpha1.SchemeGroupVersion.WithResource("podunavailablebudgets"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Policy().V1alpha1().PodUnavailableBudgets().Informer()}, nil
+
+		// Group=policy.kruise.io, Version=v1beta1
+	case policyv1beta1.SchemeGroupVersion.WithResource("podunavailablebudgets"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Policy().V1beta1().PodUnavailableBudgets().Informer()}, nil
 
 	}
 

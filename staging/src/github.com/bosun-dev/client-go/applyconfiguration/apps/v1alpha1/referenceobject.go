@@ -27,6 +27,12 @@ type ReferenceObjectApplyConfiguration struct {
 	Namespace *string `json:"namespace,omitempty"`
 	// Name of the object.
 	Name *string `json:"name,omitempty"`
+	// Mode says who manages the object. "batch" (ImagePullSecretModeBatch) marks a secret
+	// copy shared by ImagePullJobs, released together with the image entry; empty means
+	// the secret is used as it is. OpenKruise declares this field in v1beta1 only; it is
+	// part of this version too so that both versions have one schema and a write through
+	// either keeps it.
+	Mode *string `json:"mode,omitempty"`
 }
 
 // ReferenceObjectApplyConfiguration constructs a declarative configuration of the ReferenceObject type for use with
@@ -48,5 +54,13 @@ func (b *ReferenceObjectApplyConfiguration) WithNamespace(value string) *Referen
 // If called multiple times, the Name field is set to the value of the last call.
 func (b *ReferenceObjectApplyConfiguration) WithName(value string) *ReferenceObjectApplyConfiguration {
 	b.Name = &value
+	return b
+}
+
+// WithMode sets the Mode field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Mode field is set to the value of the last call.
+func (b *ReferenceObjectApplyConfiguration) WithMode(value string) *ReferenceObjectApplyConfiguration {
+	b.Mode = &value
 	return b
 }

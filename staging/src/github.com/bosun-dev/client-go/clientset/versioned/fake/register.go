@@ -20,7 +20,9 @@ package fake
 
 import (
 	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	policyv1alpha1 "github.com/bosun-dev/api/policy/v1alpha1"
+	policyv1beta1 "github.com/bosun-dev/api/policy/v1beta1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
@@ -33,7 +35,9 @@ var codecs = serializer.NewCodecFactory(scheme)
 
 var localSchemeBuilder = runtime.SchemeBuilder{
 	appsv1alpha1.AddToScheme,
+	appsv1beta1.AddToScheme,
 	policyv1alpha1.AddToScheme,
+	policyv1beta1.AddToScheme,
 }
 
 // AddToScheme adds all types of this clientset into the given scheme. This allows composition

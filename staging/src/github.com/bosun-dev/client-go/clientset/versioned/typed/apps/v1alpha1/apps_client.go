@@ -30,6 +30,7 @@ type AppsV1alpha1Interface interface {
 	RESTClient() rest.Interface
 	ContainerRecreateRequestsGetter
 	DaemonSetsGetter
+	ImageListPullJobsGetter
 	ImagePullJobsGetter
 	NodeImagesGetter
 }
@@ -45,6 +46,10 @@ func (c *AppsV1alpha1Client) ContainerRecreateRequests(namespace string) Contain
 
 func (c *AppsV1alpha1Client) DaemonSets(namespace string) DaemonSetInterface {
 	return newDaemonSets(c, namespace)
+}
+
+func (c *AppsV1alpha1Client) ImageListPullJobs(namespace string) ImageListPullJobInterface {
+	return newImageListPullJobs(c, namespace)
 }
 
 func (c *AppsV1alpha1Client) ImagePullJobs(namespace string) ImagePullJobInterface {

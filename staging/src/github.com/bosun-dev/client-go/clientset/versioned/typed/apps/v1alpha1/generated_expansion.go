@@ -22,6 +22,8 @@ type ContainerRecreateRequestExpansion interface{}
 
 type DaemonSetExpansion interface{}
 
+type ImageListPullJobExpansion interface{}
+
 type ImagePullJobExpansion interface{}
 
 type NodeImageExpansion interface{}

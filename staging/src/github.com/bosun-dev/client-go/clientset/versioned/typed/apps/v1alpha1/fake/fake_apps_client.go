@@ -36,6 +36,10 @@ func (c *FakeAppsV1alpha1) DaemonSets(namespace string) v1alpha1.DaemonSetInterf
 	return newFakeDaemonSets(c, namespace)
 }
 
+func (c *FakeAppsV1alpha1) ImageListPullJobs(namespace string) v1alpha1.ImageListPullJobInterface {
+	return newFakeImageListPullJobs(c, namespace)
+}
+
 func (c *FakeAppsV1alpha1) ImagePullJobs(namespace string) v1alpha1.ImagePullJobInterface {
 	return newFakeImagePullJobs(c, namespace)
 }
