@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates the code derived from the API types with k8s.io/code-generator's
 # kube_codegen.sh, at the code-generator version that go.mod pins:
-#   - deepcopy and defaulter functions in staging/src/github.com/bosun-dev/api
+#   - deepcopy, defaulter and conversion functions in staging/src/github.com/bosun-dev/api
+#     (conversions from each v1alpha1 package to the v1beta1 package its doc.go names)
 #   - the typed clientset, listers, informers and apply configurations that make up
 #     staging/src/github.com/bosun-dev/client-go
 set -o errexit -o nounset -o pipefail

@@ -3,5 +3,6 @@
 //
 // +k8s:deepcopy-gen=package
 // +k8s:defaulter-gen=TypeMeta
+// +k8s:conversion-gen=github.com/bosun-dev/api/policy/v1beta1
 // +groupName=policy.kruise.io
 package v1alpha1
