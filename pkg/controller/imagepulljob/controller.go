@@ -415,6 +415,9 @@ func secretReferences(secret *corev1.Secret) []string {
 // jobKind is the kind in the owner references of the tags jobs own.
 const jobKind = "ImagePullJob"
 
+// listJobKind is the kind of the owner whose children outlive their own time to live.
+const listJobKind = "ImageListPullJob"
+
 // ownsTag reports whether tag has an owner reference to the job with uid.
 func ownsTag(tag *appsv1alpha1.ImageTagSpec, uid types.UID) bool {
 	for _, ref := range tag.OwnerReferences {

@@ -10,8 +10,8 @@
 //     expectations are dropped after 5 min).
 //  2. A deleted job is finalized: the secret copies are released and the finalizer
 //     apps.kruise.io/deletion-protection removed. A completed job is finalized too, then
-//     deleted once ttlSecondsAfterFinished has passed since its completion. A running job
-//     gets the finalizer if it lacks it.
+//     deleted once ttlSecondsAfterFinished has passed since its completion, unless an
+//     ImageListPullJob controls it. A running job gets the finalizer if it lacks it.
 //  3. Targets: the nodes of the active, scheduled pods podSelector selects, the NodeImages
 //     selector.names names, those its label selector selects, or every NodeImage.
 //  4. Secrets: each pull secret that exists is copied into the secrets namespace (default
@@ -35,6 +35,9 @@
 //     jobs keep the policy of the job that added them.
 //   - Tags of jobs that never complete get a pull deadline of every attempt's timeout plus
 //     the agent's sleeps between attempts (at least 1800 s), not only one timeout.
+//   - A job an ImageListPullJob controls is never deleted by its own
+//     ttlSecondsAfterFinished; it goes with its owner. Deleting it would have the owner
+//     create it again and pull its image once more, while its siblings still run.
 //   - A NodeImage update queues only the owners of tags whose status phase or version
 //     changed or whose owner reference was dropped, and, when the node's labels changed,
 //     the jobs selecting nodes by label; node agents' frequent status writes do not sync

@@ -9,6 +9,7 @@ import (
 	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 
 	"github.com/bosun-dev/bosun/pkg/controller/imagepulljob/jobutil"
@@ -143,10 +144,17 @@ func (c *Controller) ensureFinalizer(ctx context.Context, key string, job *appsv
 }
 
 // deleteAfterTTL deletes a completed job once ttlSecondsAfterFinished has passed since its
-// completion, or looks at it again then.
+// completion, or looks at it again then. A job an ImageListPullJob controls is left to its
+// owner, whatever its own time to live says.
 func (c *Controller) deleteAfterTTL(ctx context.Context, job *appsv1alpha1.ImagePullJob) error {
 	ttl := job.Spec.CompletionPolicy.TTLSecondsAfterFinished
 	if ttl == nil {
+		return nil
+	}
+	if controlledByListJob(job) {
+		// The owner would create the job again, its image would be pulled once more, and
+		// the owner might never see all its images complete. The job goes with its owner.
+		klog.FromContext(ctx).V(4).Info("Keeping the completed ImagePullJob past its ttlSecondsAfterFinished: an ImageListPullJob controls it")
 		return nil
 	}
 	left := job.Status.CompletionTime.Add(time.Duration(*ttl) * time.Second).Sub(c.clock.Now())
@@ -161,4 +169,15 @@ func (c *Controller) deleteAfterTTL(ctx context.Context, job *appsv1alpha1.Image
 	}
 	klog.FromContext(ctx).V(2).Info("Deleted the ImagePullJob, its ttlSecondsAfterFinished passed")
 	return nil
+}
+
+// controlledByListJob reports whether the job's controller is an apps.kruise.io
+// ImageListPullJob, of any version.
+func controlledByListJob(job *appsv1alpha1.ImagePullJob) bool {
+	ref := metav1.GetControllerOfNoCopy(job)
+	if ref == nil || ref.Kind != listJobKind {
+		return false
+	}
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	return err == nil && gv.Group == appsv1alpha1.SchemeGroupVersion.Group
 }

@@ -140,6 +140,44 @@ func TestTTLDeletesCompletedJob(t *testing.T) {
 	}
 }
 
+// A child of an ImageListPullJob goes with its owner, never by its own time to live: the
+// owner would create it again and pull the image once more. The owner may be written in
+// either version; an ImageListPullJob of another group is not the owner meant.
+func TestTTLLeavesImageListPullJobChildren(t *testing.T) {
+	for _, tc := range []struct {
+		apiVersion string
+		kept       bool
+	}{
+		{"apps.kruise.io/v1beta1", true},
+		{"apps.kruise.io/v1alpha1", true},
+		{"example.com/v1", false},
+	} {
+		t.Run(tc.apiVersion, func(t *testing.T) {
+			job := newJob("child", "nginx", withTTL(5))
+			job.Status.CompletionTime = &metav1.Time{Time: t0}
+			job.OwnerReferences = []metav1.OwnerReference{{
+				APIVersion: tc.apiVersion, Kind: "ImageListPullJob", Name: "list", UID: "uid-list",
+				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+			}}
+			f := newFixture(t, job)
+			f.clock.Step(time.Minute)
+			f.sync("child")
+			if gone := f.jobGone("child"); gone == tc.kept {
+				t.Fatalf("child of %s gone = %v, want %v", tc.apiVersion, gone, !tc.kept)
+			}
+			if !tc.kept {
+				return
+			}
+			if got := f.job("child").Finalizers; len(got) != 0 {
+				t.Errorf("finalizers of a completed child = %v, want none: its secret copies are still released", got)
+			}
+			if d := f.queue.Delayed(); len(d) != 0 {
+				t.Errorf("delayed = %v, want nothing: the child waits for its owner", d)
+			}
+		})
+	}
+}
+
 func TestNeverJobWithNoTargets(t *testing.T) {
 	f := newFixture(t, newJob("job", "nginx", withNever()))
 	f.sync("job")

@@ -42,6 +42,7 @@ const (
 	NameContainerRecreateRequest      = "containerrecreaterequest"
 	NameNodeImage                     = "nodeimage"
 	NameImagePullJob                  = "imagepulljob"
+	NameImageListPullJob              = "imagelistpulljob"
 	// The manager's webhook configuration writer.
 	NameWebhookConfiguration = "webhook_configuration"
 	// bosun-daemon's controllers.

@@ -7,6 +7,7 @@ import (
 	"github.com/bosun-dev/bosun/pkg/controller/containerrecreaterequest"
 	"github.com/bosun-dev/bosun/pkg/controller/deployment"
 	"github.com/bosun-dev/bosun/pkg/controller/garbagecollector"
+	"github.com/bosun-dev/bosun/pkg/controller/imagelistpulljob"
 	"github.com/bosun-dev/bosun/pkg/controller/imagepulljob"
 	"github.com/bosun-dev/bosun/pkg/controller/nodeimage"
 	"github.com/bosun-dev/bosun/pkg/controller/podunavailablebudget"
@@ -47,6 +48,7 @@ func builtinControllers() []registry.Descriptor {
 		{Name: containerrecreaterequest.ControllerName, Aliases: []string{"containerrecreaterequest"}, ClientName: containerrecreaterequest.ControllerName, Constructor: newContainerRecreateRequestController, Webhooks: containerRecreateRequestWebhooks},
 		{Name: nodeimage.ControllerName, Aliases: []string{"nodeimage"}, ClientName: nodeimage.ControllerName, Constructor: newNodeImageController, Webhooks: nodeImageWebhooks},
 		{Name: imagepulljob.ControllerName, Aliases: []string{"imagepulljob"}, ClientName: imagepulljob.ControllerName, Constructor: newImagePullJobController, Webhooks: imagePullJobWebhooks},
+		{Name: imagelistpulljob.ControllerName, Aliases: []string{"imagelistpulljob"}, ClientName: imagelistpulljob.ControllerName, Constructor: newImageListPullJobController, Webhooks: imageListPullJobWebhooks},
 	}
 	for i := range openKruise {
 		openKruise[i].KruiseClientLimits = true

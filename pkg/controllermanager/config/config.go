@@ -18,6 +18,7 @@ type Configuration struct {
 	ContainerRecreateRequest ContainerRecreateRequestConfiguration
 	NodeImage                NodeImageConfiguration
 	ImagePullJob             ImagePullJobConfiguration
+	ImageListPullJob         ImageListPullJobConfiguration
 }
 
 // ReplicaSetConfiguration configures the ReplicaSet controller.
@@ -81,4 +82,10 @@ type ImagePullJobConfiguration struct {
 	// SecretsNamespace is where the copies of jobs' pull secrets live, the only namespace
 	// node agents read secrets from (--image-pull-secrets-namespace).
 	SecretsNamespace string
+}
+
+// ImageListPullJobConfiguration configures the ImageListPullJob controller.
+type ImageListPullJobConfiguration struct {
+	// ConcurrentSyncs is the number of workers (--concurrent-imagelistpulljob-syncs).
+	ConcurrentSyncs int32
 }

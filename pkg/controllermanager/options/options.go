@@ -77,6 +77,8 @@ type Options struct {
 	ConcurrentImagePullJobSyncs int32
 	// ImagePullSecretsNamespace is --image-pull-secrets-namespace.
 	ImagePullSecretsNamespace string
+	// ConcurrentImageListPullJobSyncs is --concurrent-imagelistpulljob-syncs.
+	ConcurrentImageListPullJobSyncs int32
 
 	MinResyncPeriod              time.Duration
 	ControllerStartInterval      time.Duration
@@ -122,6 +124,7 @@ func NewOptions(gate featuregate.MutableVersionedFeatureGate) *Options {
 		NodeImageResponseTimeout:                10 * time.Minute,
 		ConcurrentImagePullJobSyncs:             3,
 		ImagePullSecretsNamespace:               appsv1alpha1.DefaultImagePullSecretNamespace,
+		ConcurrentImageListPullJobSyncs:         3,
 		MinResyncPeriod:                         informers.DefaultMinResyncPeriod,
 		ControllerStartInterval:                 0,
 		ControllerShutdownTimeout:               10 * time.Second,
@@ -187,6 +190,8 @@ func (o *Options) Flags(reg *registry.Registry) cliflag.NamedFlagSets {
 	controllers.StringVar(&o.ImagePullSecretsNamespace, "image-pull-secrets-namespace", o.ImagePullSecretsNamespace,
 		"The namespace ImagePullJobs copy their pull secrets to; node agents read pull secrets from this namespace only, "+
 			"so it must match bosun-daemon's flag of the same name.")
+	controllers.Int32Var(&o.ConcurrentImageListPullJobSyncs, "concurrent-imagelistpulljob-syncs", o.ConcurrentImageListPullJobSyncs,
+		"The number of ImageListPullJobs (apps.kruise.io) that may sync concurrently.")
 	controllers.BoolVar(&o.EnableGarbageCollector, "enable-garbage-collector", o.EnableGarbageCollector,
 		"Enables the generic garbage collector. Must match the corresponding flag of the kube-apiserver.")
 
@@ -228,6 +233,7 @@ func (o *Options) Validate(reg *registry.Registry) error {
 		{"--concurrent-container-recreate-request-syncs", o.ConcurrentContainerRecreateRequestSyncs},
 		{"--concurrent-nodeimage-syncs", o.ConcurrentNodeImageSyncs},
 		{"--concurrent-imagepulljob-syncs", o.ConcurrentImagePullJobSyncs},
+		{"--concurrent-imagelistpulljob-syncs", o.ConcurrentImageListPullJobSyncs},
 	} {
 		if workers.value < 1 {
 			errs = append(errs, fmt.Errorf("%s must be at least 1, got %d", workers.flag, workers.value))
@@ -326,6 +332,7 @@ func (o *Options) ControllerConfiguration() *config.Configuration {
 			ConcurrentSyncs:  o.ConcurrentImagePullJobSyncs,
 			SecretsNamespace: o.ImagePullSecretsNamespace,
 		},
+		ImageListPullJob: config.ImageListPullJobConfiguration{ConcurrentSyncs: o.ConcurrentImageListPullJobSyncs},
 	}
 }
 

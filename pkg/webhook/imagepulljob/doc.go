@@ -14,6 +14,10 @@
 // jobs and spec changes are refused with 403; metadata-only updates still pass, so that the
 // controller can remove the finalizer of jobs created while the gate was on.
 //
+// The rules on everything but the image are ValidateTemplate's, written against the hub
+// version (v1beta1) and shared with the ImageListPullJob webhook, whose template every child
+// job gets unchanged; a v1alpha1 job's template is judged as its v1beta1 form.
+//
 // Registrations gives the webhooks to package webhook's server; this package holds no
 // serving code.
 package imagepulljob

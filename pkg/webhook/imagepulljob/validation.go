@@ -1,9 +1,11 @@
 package imagepulljob
 
 import (
+	"encoding/json"
 	"fmt"
 
 	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -18,25 +20,44 @@ import (
 // expects the object as the mutating webhook left it, but accepts the fields defaulting
 // fills in when they are still empty.
 func Validate(job *appsv1alpha1.ImagePullJob) field.ErrorList {
-	spec := &job.Spec
 	fldPath := field.NewPath("spec")
-	var allErrs field.ErrorList
-
-	if spec.Image == "" {
-		allErrs = append(allErrs, field.Required(fldPath.Child("image"), "the image to pull"))
-	} else if _, err := imageref.Parse(spec.Image); err != nil {
-		allErrs = append(allErrs, field.Invalid(fldPath.Child("image"), spec.Image, err.Error()))
+	allErrs := ValidateImage(job.Spec.Image, fldPath.Child("image"))
+	template, err := hubTemplate(&job.Spec.ImagePullJobTemplate)
+	if err != nil {
+		return append(allErrs, field.InternalError(fldPath, err))
 	}
-	for i, name := range spec.PullSecrets {
+	return append(allErrs, ValidateTemplate(template, fldPath)...)
+}
+
+// ValidateImage returns what is wrong with an image reference to pull: it must be set and
+// parse as a reference.
+func ValidateImage(image string, fldPath *field.Path) field.ErrorList {
+	if image == "" {
+		return field.ErrorList{field.Required(fldPath, "the image to pull")}
+	}
+	if _, err := imageref.Parse(image); err != nil {
+		return field.ErrorList{field.Invalid(fldPath, image, err.Error())}
+	}
+	return nil
+}
+
+// ValidateTemplate returns everything wrong with the part of a job spec that does not name
+// the image, each error naming its field under fldPath (the spec holding the template
+// inline). An ImageListPullJob's template is checked with it too, since every child job
+// gets that template unchanged and would otherwise be refused at its own creation. The
+// template is the hub version's: both versions have the same schema and rules.
+func ValidateTemplate(template *appsv1beta1.ImagePullJobTemplate, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	for i, name := range template.PullSecrets {
 		for _, msg := range apivalidation.NameIsDNSSubdomain(name, false) {
 			allErrs = append(allErrs, field.Invalid(fldPath.Child("pullSecrets").Index(i), name, msg))
 		}
 	}
-	allErrs = append(allErrs, validateSelectors(spec, fldPath)...)
-	allErrs = append(allErrs, validateParallelism(spec.Parallelism, fldPath.Child("parallelism"))...)
+	allErrs = append(allErrs, validateSelectors(template, fldPath)...)
+	allErrs = append(allErrs, validateParallelism(template.Parallelism, fldPath.Child("parallelism"))...)
 
-	timeoutSeconds := appsv1alpha1.DefaultImagePullTimeoutSeconds
-	if pp := spec.PullPolicy; pp != nil {
+	timeoutSeconds := appsv1beta1.DefaultImagePullTimeoutSeconds
+	if pp := template.PullPolicy; pp != nil {
 		if pp.TimeoutSeconds != nil {
 			timeoutSeconds = *pp.TimeoutSeconds
 			if timeoutSeconds <= 0 {
@@ -47,15 +68,30 @@ func Validate(job *appsv1alpha1.ImagePullJob) field.ErrorList {
 			allErrs = append(allErrs, field.Invalid(fldPath.Child("pullPolicy", "backoffLimit"), *pp.BackoffLimit, "must be greater than or equal to 0"))
 		}
 	}
-	allErrs = append(allErrs, validateCompletionPolicy(&spec.CompletionPolicy, timeoutSeconds, fldPath.Child("completionPolicy"))...)
+	allErrs = append(allErrs, validateCompletionPolicy(&template.CompletionPolicy, timeoutSeconds, fldPath.Child("completionPolicy"))...)
 
-	switch spec.ImagePullPolicy {
-	case "", appsv1alpha1.PullAlways, appsv1alpha1.PullIfNotPresent:
+	switch template.ImagePullPolicy {
+	case "", appsv1beta1.PullAlways, appsv1beta1.PullIfNotPresent:
 	default:
-		allErrs = append(allErrs, field.NotSupported(fldPath.Child("imagePullPolicy"), spec.ImagePullPolicy,
-			[]string{string(appsv1alpha1.PullAlways), string(appsv1alpha1.PullIfNotPresent)}))
+		allErrs = append(allErrs, field.NotSupported(fldPath.Child("imagePullPolicy"), template.ImagePullPolicy,
+			[]string{string(appsv1beta1.PullAlways), string(appsv1beta1.PullIfNotPresent)}))
 	}
 	return allErrs
+}
+
+// hubTemplate returns the v1beta1 form of a v1alpha1 template. The two versions have the
+// same schema (the CRD converts between them by rewriting apiVersion alone), so the JSON
+// of one decodes as the other without loss.
+func hubTemplate(t *appsv1alpha1.ImagePullJobTemplate) (*appsv1beta1.ImagePullJobTemplate, error) {
+	raw, err := json.Marshal(t)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the ImagePullJob template: %w", err)
+	}
+	out := &appsv1beta1.ImagePullJobTemplate{}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return nil, fmt.Errorf("decoding the ImagePullJob template as %s: %w", appsv1beta1.SchemeGroupVersion, err)
+	}
+	return out, nil
 }
 
 // ValidateUpdate returns the changes from old to job that are not allowed at all: the pull
@@ -70,7 +106,7 @@ func ValidateUpdate(job, old *appsv1alpha1.ImagePullJob) field.ErrorList {
 
 // validateSelectors checks that the job chooses its nodes one way only: by NodeImage
 // names, by NodeImage labels, or by pods.
-func validateSelectors(spec *appsv1alpha1.ImagePullJobSpec, fldPath *field.Path) field.ErrorList {
+func validateSelectors(spec *appsv1beta1.ImagePullJobTemplate, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	opts := metav1validation.LabelSelectorValidationOptions{}
 	if spec.Selector != nil && spec.PodSelector != nil {
@@ -118,10 +154,10 @@ func validateParallelism(p *intstr.IntOrString, fldPath *field.Path) field.Error
 
 // validateCompletionPolicy checks the type, and that only jobs that complete have a
 // deadline or a time to live, the deadline leaving room for at least one whole attempt.
-func validateCompletionPolicy(cp *appsv1alpha1.CompletionPolicy, timeoutSeconds int32, fldPath *field.Path) field.ErrorList {
+func validateCompletionPolicy(cp *appsv1beta1.CompletionPolicy, timeoutSeconds int32, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	switch cp.Type {
-	case "", appsv1alpha1.Always:
+	case "", appsv1beta1.Always:
 		if cp.ActiveDeadlineSeconds != nil {
 			if d := *cp.ActiveDeadlineSeconds; d <= 0 {
 				allErrs = append(allErrs, field.Invalid(fldPath.Child("activeDeadlineSeconds"), d, "must be greater than 0"))
@@ -133,7 +169,7 @@ func validateCompletionPolicy(cp *appsv1alpha1.CompletionPolicy, timeoutSeconds 
 		if cp.TTLSecondsAfterFinished != nil && *cp.TTLSecondsAfterFinished < 0 {
 			allErrs = append(allErrs, field.Invalid(fldPath.Child("ttlSecondsAfterFinished"), *cp.TTLSecondsAfterFinished, "must be greater than or equal to 0"))
 		}
-	case appsv1alpha1.Never:
+	case appsv1beta1.Never:
 		if cp.ActiveDeadlineSeconds != nil {
 			allErrs = append(allErrs, field.Forbidden(fldPath.Child("activeDeadlineSeconds"), "not allowed with type Never"))
 		}
@@ -142,7 +178,7 @@ func validateCompletionPolicy(cp *appsv1alpha1.CompletionPolicy, timeoutSeconds 
 		}
 	default:
 		allErrs = append(allErrs, field.NotSupported(fldPath.Child("type"), cp.Type,
-			[]string{string(appsv1alpha1.Always), string(appsv1alpha1.Never)}))
+			[]string{string(appsv1beta1.Always), string(appsv1beta1.Never)}))
 	}
 	return allErrs
 }
