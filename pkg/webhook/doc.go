@@ -2,7 +2,10 @@
 // every webhook'd resource plugs into with a single registration (path, kinds, operations,
 // handler):
 //
-//   - a TLS listener of its own (--webhook-port), served on every replica, leader or not;
+//   - a TLS listener of its own (--webhook-port), served on every replica, leader or not,
+//     which also serves the few calls of the API server that are not admission reviews
+//     (Server.Handle: the CRD conversion webhook, package conversion) from the moment it
+//     listens, while the admission webhooks answer 503 until their informers have synced;
 //   - admission.k8s.io/v1 AdmissionReview decoding and encoding, strict, with 400s for bad
 //     bodies, panics turned into errors, a per-request timeout, and metrics per webhook;
 //   - the serving certificate (package certs): shared by the replicas through a Secret and

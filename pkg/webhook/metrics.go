@@ -21,8 +21,9 @@ const metricsSubsystem = "bosun_webhook"
 const (
 	allowedTrue  = "true"
 	allowedFalse = "false"
-	// allowedError marks requests refused with an HTTP 4xx before they reached the webhook:
-	// wrong method or content type, too large, or not a well-formed AdmissionReview.
+	// allowedError marks requests refused with an HTTP error before they reached the
+	// webhook: wrong method or content type, too large, not a well-formed AdmissionReview
+	// (4xx), or sent before the webhook could answer (503).
 	allowedError = "error"
 )
 
@@ -32,7 +33,7 @@ var requestsTotal = metrics.NewCounterVec(
 	&metrics.CounterOpts{
 		Subsystem:      metricsSubsystem,
 		Name:           "requests_total",
-		Help:           "Number of admission requests received, by webhook, operation and whether they were allowed (\"error\": refused with an HTTP 4xx before reaching the webhook).",
+		Help:           "Number of admission requests received, by webhook, operation and whether they were allowed (\"error\": refused with an HTTP error before reaching the webhook).",
 		StabilityLevel: metrics.ALPHA,
 	},
 	[]string{"webhook", "operation", "allowed"},

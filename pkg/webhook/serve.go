@@ -80,6 +80,17 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// serveNotReady answers a request that came before the webhook can answer
+// (ServerOptions.AdmissionReady) with 503: to the API server, an HTTP error is a failed
+// call, to which it applies the webhook's failure policy, as it did while nobody listened.
+func (e *endpoint) serveNotReady(w http.ResponseWriter, r *http.Request) {
+	requestsTotal.WithLabelValues(e.name, unknownOperation, allowedError).Inc()
+	klog.FromContext(r.Context()).V(2).Info("Refused a request to an admission webhook that is not ready yet",
+		"webhook", e.name, "path", r.URL.Path, "status", http.StatusServiceUnavailable)
+	http.Error(w, fmt.Sprintf("admission webhook %s is not ready: its informers have not synced yet", e.name),
+		http.StatusServiceUnavailable)
+}
+
 // readRequest reads and decodes the AdmissionReview of r, or says why it refuses it.
 func readRequest(w http.ResponseWriter, r *http.Request) (*admissionv1.AdmissionRequest, *refusal) {
 	if r.Method != http.MethodPost {

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,6 +50,12 @@ type ServerOptions struct {
 	// GetCertificate returns the serving certificate. It is called on every TLS handshake,
 	// so that a rotated certificate is served without a restart.
 	GetCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
+	// AdmissionReady is closed once the registered webhooks can answer, typically when the
+	// informers they read have synced; nil means at once. Until then the server listens and
+	// serves the handlers added with Handle, but answers every webhook's path with 503 (the
+	// API server applies the webhook's failure policy, as when nobody listens), and the
+	// readiness check fails.
+	AdmissionReady <-chan struct{}
 }
 
 // serverState is where a Server is in its life: it runs once.
@@ -67,8 +75,9 @@ const (
 )
 
 // Server is the admission webhook server: one TLS listener serving every registered
-// webhook at its path. Webhooks are registered before Run; the server is ready once it
-// listens and has a certificate to serve.
+// webhook at its path, and the few handlers the API server calls that are not admission
+// webhooks (CRD conversion) at theirs. Webhooks and handlers are added before Run; the
+// server is ready once it listens, has a certificate to serve and its webhooks can answer.
 type Server struct {
 	opts ServerOptions
 
@@ -76,7 +85,9 @@ type Server struct {
 	state         serverState
 	registrations []Registration
 	endpoints     map[string]*endpoint // by path
-	addr          net.Addr
+	// handlers are the handlers added with Handle, by path.
+	handlers map[string]http.Handler
+	addr     net.Addr
 	// listening is closed when the listener is up.
 	listening chan struct{}
 }
@@ -90,6 +101,7 @@ func NewServer(opts ServerOptions) *Server {
 	return &Server{
 		opts:      opts,
 		endpoints: map[string]*endpoint{},
+		handlers:  map[string]http.Handler{},
 		listening: make(chan struct{}),
 	}
 }
@@ -114,8 +126,39 @@ func (s *Server) Register(r Registration) error {
 			return fmt.Errorf("registering webhook %q: path %s is already served by webhook %q", r.Name, r.Path, existing.Name)
 		}
 	}
+	if s.handlers[r.Path] != nil {
+		return fmt.Errorf("registering webhook %q: path %s is already served by another handler", r.Name, r.Path)
+	}
 	s.registrations = append(s.registrations, r.deepCopy())
 	s.endpoints[r.Path] = &endpoint{name: r.Name, handler: r.Handler, timeout: s.opts.RequestTimeout}
+	return nil
+}
+
+// Handle serves handler at path, which must start with /. It is for what the API server
+// calls on this listener that is not an admission webhook (CRD conversion): such a handler
+// appears in no webhook configuration, and it answers as soon as Run listens, without
+// waiting for AdmissionReady, so it must not depend on the webhooks' informers. It gets the
+// raw request; bounding the body and the time spent is its own business. Handle fails when
+// path is already served, and once Run has been called.
+func (s *Server) Handle(path string, handler http.Handler) error {
+	if !strings.HasPrefix(path, "/") || strings.ContainsAny(path, "?#") {
+		return fmt.Errorf("serving a handler: path %q must start with / and hold no query or fragment", path)
+	}
+	if handler == nil {
+		return fmt.Errorf("serving a handler at %s: no handler", path)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != stateNew {
+		return fmt.Errorf("serving a handler at %s: the server has already been started", path)
+	}
+	if e := s.endpoints[path]; e != nil {
+		return fmt.Errorf("serving a handler at %s: the path is already served by webhook %q", path, e.name)
+	}
+	if s.handlers[path] != nil {
+		return fmt.Errorf("serving a handler at %s: the path is already served by another handler", path)
+	}
+	s.handlers[path] = handler
 	return nil
 }
 
@@ -130,7 +173,8 @@ func (s *Server) Registrations() []Registration {
 	return registrations
 }
 
-// Handler returns the handler Run serves: each webhook at its path, 404 elsewhere.
+// Handler returns the handler Run serves: each webhook and each handler added with Handle
+// at its path, 404 elsewhere.
 func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(s.serveHTTP)
 }
@@ -140,12 +184,31 @@ func (s *Server) Handler() http.Handler {
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.RLock()
 	e := s.endpoints[r.URL.Path]
+	h := s.handlers[r.URL.Path]
 	s.mu.RUnlock()
-	if e == nil {
+	switch {
+	case h != nil:
+		h.ServeHTTP(w, r)
+	case e == nil:
 		http.NotFound(w, r)
-		return
+	case !s.admissionReady():
+		e.serveNotReady(w, r)
+	default:
+		e.ServeHTTP(w, r)
 	}
-	e.ServeHTTP(w, r)
+}
+
+// admissionReady reports whether the webhooks can answer (ServerOptions.AdmissionReady).
+func (s *Server) admissionReady() bool {
+	if s.opts.AdmissionReady == nil {
+		return true
+	}
+	select {
+	case <-s.opts.AdmissionReady:
+		return true
+	default:
+		return false
+	}
 }
 
 // Run listens on the configured address and serves TLS (1.2 or later) until ctx ends, then
@@ -187,10 +250,12 @@ func (s *Server) Run(ctx context.Context) error {
 	for _, r := range s.registrations {
 		names = append(names, r.Name)
 	}
+	paths := slices.AppendSeq(make([]string, 0, len(s.handlers)), maps.Keys(s.handlers))
+	slices.Sort(paths)
 	close(s.listening)
 	s.mu.Unlock()
 
-	logger.Info("Serving admission webhooks", "address", listener.Addr().String(), "webhooks", names)
+	logger.Info("Serving admission webhooks", "address", listener.Addr().String(), "webhooks", names, "handlers", paths)
 	served := make(chan error, 1)
 	go func() { served <- server.ServeTLS(listener, "", "") }()
 
@@ -226,9 +291,11 @@ func (s *Server) Addr() net.Addr {
 	return s.addr
 }
 
-// ReadyCheck is the readiness check "webhook-server": it passes while the server listens and
-// has a certificate to serve, so that the Service sends the API server's calls only to
-// replicas that can answer them.
+// ReadyCheck is the readiness check "webhook-server": it passes while the server listens,
+// has a certificate to serve and its webhooks can answer (AdmissionReady), so that the
+// Service sends the API server's calls only to replicas that can answer them. The handlers
+// added with Handle share the listener and the certificate, so it covers them too; they
+// answer before AdmissionReady, but are not counted ready until then.
 func (s *Server) ReadyCheck() healthz.HealthChecker {
 	return healthz.NamedCheck(readyCheckName, func(*http.Request) error {
 		switch s.currentState() {
@@ -250,6 +317,9 @@ func (s *Server) ReadyCheck() healthz.HealthChecker {
 		}
 		if cert.Leaf != nil && time.Now().After(cert.Leaf.NotAfter) {
 			return fmt.Errorf("the serving certificate expired at %s", cert.Leaf.NotAfter.UTC().Format(time.RFC3339))
+		}
+		if !s.admissionReady() {
+			return errors.New("admission webhooks waiting for their informers to sync")
 		}
 		return nil
 	})

@@ -20,6 +20,8 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	certutil "k8s.io/client-go/util/cert"
+	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/component-base/metrics/testutil"
 )
 
 var allow = HandlerFunc(func(context.Context, *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
@@ -337,5 +339,109 @@ func TestRunFailures(t *testing.T) {
 	s = NewServer(ServerOptions{BindAddress: "127.0.0.1"})
 	if err := s.Run(testContext(t)); err == nil {
 		t.Error("Run without GetCertificate succeeded")
+	}
+}
+
+func TestHandle(t *testing.T) {
+	answer := func(text string) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, text) })
+	}
+	s := newTestServer(t, ServerOptions{}, "admission.bosun.test", allow)
+	if err := s.Handle("/convert", answer("converted")); err != nil {
+		t.Fatalf("Handle: %v", err)
+	}
+	atHandlerPath := newRegistration("convert.bosun.test", allow)
+	atHandlerPath.Path = "/convert"
+	for _, tt := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"path of a webhook", s.Handle("/admission.bosun.test", answer("x")), `serving a handler at /admission.bosun.test: the path is already served by webhook "admission.bosun.test"`},
+		{"path of a handler", s.Handle("/convert", answer("x")), "serving a handler at /convert: the path is already served by another handler"},
+		{"relative path", s.Handle("convert", answer("x")), `serving a handler: path "convert" must start with / and hold no query or fragment`},
+		{"query", s.Handle("/convert?x=1", answer("x")), `serving a handler: path "/convert?x=1" must start with / and hold no query or fragment`},
+		{"no handler", s.Handle("/other", nil), "serving a handler at /other: no handler"},
+		{"webhook at a handler's path", s.Register(atHandlerPath), `registering webhook "convert.bosun.test": path /convert is already served by another handler`},
+	} {
+		if tt.err == nil || tt.err.Error() != tt.want {
+			t.Errorf("%s: error %v, want %q", tt.name, tt.err, tt.want)
+		}
+	}
+	// Not a webhook: it is in no configuration.
+	if regs := s.Registrations(); len(regs) != 1 || regs[0].Name != "admission.bosun.test" {
+		t.Errorf("registrations %+v, want the admission webhook only", regs)
+	}
+
+	w := post(testContext(t), s.Handler(), "/convert", []byte("{}"))
+	if w.Code != http.StatusOK || w.Body.String() != "converted" {
+		t.Errorf("/convert answered %d %q", w.Code, w.Body)
+	}
+
+	cert, _ := newCertificate(t)
+	s = NewServer(ServerOptions{BindAddress: "127.0.0.1", GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return cert, nil }})
+	runServer(t, s)
+	if err := s.Handle("/late", answer("x")); err == nil || err.Error() != "serving a handler at /late: the server has already been started" {
+		t.Errorf("Handle on a running server: %v", err)
+	}
+}
+
+// TestAdmissionReady: until AdmissionReady is closed, the webhooks' paths answer 503 without
+// calling the webhooks, handlers added with Handle answer, and the server is not ready.
+func TestAdmissionReady(t *testing.T) {
+	const name = "notready.bosun.test"
+	cert, _ := newCertificate(t)
+	ready := make(chan struct{})
+	var calls atomic.Int32
+	s := newTestServer(t, ServerOptions{
+		BindAddress:    "127.0.0.1",
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return cert, nil },
+		AdmissionReady: ready,
+	}, name, HandlerFunc(func(context.Context, *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+		calls.Add(1)
+		return Allowed()
+	}))
+	if err := s.Handle("/convert", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "converted")
+	})); err != nil {
+		t.Fatal(err)
+	}
+	runServer(t, s)
+	refusals := func() float64 {
+		values, err := testutil.GetCounterValuesFromGatherer(legacyregistry.DefaultGatherer, "bosun_webhook_requests_total",
+			map[string]string{"webhook": name, "operation": "unknown"}, "allowed")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return values["error"]
+	}
+	before := refusals()
+
+	w := post(testContext(t), s.Handler(), "/"+name, reviewBody(t, newRequest("uid-1", nil)))
+	if w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), "admission webhook notready.bosun.test is not ready: its informers have not synced yet") {
+		t.Errorf("webhook before AdmissionReady: %d %q, want 503", w.Code, w.Body)
+	}
+	if calls.Load() != 0 {
+		t.Error("the webhook was called before AdmissionReady")
+	}
+	if w := post(testContext(t), s.Handler(), "/convert", nil); w.Code != http.StatusOK || w.Body.String() != "converted" {
+		t.Errorf("handler before AdmissionReady: %d %q", w.Code, w.Body)
+	}
+	if err := s.ReadyCheck().Check(nil); err == nil || err.Error() != "admission webhooks waiting for their informers to sync" {
+		t.Errorf("ready check before AdmissionReady: %v", err)
+	}
+	if got := refusals() - before; got != 1 {
+		t.Errorf("the refused request counted %v times as allowed=\"error\", want 1", got)
+	}
+
+	close(ready)
+	if resp := readResponse(t, post(testContext(t), s.Handler(), "/"+name, reviewBody(t, newRequest("uid-2", nil))), "uid-2"); !resp.Allowed {
+		t.Errorf("webhook after AdmissionReady denied: %+v", resp.Result)
+	}
+	if calls.Load() != 1 {
+		t.Errorf("the webhook was called %d times after AdmissionReady, want 1", calls.Load())
+	}
+	if err := s.ReadyCheck().Check(nil); err != nil {
+		t.Errorf("ready check after AdmissionReady: %v", err)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/bosun-dev/bosun/pkg/webhook"
 	"github.com/bosun-dev/bosun/pkg/webhook/certs"
 	"github.com/bosun-dev/bosun/pkg/webhook/configuration"
+	"github.com/bosun-dev/bosun/pkg/webhook/conversion"
 )
 
 const (
@@ -85,6 +86,12 @@ func newWebhookContext(ctx context.Context, builder clientbuilder.Builder, limit
 // fail is called, once, if one of them stops working for good. Nothing starts with
 // --webhook-port=0.
 //
+// The server listens at once and serves the CRD conversion webhook (/convert) from then
+// on, even when no enabled controller has admission webhooks: the API server needs it to
+// read stored objects in another version, which must not wait for informers that may
+// themselves be listing through it. The admission webhooks answer once their informers
+// have synced.
+//
 // The writer runs even when no enabled controller has webhooks, so that configurations
 // left by an earlier run that had some are removed instead of sending the API server to a
 // server that no longer answers.
@@ -95,17 +102,8 @@ func startWebhooks(ctx context.Context, o *options.WebhookOptions, client kubern
 		logger.Info("Admission webhooks disabled (--webhook-port=0); no webhook configuration is written")
 		return nil
 	}
-
 	if len(regs) == 0 {
-		// Only the writer runs, to remove configurations left by an earlier run; with
-		// nothing to serve there is no certificate to keep.
-		logger.Info("No enabled controller has admission webhooks; not serving any")
-		writer, factories, err := newConfigurationWriter(ctx, o, client, nil, func() []byte { return nil })
-		if err != nil {
-			return err
-		}
-		startWriter(ctx, writer, factories)
-		return nil
+		logger.Info("No enabled controller has admission webhooks; serving only the conversion webhook")
 	}
 
 	provider := newCertificateProvider(o, client)
@@ -113,15 +111,24 @@ func startWebhooks(ctx context.Context, o *options.WebhookOptions, client kubern
 	if err != nil {
 		return err
 	}
+	admissionReady := make(chan struct{})
 	server := webhook.NewServer(webhook.ServerOptions{
 		BindAddress:    o.BindAddress,
 		Port:           o.Port,
 		GetCertificate: provider.GetCertificate,
+		AdmissionReady: admissionReady,
 	})
 	for _, r := range regs {
 		if err := server.Register(r); err != nil {
 			return fmt.Errorf("registering admission webhook %s: %w", r.Name, err)
 		}
+	}
+	converter, err := conversion.NewHandler()
+	if err != nil {
+		return err
+	}
+	if err := server.Handle(conversion.Path, converter); err != nil {
+		return fmt.Errorf("serving the conversion webhook: %w", err)
 	}
 	if err := readyz.Add(server.ReadyCheck(), provider, writer.ReadyCheck()); err != nil {
 		return err
@@ -133,11 +140,13 @@ func startWebhooks(ctx context.Context, o *options.WebhookOptions, client kubern
 		}
 	}()
 	go func() {
-		if !waitForWebhookInformers(ctx, wc) {
-			return
-		}
 		if err := server.Run(ctx); err != nil {
 			fail(err)
+		}
+	}()
+	go func() {
+		if waitForWebhookInformers(ctx, wc) {
+			close(admissionReady)
 		}
 	}()
 	go resyncOnCertificateChange(ctx, provider, writer)
