@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"mime"
 	"net/http"
 	"runtime/debug"
 	"time"
@@ -27,13 +25,6 @@ type endpoint struct {
 	timeout time.Duration
 }
 
-// refusal is a request the server answers with an HTTP error instead of a review: it is not
-// something the API server would send.
-type refusal struct {
-	status  int
-	message string
-}
-
 func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	defer func() { requestDuration.WithLabelValues(e.name).Observe(time.Since(start).Seconds()) }()
@@ -43,11 +34,8 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		requestsTotal.WithLabelValues(e.name, unknownOperation, allowedError).Inc()
 		// Anyone who can reach the port can cause these, hence not at the default level.
 		klog.FromContext(r.Context()).V(2).Info("Refused a request to an admission webhook",
-			"webhook", e.name, "path", r.URL.Path, "status", refused.status, "reason", refused.message)
-		if refused.status == http.StatusMethodNotAllowed {
-			w.Header().Set("Allow", http.MethodPost)
-		}
-		http.Error(w, refused.message, refused.status)
+			"webhook", e.name, "path", r.URL.Path, "status", refused.Status, "reason", refused.Message)
+		refused.Write(w)
 		return
 	}
 
@@ -92,28 +80,14 @@ func (e *endpoint) serveNotReady(w http.ResponseWriter, r *http.Request) {
 }
 
 // readRequest reads and decodes the AdmissionReview of r, or says why it refuses it.
-func readRequest(w http.ResponseWriter, r *http.Request) (*admissionv1.AdmissionRequest, *refusal) {
-	if r.Method != http.MethodPost {
-		return nil, &refusal{http.StatusMethodNotAllowed, fmt.Sprintf("method %s is not allowed: admission reviews are POSTed", r.Method)}
-	}
-	contentType := r.Header.Get("Content-Type")
-	if mediaType, _, err := mime.ParseMediaType(contentType); err != nil || mediaType != "application/json" {
-		return nil, &refusal{http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q is not application/json", contentType)}
-	}
-	tooLarge := &refusal{http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", maxRequestBytes)}
-	if r.ContentLength > maxRequestBytes {
-		return nil, tooLarge
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBytes))
-	if err != nil {
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return nil, tooLarge
-		}
-		return nil, &refusal{http.StatusBadRequest, fmt.Sprintf("reading the request body: %v", err)}
+func readRequest(w http.ResponseWriter, r *http.Request) (*admissionv1.AdmissionRequest, *Refusal) {
+	body, refused := ReadReviewBody(w, r, "admission", maxRequestBytes)
+	if refused != nil {
+		return nil, refused
 	}
 	req, err := decodeReview(body)
 	if err != nil {
-		return nil, &refusal{http.StatusBadRequest, fmt.Sprintf("bad AdmissionReview: %v", err)}
+		return nil, &Refusal{http.StatusBadRequest, fmt.Sprintf("bad AdmissionReview: %v", err)}
 	}
 	return req, nil
 }

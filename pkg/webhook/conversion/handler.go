@@ -1,12 +1,9 @@
 package conversion
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"mime"
 	"net/http"
 	"runtime/debug"
 	"strconv"
@@ -15,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
+
+	"github.com/bosun-dev/bosun/pkg/webhook"
 )
 
 // Path is where the webhook server serves the handler, the path of the CRDs'
@@ -60,14 +59,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	req, refusal := readRequest(w, r)
 	if refusal != nil {
-		requestsTotal.WithLabelValues(unknownLabel, unknownLabel, strconv.Itoa(refusal.status)).Inc()
+		requestsTotal.WithLabelValues(unknownLabel, unknownLabel, strconv.Itoa(refusal.Status)).Inc()
 		// Anyone who can reach the port can cause these, hence not at the default level.
 		logger.V(2).Info("Refused a request to the conversion webhook", "path", r.URL.Path,
-			"status", refusal.status, "reason", refusal.message)
-		if refusal.status == http.StatusMethodNotAllowed {
-			w.Header().Set("Allow", http.MethodPost)
-		}
-		http.Error(w, refusal.message, refusal.status)
+			"status", refusal.Status, "reason", refusal.Message)
+		refusal.Write(w)
 		return
 	}
 
@@ -178,48 +174,15 @@ func failureStatus(code int32, message string) metav1.Status {
 	return metav1.Status{Status: metav1.StatusFailure, Code: code, Message: message}
 }
 
-// refusal is a request the handler answers with an HTTP error instead of a review: it is
-// not something the API server would send.
-type refusal struct {
-	status  int
-	message string
-}
-
 // readRequest reads and decodes the ConversionReview of r, or says why it refuses it.
-func readRequest(w http.ResponseWriter, r *http.Request) (*conversionRequest, *refusal) {
-	if r.Method != http.MethodPost {
-		return nil, &refusal{http.StatusMethodNotAllowed, fmt.Sprintf("method %s is not allowed: conversion reviews are POSTed", r.Method)}
-	}
-	contentType := r.Header.Get("Content-Type")
-	if mediaType, _, err := mime.ParseMediaType(contentType); err != nil || mediaType != "application/json" {
-		return nil, &refusal{http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q is not application/json", contentType)}
-	}
-	tooLarge := &refusal{http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", maxRequestBytes)}
-	if r.ContentLength > maxRequestBytes {
-		return nil, tooLarge
-	}
-	body, err := readBody(http.MaxBytesReader(w, r.Body, maxRequestBytes), r.ContentLength)
-	if err != nil {
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return nil, tooLarge
-		}
-		return nil, &refusal{http.StatusBadRequest, fmt.Sprintf("reading the request body: %v", err)}
+func readRequest(w http.ResponseWriter, r *http.Request) (*conversionRequest, *webhook.Refusal) {
+	body, refused := webhook.ReadReviewBody(w, r, "conversion", maxRequestBytes)
+	if refused != nil {
+		return nil, refused
 	}
 	req, err := decodeReview(body)
 	if err != nil {
-		return nil, &refusal{http.StatusBadRequest, fmt.Sprintf("bad ConversionReview: %v", err)}
+		return nil, &webhook.Refusal{Status: http.StatusBadRequest, Message: fmt.Sprintf("bad ConversionReview: %v", err)}
 	}
 	return req, nil
-}
-
-// readBody reads all of body, of the announced length when it is known (reviews run to
-// megabytes, which io.ReadAll would copy several times over while growing its buffer).
-func readBody(body io.Reader, length int64) ([]byte, error) {
-	if length <= 0 {
-		return io.ReadAll(body)
-	}
-	var buf bytes.Buffer
-	buf.Grow(int(length) + bytes.MinRead)
-	_, err := buf.ReadFrom(body)
-	return buf.Bytes(), err
 }
