@@ -1,7 +1,6 @@
 package imagepulljob
 
 import (
-	"encoding/json"
 	"fmt"
 
 	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
@@ -79,17 +78,13 @@ func ValidateTemplate(template *appsv1beta1.ImagePullJobTemplate, fldPath *field
 	return allErrs
 }
 
-// hubTemplate returns the v1beta1 form of a v1alpha1 template. The two versions have the
-// same schema (the CRD converts between them by rewriting apiVersion alone), so the JSON
-// of one decodes as the other without loss.
+// hubTemplate returns the v1beta1 form of a v1alpha1 template, through the api module's
+// conversion, the one every other reader of both versions uses. It may share memory with t;
+// validation only reads it.
 func hubTemplate(t *appsv1alpha1.ImagePullJobTemplate) (*appsv1beta1.ImagePullJobTemplate, error) {
-	raw, err := json.Marshal(t)
-	if err != nil {
-		return nil, fmt.Errorf("encoding the ImagePullJob template: %w", err)
-	}
 	out := &appsv1beta1.ImagePullJobTemplate{}
-	if err := json.Unmarshal(raw, out); err != nil {
-		return nil, fmt.Errorf("decoding the ImagePullJob template as %s: %w", appsv1beta1.SchemeGroupVersion, err)
+	if err := appsv1alpha1.Convert_v1alpha1_ImagePullJobTemplate_To_v1beta1_ImagePullJobTemplate(t, out, nil); err != nil {
+		return nil, fmt.Errorf("converting the ImagePullJob template to %s: %w", appsv1beta1.SchemeGroupVersion, err)
 	}
 	return out, nil
 }
