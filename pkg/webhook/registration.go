@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -41,8 +42,13 @@ type Registration struct {
 	// Name is the webhook's name in its configuration, a DNS-style name with at least three
 	// segments (for example "mdaemonset.kb.io", the name OpenKruise gives the same webhook).
 	Name string
-	// Path is where the server serves it, for example "/mutate-apps-kruise-io-v1alpha1-daemonset".
+	// Path is where the server serves it and where the webhook configuration points, for
+	// example "/mutate-apps-kruise-io-daemonset".
 	Path string
+	// LegacyPaths are further paths the server answers on with the same handler but that no
+	// configuration names: the paths of earlier releases, which the webhook configurations
+	// of replicas still running those releases point at during a rolling upgrade.
+	LegacyPaths []string
 	// Type is Mutating or Validating.
 	Type Type
 	// Rules are the resources and operations the API server sends to it.
@@ -73,8 +79,10 @@ func (r Registration) Validate() error {
 	if !webhookName.MatchString(r.Name) || len(r.Name) > 253 {
 		problems = append(problems, fmt.Sprintf("name %q is not a fully qualified name of at least three segments", r.Name))
 	}
-	if !strings.HasPrefix(r.Path, "/") || strings.ContainsAny(r.Path, "?#") {
-		problems = append(problems, fmt.Sprintf("path %q must start with / and hold no query or fragment", r.Path))
+	for _, path := range append([]string{r.Path}, r.LegacyPaths...) {
+		if !strings.HasPrefix(path, "/") || strings.ContainsAny(path, "?#") {
+			problems = append(problems, fmt.Sprintf("path %q must start with / and hold no query or fragment", path))
+		}
 	}
 	if r.Type != Mutating && r.Type != Validating {
 		problems = append(problems, fmt.Sprintf("type %q is neither %s nor %s", r.Type, Mutating, Validating))
@@ -98,6 +106,7 @@ func (r Registration) Validate() error {
 // registrations and the callers' cannot change one another.
 func (r Registration) deepCopy() Registration {
 	out := r
+	out.LegacyPaths = slices.Clone(r.LegacyPaths)
 	if r.Rules != nil {
 		out.Rules = make([]admissionregistrationv1.RuleWithOperations, len(r.Rules))
 		for i := range r.Rules {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -48,6 +49,11 @@ func Errored(code int32, err error) *admissionv1.AdmissionResponse {
 	return Denied(code, "%v", err)
 }
 
+// AnnotationPointer is the JSON pointer to the annotation key of an object, for a patch.
+func AnnotationPointer(key string) string {
+	return "/metadata/annotations/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(key)
+}
+
 // Addition is one RFC 6902 "add" operation: Value (encoded as JSON) is set at Path, a JSON
 // pointer such as "/spec/burstReplicas", whether or not the member is already there.
 type Addition struct {
@@ -70,10 +76,22 @@ type jsonPatchOperation struct {
 // only those: diffing the whole object as received against the typed one would cost
 // decoding it again, and would rewrite what the Go types merely spell differently.
 func AdditionsResponse(additions []Addition) (*admissionv1.AdmissionResponse, error) {
-	if len(additions) == 0 {
-		return Allowed(), nil
+	return PatchResponse(nil, additions, nil)
+}
+
+// PatchResponse allows the request with a JSON patch that first removes the members at
+// removals (JSON pointers to members that exist) and then makes the additions, in order,
+// and passes warnings on to the client. With no change and no warning it is Allowed().
+func PatchResponse(removals []string, additions []Addition, warnings []string) (*admissionv1.AdmissionResponse, error) {
+	if len(removals)+len(additions) == 0 {
+		resp := Allowed()
+		resp.Warnings = warnings
+		return resp, nil
 	}
-	ops := make([]jsonPatchOperation, 0, len(additions))
+	ops := make([]jsonPatchOperation, 0, len(removals)+len(additions))
+	for _, path := range removals {
+		ops = append(ops, jsonPatchOperation{Op: "remove", Path: path})
+	}
 	for _, a := range additions {
 		value, err := json.Marshal(a.Value)
 		if err != nil {
@@ -86,7 +104,7 @@ func AdditionsResponse(additions []Addition) (*admissionv1.AdmissionResponse, er
 		return nil, fmt.Errorf("encoding the patch: %w", err)
 	}
 	patchType := admissionv1.PatchTypeJSONPatch
-	return &admissionv1.AdmissionResponse{Allowed: true, Patch: patch, PatchType: &patchType}, nil
+	return &admissionv1.AdmissionResponse{Allowed: true, Patch: patch, PatchType: &patchType, Warnings: warnings}, nil
 }
 
 // reasonForCode is the status reason the API server gives errors of that code; unknown for

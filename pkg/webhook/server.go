@@ -122,15 +122,23 @@ func (s *Server) Register(r Registration) error {
 		if existing.Name == r.Name {
 			return fmt.Errorf("registering webhook %q: a webhook of that name is already registered", r.Name)
 		}
-		if existing.Path == r.Path {
-			return fmt.Errorf("registering webhook %q: path %s is already served by webhook %q", r.Name, r.Path, existing.Name)
+	}
+	paths := append([]string{r.Path}, r.LegacyPaths...)
+	for i, path := range paths {
+		if e := s.endpoints[path]; e != nil {
+			return fmt.Errorf("registering webhook %q: path %s is already served by webhook %q", r.Name, path, e.name)
+		}
+		if s.handlers[path] != nil {
+			return fmt.Errorf("registering webhook %q: path %s is already served by another handler", r.Name, path)
+		}
+		if slices.Contains(paths[:i], path) {
+			return fmt.Errorf("registering webhook %q: path %s is listed twice", r.Name, path)
 		}
 	}
-	if s.handlers[r.Path] != nil {
-		return fmt.Errorf("registering webhook %q: path %s is already served by another handler", r.Name, r.Path)
-	}
 	s.registrations = append(s.registrations, r.deepCopy())
-	s.endpoints[r.Path] = &endpoint{name: r.Name, handler: r.Handler, timeout: s.opts.RequestTimeout}
+	for _, path := range paths {
+		s.endpoints[path] = &endpoint{name: r.Name, handler: r.Handler, timeout: s.opts.RequestTimeout}
+	}
 	return nil
 }
 

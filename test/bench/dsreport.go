@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	webhookdaemonset "github.com/bosun-dev/bosun/pkg/webhook/daemonset"
 )
 
 // The issue's targets for the Advanced DaemonSet, checked by the report (never by tests).
@@ -238,9 +240,9 @@ func (r *results) writeWebhooks(b *strings.Builder) {
 			continue
 		}
 		f := webhookMedian(runs)
-		path := "/mutate-apps-kruise-io-v1alpha1-daemonset"
+		path := webhookdaemonset.MutatingPath
 		if name == webhookValidating {
-			path = "/validate-apps-kruise-io-v1alpha1-daemonset"
+			path = webhookdaemonset.ValidatingPath
 		}
 		fmt.Fprintf(b, "| %s `%s` | %s | %s | %s | %s | %.0f | %d | %d | %.2f |\n", name, path, thousands(f.requests/f.runs),
 			millis(f.p50), millis(f.p99), millis(f.max), f.rps, f.rejected, f.errored, f.managerCPU)

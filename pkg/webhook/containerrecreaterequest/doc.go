@@ -1,5 +1,7 @@
 // Package containerrecreaterequest holds the mutating admission webhook for
-// apps.kruise.io/v1alpha1 ContainerRecreateRequest (CRR), called on CREATE and UPDATE.
+// apps.kruise.io ContainerRecreateRequest (CRR), called on CREATE and UPDATE of v1alpha1 and
+// v1beta1 requests, both judged and completed as v1beta1 (the fields it sets are the same in
+// both versions).
 //
 // On CREATE, with feature gate KruiseDaemon on (off: 403), it checks the request in the
 // order OpenKruise does and stops at the first step that fails (400, naming the fields):

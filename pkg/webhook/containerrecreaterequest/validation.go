@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -19,13 +19,13 @@ const MinActiveDeadlineSeconds = 3
 // DefaultAndValidateSpec applies the defaults a new request gets without looking at its
 // pod (strategy {} with failurePolicy Fail, the active label) and returns what is wrong
 // with its spec on its own.
-func DefaultAndValidateSpec(obj *appsv1alpha1.ContainerRecreateRequest) field.ErrorList {
+func DefaultAndValidateSpec(obj *appsv1beta1.ContainerRecreateRequest) field.ErrorList {
 	spec := field.NewPath("spec")
 	if obj.Spec.PodName == "" {
 		return field.ErrorList{field.Required(spec.Child("podName"), "the name of the pod whose containers to recreate")}
 	}
-	appsv1alpha1.SetDefaults_ContainerRecreateRequest(obj)
-	setLabel(obj, appsv1alpha1.ContainerRecreateRequestActiveKey, "true")
+	appsv1beta1.SetDefaults_ContainerRecreateRequest(obj)
+	setLabel(obj, appsv1beta1.ContainerRecreateRequestActiveKey, "true")
 
 	var errs field.ErrorList
 	if len(obj.Spec.Containers) == 0 {
@@ -42,10 +42,10 @@ func DefaultAndValidateSpec(obj *appsv1alpha1.ContainerRecreateRequest) field.Er
 		errs = append(errs, field.Invalid(strategy.Child("unreadyGracePeriodSeconds"), *g, "must not be negative"))
 	}
 	switch p := obj.Spec.Strategy.FailurePolicy; p {
-	case appsv1alpha1.ContainerRecreateRequestFailurePolicyFail, appsv1alpha1.ContainerRecreateRequestFailurePolicyIgnore:
+	case appsv1beta1.ContainerRecreateRequestFailurePolicyFail, appsv1beta1.ContainerRecreateRequestFailurePolicyIgnore:
 	default:
 		errs = append(errs, field.NotSupported(strategy.Child("failurePolicy"), p, []string{
-			string(appsv1alpha1.ContainerRecreateRequestFailurePolicyFail), string(appsv1alpha1.ContainerRecreateRequestFailurePolicyIgnore)}))
+			string(appsv1beta1.ContainerRecreateRequestFailurePolicyFail), string(appsv1beta1.ContainerRecreateRequestFailurePolicyIgnore)}))
 	}
 	return errs
 }
@@ -54,7 +54,7 @@ func DefaultAndValidateSpec(obj *appsv1alpha1.ContainerRecreateRequest) field.Er
 // active and bound to a node, and every container must be named once, be one of the pod's
 // containers, have a status with a container ID, and carry none of the fields admission
 // fills in.
-func ValidateAgainstPod(obj *appsv1alpha1.ContainerRecreateRequest, pod *corev1.Pod) field.ErrorList {
+func ValidateAgainstPod(obj *appsv1beta1.ContainerRecreateRequest, pod *corev1.Pod) field.ErrorList {
 	podName := field.NewPath("spec", "podName")
 	if !podutil.IsPodActive(pod) {
 		return field.ErrorList{field.Invalid(podName, obj.Spec.PodName, "the pod is not active (it has finished or is being deleted)")}
@@ -98,11 +98,11 @@ func ValidateAgainstPod(obj *appsv1alpha1.ContainerRecreateRequest, pod *corev1.
 // InjectPodFacts completes a request that ValidateAgainstPod accepted: the labels naming
 // the pod's UID and node (and the virtual-kubelet label of such a node), the grace period
 // from the pod, and each container's preStop hook, ports and current status.
-func InjectPodFacts(obj *appsv1alpha1.ContainerRecreateRequest, pod *corev1.Pod, node *corev1.Node) {
-	setLabel(obj, appsv1alpha1.ContainerRecreateRequestPodUIDKey, string(pod.UID))
-	setLabel(obj, appsv1alpha1.ContainerRecreateRequestNodeNameKey, pod.Spec.NodeName)
-	if node.Labels[appsv1alpha1.VirtualKubeletLabelKey] == appsv1alpha1.VirtualKubeletLabelValue {
-		setLabel(obj, appsv1alpha1.VirtualKubeletLabelKey, appsv1alpha1.VirtualKubeletLabelValue)
+func InjectPodFacts(obj *appsv1beta1.ContainerRecreateRequest, pod *corev1.Pod, node *corev1.Node) {
+	setLabel(obj, appsv1beta1.ContainerRecreateRequestPodUIDKey, string(pod.UID))
+	setLabel(obj, appsv1beta1.ContainerRecreateRequestNodeNameKey, pod.Spec.NodeName)
+	if node.Labels[appsv1beta1.VirtualKubeletLabelKey] == appsv1beta1.VirtualKubeletLabelValue {
+		setLabel(obj, appsv1beta1.VirtualKubeletLabelKey, appsv1beta1.VirtualKubeletLabelValue)
 	}
 	if obj.Spec.Strategy.TerminationGracePeriodSeconds == nil && pod.Spec.TerminationGracePeriodSeconds != nil {
 		grace := *pod.Spec.TerminationGracePeriodSeconds
@@ -117,7 +117,7 @@ func InjectPodFacts(obj *appsv1alpha1.ContainerRecreateRequest, pod *corev1.Pod,
 			// A sleep hook has no counterpart in the request's hook type: the node agent
 			// cannot run it, so it is left out rather than turned into something else.
 			if hook.Exec != nil || hook.HTTPGet != nil || hook.TCPSocket != nil {
-				c.PreStop = &appsv1alpha1.ProbeHandler{Exec: hook.Exec, HTTPGet: hook.HTTPGet, TCPSocket: hook.TCPSocket}
+				c.PreStop = &appsv1beta1.ProbeHandler{Exec: hook.Exec, HTTPGet: hook.HTTPGet, TCPSocket: hook.TCPSocket}
 			}
 			if hook.HTTPGet != nil {
 				for _, p := range podContainer.Ports {
@@ -126,7 +126,7 @@ func InjectPodFacts(obj *appsv1alpha1.ContainerRecreateRequest, pod *corev1.Pod,
 			}
 		}
 		status := containerStatus(pod, c.Name)
-		c.StatusContext = &appsv1alpha1.ContainerRecreateRequestContainerContext{
+		c.StatusContext = &appsv1beta1.ContainerRecreateRequestContainerContext{
 			ContainerID:  status.ContainerID,
 			RestartCount: status.RestartCount,
 		}
@@ -142,6 +142,6 @@ func containerStatus(pod *corev1.Pod, name string) *corev1.ContainerStatus {
 	return nil
 }
 
-func specEqual(a, b *appsv1alpha1.ContainerRecreateRequestSpec) bool {
+func specEqual(a, b *appsv1beta1.ContainerRecreateRequestSpec) bool {
 	return apiequality.Semantic.DeepEqual(a, b)
 }

@@ -1,17 +1,21 @@
 package containerrecreaterequest
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"net/http"
+	"time"
 
 	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	admissionv1 "k8s.io/api/admission/v1"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -23,15 +27,18 @@ import (
 	"github.com/bosun-dev/bosun/pkg/webhook"
 )
 
-// The name and path OpenKruise gives the same webhook, so that configurations and
-// dashboards written for one work for the other.
+// The name of the webhook and the version-less path OpenKruise 1.9 serves it at, so that
+// configurations and dashboards written for one work for the other. The path of earlier
+// releases, which named the version, is still answered for one release: the
+// configurations of replicas not yet upgraded point at it.
 const (
-	MutatingName = "mcontainerrecreaterequest.kb.io"
-	MutatingPath = "/mutate-apps-kruise-io-v1alpha1-containerrecreaterequest"
+	MutatingName       = "mcontainerrecreaterequest.kb.io"
+	MutatingPath       = "/mutate-apps-kruise-io-containerrecreaterequest"
+	LegacyMutatingPath = "/mutate-apps-kruise-io-v1alpha1-containerrecreaterequest"
 )
 
 var (
-	crrKind      = appsv1alpha1.SchemeGroupVersion.WithKind("ContainerRecreateRequest")
+	crrKind      = appsv1beta1.SchemeGroupVersion.WithKind("ContainerRecreateRequest")
 	crrGroupKind = crrKind.GroupKind()
 )
 
@@ -48,42 +55,40 @@ type Dependencies struct {
 	FeatureGate featuregate.FeatureGate
 }
 
-// Registrations is the request's mutating webhook, called on CREATE and UPDATE.
+// Registrations is the request's mutating webhook, called on CREATE and UPDATE of v1alpha1
+// and v1beta1 requests. A request is judged and completed in v1beta1: the fields it sets
+// (labels, spec.strategy, spec.containers) are the same in both versions, so the patch
+// fits the request as received.
 func Registrations(deps Dependencies) []webhook.Registration {
 	if deps.FeatureGate == nil {
 		deps.FeatureGate = features.DefaultFeatureGate
 	}
 	h := &handler{Dependencies: deps}
-	return []webhook.Registration{{
-		Name: MutatingName,
-		Path: MutatingPath,
-		Type: webhook.Mutating,
-		Rules: webhook.ResourceRules(appsv1alpha1.SchemeGroupVersion, "containerrecreaterequests",
-			admissionregistrationv1.Create, admissionregistrationv1.Update),
-		Handler: webhook.HandlerFunc(h.mutate),
-	}}
+	w := &webhook.ResourceWebhook[appsv1beta1.ContainerRecreateRequest, *appsv1beta1.ContainerRecreateRequest]{
+		Kind:     crrKind,
+		Resource: "containerrecreaterequests",
+		Spokes: []webhook.Spoke[appsv1beta1.ContainerRecreateRequest, *appsv1beta1.ContainerRecreateRequest]{
+			webhook.NewSpoke[appsv1alpha1.ContainerRecreateRequest](appsv1alpha1.SchemeGroupVersion.WithKind("ContainerRecreateRequest"), nil,
+				appsv1alpha1.ConvertContainerRecreateRequestToV1beta1),
+		},
+		MutatingName:        MutatingName,
+		MutatingPath:        MutatingPath,
+		LegacyMutatingPaths: []string{LegacyMutatingPath},
+		Mutate:              h.mutate,
+		StaleCarriers:       staleCarriers,
+	}
+	return w.Registrations()
 }
 
 type handler struct {
 	Dependencies
 }
 
-func (h *handler) mutate(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
-	obj, answer := webhook.DecodeAdmitted[appsv1alpha1.ContainerRecreateRequest](req, crrKind)
-	if answer != nil {
-		return answer
-	}
-	if obj.Namespace == "" {
-		obj.Namespace = req.Namespace
-	}
+func (h *handler) mutate(ctx context.Context, req *admissionv1.AdmissionRequest, obj, old *appsv1beta1.ContainerRecreateRequest) *admissionv1.AdmissionResponse {
 	if obj.Name == "" {
 		obj.Name = req.Name
 	}
-	if req.Operation == admissionv1.Update {
-		old, err := webhook.DecodeStrictNew[appsv1alpha1.ContainerRecreateRequest](req.OldObject.Raw, "oldObject", crrKind)
-		if err != nil {
-			return webhook.Errored(http.StatusBadRequest, err)
-		}
+	if old != nil {
 		if err := ValidateUpdate(obj, old); err != nil {
 			return webhook.Errored(http.StatusForbidden, err)
 		}
@@ -94,7 +99,7 @@ func (h *handler) mutate(ctx context.Context, req *admissionv1.AdmissionRequest)
 
 // admitCreate checks and completes a new request; see the package documentation for the
 // steps.
-func (h *handler) admitCreate(ctx context.Context, obj *appsv1alpha1.ContainerRecreateRequest) *admissionv1.AdmissionResponse {
+func (h *handler) admitCreate(ctx context.Context, obj *appsv1beta1.ContainerRecreateRequest) *admissionv1.AdmissionResponse {
 	if !h.FeatureGate.Enabled(features.KruiseDaemon) {
 		return webhook.Denied(http.StatusForbidden, "feature-gate %s is not enabled", features.KruiseDaemon)
 	}
@@ -125,7 +130,7 @@ func (h *handler) admitCreate(ctx context.Context, obj *appsv1alpha1.ContainerRe
 // the field errors of a request that cannot be admitted, or err when a read failed. A pod
 // from the cache that does not pass is read again from the API server: the cache may not
 // have seen the pod being bound or its containers starting.
-func (h *handler) target(ctx context.Context, obj *appsv1alpha1.ContainerRecreateRequest) (*corev1.Pod, *corev1.Node, field.ErrorList, error) {
+func (h *handler) target(ctx context.Context, obj *appsv1beta1.ContainerRecreateRequest) (*corev1.Pod, *corev1.Node, field.ErrorList, error) {
 	pod, cached, err := h.pod(ctx, obj.Namespace, obj.Spec.PodName, false)
 	if err != nil || pod == nil {
 		return nil, nil, podNotFound(obj), err
@@ -151,7 +156,7 @@ func (h *handler) target(ctx context.Context, obj *appsv1alpha1.ContainerRecreat
 	return pod, node, nil, nil
 }
 
-func podNotFound(obj *appsv1alpha1.ContainerRecreateRequest) field.ErrorList {
+func podNotFound(obj *appsv1beta1.ContainerRecreateRequest) field.ErrorList {
 	return field.ErrorList{field.NotFound(field.NewPath("spec", "podName"), obj.Spec.PodName)}
 }
 
@@ -205,17 +210,17 @@ func (h *handler) node(ctx context.Context, name string) (*corev1.Node, error) {
 // ValidateUpdate returns why an update may not change the request, or nil: the spec, the
 // pod-uid and node-name labels and an unready-acquired annotation once set are fixed, since
 // the node agent and the controllers act on them.
-func ValidateUpdate(obj, old *appsv1alpha1.ContainerRecreateRequest) error {
+func ValidateUpdate(obj, old *appsv1beta1.ContainerRecreateRequest) error {
 	var problems []error
 	if !specEqual(&obj.Spec, &old.Spec) {
 		problems = append(problems, errors.New("spec is immutable"))
 	}
-	for _, key := range []string{appsv1alpha1.ContainerRecreateRequestPodUIDKey, appsv1alpha1.ContainerRecreateRequestNodeNameKey} {
+	for _, key := range []string{appsv1beta1.ContainerRecreateRequestPodUIDKey, appsv1beta1.ContainerRecreateRequestNodeNameKey} {
 		if obj.Labels[key] != old.Labels[key] {
 			problems = append(problems, fmt.Errorf("label %s is immutable", key))
 		}
 	}
-	key := appsv1alpha1.ContainerRecreateRequestUnreadyAcquiredKey
+	key := appsv1beta1.ContainerRecreateRequestUnreadyAcquiredKey
 	if was := old.Annotations[key]; was != "" && obj.Annotations[key] != was {
 		problems = append(problems, fmt.Errorf("annotation %s is immutable once set", key))
 	}
@@ -230,11 +235,43 @@ func invalid(name string, errs field.ErrorList) *admissionv1.AdmissionResponse {
 
 // setLabel sets one label, creating the map when needed; the map is copied so that the
 // decoded object's map is never shared.
-func setLabel(obj *appsv1alpha1.ContainerRecreateRequest, key, value string) {
+func setLabel(obj *appsv1beta1.ContainerRecreateRequest, key, value string) {
 	labels := maps.Clone(obj.Labels)
 	if labels == nil {
 		labels = map[string]string{}
 	}
 	labels[key] = value
 	obj.Labels = labels
+}
+
+// staleCarriers returns the annotations of a v1beta1 request that carry a status field for
+// v1alpha1 but disagree with the field as set: the status decides (the manager writes only
+// the fields), and the annotation would only mislead whoever reads it.
+func staleCarriers(obj *appsv1beta1.ContainerRecreateRequest) []webhook.StaleCarrier {
+	var stale []webhook.StaleCarrier
+	key := appsv1beta1.ContainerRecreateRequestSyncContainerStatusesKey
+	if value, ok := obj.Annotations[key]; ok && len(obj.Status.ContainerStatusSnapshot) > 0 {
+		var parsed []appsv1beta1.ContainerRecreateRequestSyncContainerStatus
+		want, _ := json.Marshal(obj.Status.ContainerStatusSnapshot)
+		got, _ := json.Marshal(parsed)
+		if err := json.Unmarshal([]byte(value), &parsed); err == nil {
+			got, _ = json.Marshal(parsed)
+		}
+		if !bytes.Equal(got, want) {
+			stale = append(stale, webhook.StaleCarrier{Annotation: key,
+				Warning: fmt.Sprintf("metadata.annotations[%s]: removed: it disagrees with status.containerStatusSnapshot, which takes precedence", key)})
+		}
+	}
+	key = appsv1beta1.ContainerRecreateRequestUnreadyAcquiredKey
+	if value, ok := obj.Annotations[key]; ok {
+		if grace := meta.FindStatusCondition(obj.Status.Conditions, appsv1beta1.ContainerRecreateRequestPreRecreateGraceType); grace != nil && grace.Status == metav1.ConditionTrue {
+			t, err := time.Parse(time.RFC3339, value)
+			if err != nil || !t.Truncate(time.Second).Equal(grace.LastTransitionTime.Truncate(time.Second)) {
+				stale = append(stale, webhook.StaleCarrier{Annotation: key,
+					Warning: fmt.Sprintf("metadata.annotations[%s]: removed: %q disagrees with the %s condition's lastTransitionTime %s, which takes precedence",
+						key, value, appsv1beta1.ContainerRecreateRequestPreRecreateGraceType, grace.LastTransitionTime.UTC().Format(time.RFC3339))})
+			}
+		}
+	}
+	return stale
 }

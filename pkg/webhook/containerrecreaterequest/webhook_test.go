@@ -65,6 +65,8 @@ type fixture struct {
 	nodes  cache.Indexer
 	client *fake.Clientset
 	gates  map[string]bool
+	// version is the API version requests are made in; v1alpha1 when empty.
+	version string
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -118,7 +120,7 @@ func (f *fixture) handle(t *testing.T, op admissionv1.Operation, object, old any
 		LiveNodes:   f.client.CoreV1(),
 		FeatureGate: gates,
 	})
-	if len(regs) != 1 || regs[0].Name != MutatingName || regs[0].Path != MutatingPath {
+	if len(regs) != 1 || regs[0].Name != MutatingName || regs[0].Path != MutatingPath || len(regs[0].LegacyPaths) != 1 || regs[0].LegacyPaths[0] != LegacyMutatingPath {
 		t.Fatalf("registrations = %+v", regs)
 	}
 	if err := regs[0].Validate(); err != nil {
@@ -132,6 +134,9 @@ func (f *fixture) handle(t *testing.T, op admissionv1.Operation, object, old any
 		Operation: op,
 		Object:    runtime.RawExtension{Raw: encode(t, object)},
 		OldObject: runtime.RawExtension{Raw: encode(t, old)},
+	}
+	if f.version != "" {
+		req.Kind.Version = f.version
 	}
 	_, ctx := ktesting.NewTestContext(t)
 	return regs[0].Handler.Handle(ctx, req)

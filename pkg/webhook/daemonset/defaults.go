@@ -2,6 +2,7 @@ package daemonset
 
 import (
 	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 )
 
 // SetDefaults writes the defaults of a DaemonSet in place:
@@ -21,4 +22,12 @@ import (
 // apply the same ones; this function is the webhook's entry point to them.
 func SetDefaults(ds *appsv1alpha1.DaemonSet) {
 	appsv1alpha1.SetObjectDefaults_DaemonSet(ds)
+}
+
+// SetDefaultsV1beta1 writes the defaults of a v1beta1 DaemonSet in place: those of
+// SetDefaults without the rewrite of Surging, which v1beta1 does not have. Defaulting a
+// v1alpha1 object and converting it gives what converting it and defaulting gives, up to
+// the reserved annotation of the conversion.
+func SetDefaultsV1beta1(ds *appsv1beta1.DaemonSet) {
+	appsv1beta1.SetObjectDefaults_DaemonSet(ds)
 }

@@ -1,5 +1,6 @@
-// Package daemonset holds the admission webhooks for apps.kruise.io/v1alpha1 DaemonSet
-// (Advanced DaemonSet):
+// Package daemonset holds the admission webhooks for apps.kruise.io DaemonSet (Advanced
+// DaemonSet), v1alpha1 and v1beta1, each version defaulted by its own rules and both
+// validated as v1beta1:
 //
 //   - a mutating webhook that writes the defaults the CRD schema cannot express
 //     (SetDefaults), answered as a JSON patch;

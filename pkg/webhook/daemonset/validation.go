@@ -3,7 +3,7 @@ package daemonset
 import (
 	"strings"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -19,9 +19,12 @@ import (
 )
 
 // Validate returns everything wrong with a DaemonSet about to be created, each error naming
-// its field. It expects the object as the mutating webhook left it (defaulted); fields the
-// defaulting would have filled in are still accepted when empty, where empty has a meaning.
-func Validate(ds *appsv1alpha1.DaemonSet) field.ErrorList {
+// its field. It judges the hub version: a v1alpha1 object is judged as its conversion,
+// whose fields are named the same, and whose partitioned scaling, carried by an annotation
+// in v1alpha1, takes any value. It expects the object as the mutating webhook left it
+// (defaulted); fields the defaulting would have filled in are still accepted when empty,
+// where empty has a meaning.
+func Validate(ds *appsv1beta1.DaemonSet) field.ErrorList {
 	allErrs := apivalidation.ValidateObjectMeta(&ds.ObjectMeta, true, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
 	allErrs = append(allErrs, validateSpec(&ds.Spec, field.NewPath("spec"))...)
 	return allErrs
@@ -29,19 +32,20 @@ func Validate(ds *appsv1alpha1.DaemonSet) field.ErrorList {
 
 // ValidateUpdate returns everything wrong with an update from oldDS to newDS: the new
 // object is validated in full, as on creation, and only the fields users may change after
-// creation may differ. The selector in particular is immutable, since changing it would
+// creation may differ (scaleStrategy among them: v1alpha1 carries it in an annotation,
+// which was always mutable). The selector in particular is immutable, since changing it would
 // orphan the pods the DaemonSet already runs.
 //
 // Metadata update rules (immutable name, resourceVersion, ...) are left to the API server,
 // which enforces them for every resource before calling admission.
-func ValidateUpdate(newDS, oldDS *appsv1alpha1.DaemonSet) field.ErrorList {
+func ValidateUpdate(newDS, oldDS *appsv1beta1.DaemonSet) field.ErrorList {
 	allErrs := Validate(newDS)
 	allErrs = append(allErrs, validateSpecUpdate(&newDS.Spec, &oldDS.Spec, field.NewPath("spec"))...)
 	return allErrs
 }
 
 // validateSpecUpdate checks that only the mutable fields of the spec changed.
-func validateSpecUpdate(newSpec, oldSpec *appsv1alpha1.DaemonSetSpec, fldPath *field.Path) field.ErrorList {
+func validateSpecUpdate(newSpec, oldSpec *appsv1beta1.DaemonSetSpec, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	if !apiequality.Semantic.DeepEqual(newSpec.Selector, oldSpec.Selector) {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("selector"), newSpec.Selector, "field is immutable"))
@@ -58,13 +62,14 @@ func validateSpecUpdate(newSpec, oldSpec *appsv1alpha1.DaemonSetSpec, fldPath *f
 	rest.BurstReplicas = oldSpec.BurstReplicas
 	rest.MinReadySeconds = oldSpec.MinReadySeconds
 	rest.RevisionHistoryLimit = oldSpec.RevisionHistoryLimit
+	rest.ScaleStrategy = oldSpec.ScaleStrategy
 	if !apiequality.Semantic.DeepEqual(rest, oldSpec) {
-		allErrs = append(allErrs, field.Forbidden(fldPath, "updates to daemonset spec for fields other than 'template', 'updateStrategy', 'lifecycle', 'burstReplicas', 'minReadySeconds' and 'revisionHistoryLimit' are forbidden"))
+		allErrs = append(allErrs, field.Forbidden(fldPath, "updates to daemonset spec for fields other than 'template', 'updateStrategy', 'lifecycle', 'burstReplicas', 'minReadySeconds', 'revisionHistoryLimit' and 'scaleStrategy' are forbidden"))
 	}
 	return allErrs
 }
 
-func validateSpec(spec *appsv1alpha1.DaemonSetSpec, fldPath *field.Path) field.ErrorList {
+func validateSpec(spec *appsv1beta1.DaemonSetSpec, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	allErrs = append(allErrs, validateSelector(spec.Selector, spec.Template.Labels, fldPath)...)
 	allErrs = append(allErrs, validateTemplate(&spec.Template, fldPath.Child("template"))...)
@@ -168,22 +173,23 @@ func validateContainers(containers []corev1.Container, names sets.Set[string], f
 }
 
 var supportedUpdateStrategyTypes = []string{
-	string(appsv1alpha1.RollingUpdateDaemonSetStrategyType),
-	string(appsv1alpha1.OnDeleteDaemonSetStrategyType),
+	string(appsv1beta1.RollingUpdateDaemonSetStrategyType),
+	string(appsv1beta1.OnDeleteDaemonSetStrategyType),
 }
 
+// The deprecated Surging type of v1alpha1 is not one of them: it converts to a Standard
+// rolling update with the limits it stood for, and v1beta1 does not accept it.
 var supportedRollingUpdateTypes = []string{
-	string(appsv1alpha1.StandardRollingUpdateType),
-	string(appsv1alpha1.InplaceRollingUpdateType),
-	string(appsv1alpha1.DeprecatedSurgingRollingUpdateType),
+	string(appsv1beta1.StandardRollingUpdateType),
+	string(appsv1beta1.InplaceRollingUpdateType),
 }
 
-func validateUpdateStrategy(strategy *appsv1alpha1.DaemonSetUpdateStrategy, fldPath *field.Path) field.ErrorList {
+func validateUpdateStrategy(strategy *appsv1beta1.DaemonSetUpdateStrategy, fldPath *field.Path) field.ErrorList {
 	switch strategy.Type {
-	case appsv1alpha1.OnDeleteDaemonSetStrategyType:
+	case appsv1beta1.OnDeleteDaemonSetStrategyType:
 		// rollingUpdate is ignored for OnDelete, whatever it holds.
 		return nil
-	case appsv1alpha1.RollingUpdateDaemonSetStrategyType:
+	case appsv1beta1.RollingUpdateDaemonSetStrategyType:
 		if strategy.RollingUpdate == nil {
 			return field.ErrorList{field.Required(fldPath.Child("rollingUpdate"), "required when type is RollingUpdate")}
 		}
@@ -195,12 +201,12 @@ func validateUpdateStrategy(strategy *appsv1alpha1.DaemonSetUpdateStrategy, fldP
 	}
 }
 
-func validateRollingUpdate(ru *appsv1alpha1.RollingUpdateDaemonSet, fldPath *field.Path) field.ErrorList {
+func validateRollingUpdate(ru *appsv1beta1.RollingUpdateDaemonSet, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	typePath := fldPath.Child("rollingUpdateType")
 	switch ru.Type {
-	case "", appsv1alpha1.StandardRollingUpdateType, appsv1alpha1.InplaceRollingUpdateType, appsv1alpha1.DeprecatedSurgingRollingUpdateType:
-		// Empty and Surging both mean Standard once defaulted.
+	case "", appsv1beta1.StandardRollingUpdateType, appsv1beta1.InplaceRollingUpdateType:
+		// Empty means Standard once defaulted.
 	default:
 		allErrs = append(allErrs, field.NotSupported(typePath, ru.Type, supportedRollingUpdateTypes))
 	}
@@ -225,7 +231,7 @@ func validateRollingUpdate(ru *appsv1alpha1.RollingUpdateDaemonSet, fldPath *fie
 			allErrs = append(allErrs, field.Required(unavailablePath, "cannot be 0 when maxSurge is 0"))
 		}
 		// An in-place update keeps the pod, so there is no second pod to surge with.
-		if surgeSet && ru.Type == appsv1alpha1.InplaceRollingUpdateType {
+		if surgeSet && ru.Type == appsv1beta1.InplaceRollingUpdateType {
 			allErrs = append(allErrs, field.Invalid(surgePath, ru.MaxSurge.String(), "must be 0 when rollingUpdateType is InPlaceIfPossible"))
 		}
 	}

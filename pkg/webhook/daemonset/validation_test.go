@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -54,6 +55,13 @@ func checkErrors(t *testing.T, errs field.ErrorList, want []wantError) {
 	for _, w := range remaining {
 		t.Errorf("missing error %s at %s; got %v", w.typ, w.path, errs)
 	}
+}
+
+// up is the v1beta1 form of a v1alpha1 DaemonSet, the form validation judges.
+func up(ds *appsv1alpha1.DaemonSet) *appsv1beta1.DaemonSet {
+	hub := &appsv1beta1.DaemonSet{}
+	appsv1alpha1.ConvertDaemonSetToV1beta1(ds.DeepCopy(), hub)
+	return hub
 }
 
 func rollingUpdate(ds *appsv1alpha1.DaemonSet) *appsv1alpha1.RollingUpdateDaemonSet {
@@ -185,7 +193,7 @@ func TestValidate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ds := validDaemonSet()
 			tt.mutate(ds)
-			checkErrors(t, Validate(ds), tt.want)
+			checkErrors(t, Validate(up(ds)), tt.want)
 		})
 	}
 }
@@ -222,7 +230,7 @@ func TestValidateUpdate(t *testing.T) {
 			oldDS := validDaemonSet()
 			newDS := oldDS.DeepCopy()
 			tt.mutate(newDS)
-			checkErrors(t, ValidateUpdate(newDS, oldDS), tt.want)
+			checkErrors(t, ValidateUpdate(up(newDS), up(oldDS)), tt.want)
 		})
 	}
 }

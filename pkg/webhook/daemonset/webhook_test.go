@@ -92,16 +92,19 @@ func TestRegistrations(t *testing.T) {
 		t.Fatalf("%d registrations, want 2", len(regs))
 	}
 	want := []struct {
-		name, path string
-		typ        webhook.Type
+		name, path, legacyPath string
+		typ                    webhook.Type
 	}{
-		{"mdaemonset.kb.io", "/mutate-apps-kruise-io-v1alpha1-daemonset", webhook.Mutating},
-		{"vdaemonset.kb.io", "/validate-apps-kruise-io-v1alpha1-daemonset", webhook.Validating},
+		{"mdaemonset.kb.io", "/mutate-apps-kruise-io-daemonset", "/mutate-apps-kruise-io-v1alpha1-daemonset", webhook.Mutating},
+		{"vdaemonset.kb.io", "/validate-apps-kruise-io-daemonset", "/validate-apps-kruise-io-v1alpha1-daemonset", webhook.Validating},
 	}
 	for i, w := range want {
 		r := regs[i]
 		if r.Name != w.name || r.Path != w.path || r.Type != w.typ {
 			t.Errorf("registration %d is %s %s %s, want %s %s %s", i, r.Name, r.Path, r.Type, w.name, w.path, w.typ)
+		}
+		if strings.Join(r.LegacyPaths, ",") != w.legacyPath {
+			t.Errorf("registration %d is also served at %v, want %s", i, r.LegacyPaths, w.legacyPath)
 		}
 		if err := r.Validate(); err != nil {
 			t.Errorf("registration %d: %v", i, err)
@@ -114,8 +117,8 @@ func TestRegistrations(t *testing.T) {
 		if len(ops) != 2 || ops[0] != admissionregistrationv1.Create || ops[1] != admissionregistrationv1.Update {
 			t.Errorf("registration %d operations %v, want CREATE and UPDATE", i, ops)
 		}
-		if strings.Join(rule.APIGroups, ",") != "apps.kruise.io" || strings.Join(rule.APIVersions, ",") != "v1alpha1" || strings.Join(rule.Resources, ",") != "daemonsets" {
-			t.Errorf("registration %d rule %+v, want apps.kruise.io/v1alpha1 daemonsets", i, rule.Rule)
+		if strings.Join(rule.APIGroups, ",") != "apps.kruise.io" || strings.Join(rule.APIVersions, ",") != "v1alpha1,v1beta1" || strings.Join(rule.Resources, ",") != "daemonsets" {
+			t.Errorf("registration %d rule %+v, want apps.kruise.io v1alpha1 and v1beta1 daemonsets", i, rule.Rule)
 		}
 	}
 }

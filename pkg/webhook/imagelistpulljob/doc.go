@@ -21,8 +21,7 @@
 // ImagePullJobGate feature off, new list jobs and spec changes are refused with 403;
 // metadata-only updates still pass.
 //
-// The webhooks are registered for v1beta1, the version they decode; under the
-// configurations' matchPolicy Equivalent the API server sends them v1alpha1 requests
-// converted to v1beta1 (the two versions' schemas are identical). Registrations gives them
-// to package webhook's server; this package holds no serving code.
+// The webhooks are registered for v1alpha1 and v1beta1 and judge v1beta1: a v1alpha1 list job
+// is converted (the two versions' schemas are identical) and defaulted with the same patch.
+// Registrations gives them to package webhook's server; this package holds no serving code.
 package imagelistpulljob

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 
+	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
 	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	admissionv1 "k8s.io/api/admission/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -38,8 +39,11 @@ func Registrations(gates featuregate.FeatureGate) []webhook.Registration {
 	}
 	v := &validator{gates: gates}
 	w := &webhook.ResourceWebhook[appsv1beta1.ImageListPullJob, *appsv1beta1.ImageListPullJob]{
-		Kind:           listJobKind,
-		Resource:       "imagelistpulljobs",
+		Kind:     listJobKind,
+		Resource: "imagelistpulljobs",
+		Spokes: []webhook.Spoke[appsv1beta1.ImageListPullJob, *appsv1beta1.ImageListPullJob]{
+			webhook.NewSpoke(appsv1alpha1.SchemeGroupVersion.WithKind("ImageListPullJob"), alphaDefaults, appsv1alpha1.ConvertImageListPullJobToV1beta1),
+		},
 		MutatingName:   MutatingName,
 		MutatingPath:   MutatingPath,
 		Default:        defaults,
@@ -48,6 +52,14 @@ func Registrations(gates featuregate.FeatureGate) []webhook.Registration {
 		Validate:       v.validate,
 	}
 	return w.Registrations()
+}
+
+// alphaDefaults returns the patch that defaults a v1alpha1 list job. The versions have the
+// same schema and defaults, so the patch is the one of the list job's v1beta1 form.
+func alphaDefaults(req *admissionv1.AdmissionRequest, listJob *appsv1alpha1.ImageListPullJob) []webhook.Addition {
+	hub := &appsv1beta1.ImageListPullJob{}
+	appsv1alpha1.ConvertImageListPullJobToV1beta1(listJob.DeepCopy(), hub)
+	return defaults(req, hub)
 }
 
 // defaults returns the patch that defaults the spec, one addition per field defaulting

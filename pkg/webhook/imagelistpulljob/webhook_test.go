@@ -31,6 +31,16 @@ func request(op admissionv1.Operation, object, oldObject string) *admissionv1.Ad
 	return req
 }
 
+// requestIn is request in version: the objects, written in v1beta1, are rewritten into it.
+func requestIn(version string, op admissionv1.Operation, object, oldObject string) *admissionv1.AdmissionRequest {
+	in := func(s string) string {
+		return strings.ReplaceAll(s, `"apps.kruise.io/v1beta1"`, `"apps.kruise.io/`+version+`"`)
+	}
+	req := request(op, in(object), in(oldObject))
+	req.Kind.Version = version
+	return req
+}
+
 func gates(t *testing.T, on bool) featuregate.FeatureGate {
 	t.Helper()
 	g := features.NewFeatureGate()
@@ -81,7 +91,7 @@ func TestRegistrations(t *testing.T) {
 		}
 		want := admissionregistrationv1.RuleWithOperations{
 			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"apps.kruise.io"}, APIVersions: []string{"v1beta1"}, Resources: []string{"imagelistpulljobs"}},
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"apps.kruise.io"}, APIVersions: []string{"v1alpha1", "v1beta1"}, Resources: []string{"imagelistpulljobs"}},
 		}
 		if len(r.Rules) != 1 || fmt.Sprint(r.Rules[0]) != fmt.Sprint(want) {
 			t.Errorf("%s rules %+v, want [%+v]", r.Name, r.Rules, want)
@@ -177,19 +187,22 @@ func TestValidate(t *testing.T) {
 		{"max active images not a number", listJobWithAnnotation(`"two"`, `{"images":["nginx"]}`), []string{"metadata.annotations[imagelistpulljob.bosun.dev/max-active-images]"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			resp := handler(t, ValidatingName, true)(t.Context(), request(admissionv1.Create, tc.object, ""))
-			if len(tc.wantFields) == 0 {
-				if !resp.Allowed {
-					t.Fatalf("denied: %v", resp.Result)
+			// The same answer in both versions.
+			for _, version := range []string{"v1beta1", "v1alpha1"} {
+				resp := handler(t, ValidatingName, true)(t.Context(), requestIn(version, admissionv1.Create, tc.object, ""))
+				if len(tc.wantFields) == 0 {
+					if !resp.Allowed {
+						t.Fatalf("%s denied: %v", version, resp.Result)
+					}
+					continue
 				}
-				return
-			}
-			if resp.Allowed || resp.Result.Code != http.StatusBadRequest {
-				t.Fatalf("answer %v, want a 400", resp.Result)
-			}
-			for _, f := range tc.wantFields {
-				if !strings.Contains(resp.Result.Message, f) {
-					t.Errorf("message %q does not name %s", resp.Result.Message, f)
+				if resp.Allowed || resp.Result.Code != http.StatusBadRequest {
+					t.Fatalf("%s answer %v, want a 400", version, resp.Result)
+				}
+				for _, f := range tc.wantFields {
+					if !strings.Contains(resp.Result.Message, f) {
+						t.Errorf("%s message %q does not name %s", version, resp.Result.Message, f)
+					}
 				}
 			}
 		})
@@ -237,5 +250,15 @@ func TestOtherKindRefused(t *testing.T) {
 	req.Kind.Version = "v1alpha1"
 	if resp := handler(t, ValidatingName, true)(t.Context(), req); resp.Allowed || resp.Result.Code != http.StatusBadRequest {
 		t.Errorf("a v1alpha1 request: %+v, want 400", resp.Result)
+	}
+}
+
+// v1alpha1 list jobs are defaulted with the same patch as v1beta1 ones.
+func TestV1alpha1Defaults(t *testing.T) {
+	object := listJob(`{"images":["nginx"]}`)
+	alpha := handler(t, MutatingName, true)(t.Context(), requestIn("v1alpha1", admissionv1.Create, object, ""))
+	beta := handler(t, MutatingName, true)(t.Context(), requestIn("v1beta1", admissionv1.Create, object, ""))
+	if !alpha.Allowed || !beta.Allowed || len(alpha.Patch) == 0 || string(alpha.Patch) != string(beta.Patch) {
+		t.Errorf("v1alpha1 patch %s, v1beta1 patch %s: want the same defaults", alpha.Patch, beta.Patch)
 	}
 }

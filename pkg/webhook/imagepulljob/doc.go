@@ -1,5 +1,5 @@
-// Package imagepulljob holds the admission webhooks for apps.kruise.io/v1alpha1
-// ImagePullJob, both called on CREATE and UPDATE:
+// Package imagepulljob holds the admission webhooks for apps.kruise.io ImagePullJob, v1alpha1
+// and v1beta1 (the same schema), both called on CREATE and UPDATE:
 //
 //   - the mutating one applies the API's defaults (completionPolicy.type Always, pullPolicy
 //     with timeoutSeconds 600 and backoffLimit 3, imagePullPolicy IfNotPresent) and, on
@@ -16,7 +16,7 @@
 //
 // The rules on everything but the image are ValidateTemplate's, written against the hub
 // version (v1beta1) and shared with the ImageListPullJob webhook, whose template every child
-// job gets unchanged; a v1alpha1 job's template is judged as its v1beta1 form.
+// job gets unchanged; a v1alpha1 job is judged as its v1beta1 form.
 //
 // Registrations gives the webhooks to package webhook's server; this package holds no
 // serving code.

@@ -3,7 +3,6 @@ package imagepulljob
 import (
 	"fmt"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
 	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -18,14 +17,10 @@ import (
 // Validate returns everything wrong with a job's spec, each error naming its field. It
 // expects the object as the mutating webhook left it, but accepts the fields defaulting
 // fills in when they are still empty.
-func Validate(job *appsv1alpha1.ImagePullJob) field.ErrorList {
+func Validate(job *appsv1beta1.ImagePullJob) field.ErrorList {
 	fldPath := field.NewPath("spec")
 	allErrs := ValidateImage(job.Spec.Image, fldPath.Child("image"))
-	template, err := hubTemplate(&job.Spec.ImagePullJobTemplate)
-	if err != nil {
-		return append(allErrs, field.InternalError(fldPath, err))
-	}
-	return append(allErrs, ValidateTemplate(template, fldPath)...)
+	return append(allErrs, ValidateTemplate(&job.Spec.ImagePullJobTemplate, fldPath)...)
 }
 
 // ValidateImage returns what is wrong with an image reference to pull: it must be set and
@@ -78,21 +73,10 @@ func ValidateTemplate(template *appsv1beta1.ImagePullJobTemplate, fldPath *field
 	return allErrs
 }
 
-// hubTemplate returns the v1beta1 form of a v1alpha1 template, through the api module's
-// conversion, the one every other reader of both versions uses. It may share memory with t;
-// validation only reads it.
-func hubTemplate(t *appsv1alpha1.ImagePullJobTemplate) (*appsv1beta1.ImagePullJobTemplate, error) {
-	out := &appsv1beta1.ImagePullJobTemplate{}
-	if err := appsv1alpha1.Convert_v1alpha1_ImagePullJobTemplate_To_v1beta1_ImagePullJobTemplate(t, out, nil); err != nil {
-		return nil, fmt.Errorf("converting the ImagePullJob template to %s: %w", appsv1beta1.SchemeGroupVersion, err)
-	}
-	return out, nil
-}
-
 // ValidateUpdate returns the changes from old to job that are not allowed at all: the pull
 // secrets are fixed at creation, since the controller has copied them for the nodes and
 // would have to find and release copies the job no longer names.
-func ValidateUpdate(job, old *appsv1alpha1.ImagePullJob) field.ErrorList {
+func ValidateUpdate(job, old *appsv1beta1.ImagePullJob) field.ErrorList {
 	if !sets.New(job.Spec.PullSecrets...).Equal(sets.New(old.Spec.PullSecrets...)) || len(job.Spec.PullSecrets) != len(old.Spec.PullSecrets) {
 		return field.ErrorList{field.Forbidden(field.NewPath("spec", "pullSecrets"), "field is immutable")}
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -27,12 +28,10 @@ func TestHubTemplateKeepsEveryField(t *testing.T) {
 		SandboxConfig:   &appsv1alpha1.SandboxConfig{Labels: map[string]string{"l": "v"}, Annotations: map[string]string{"a": "v"}},
 		ImagePullPolicy: appsv1alpha1.PullAlways,
 	}
-	hub, err := hubTemplate(&template)
-	if err != nil {
-		t.Fatal(err)
-	}
+	hub := &appsv1beta1.ImagePullJob{}
+	appsv1alpha1.ConvertImagePullJobToV1beta1(&appsv1alpha1.ImagePullJob{Spec: appsv1alpha1.ImagePullJobSpec{Image: "nginx", ImagePullJobTemplate: template}}, hub)
 	want, _ := json.Marshal(template)
-	got, _ := json.Marshal(hub)
+	got, _ := json.Marshal(hub.Spec.ImagePullJobTemplate)
 	if string(got) != string(want) {
 		t.Errorf("hub template\n%s, want\n%s", got, want)
 	}

@@ -27,6 +27,16 @@ func request(op admissionv1.Operation, object, oldObject string) *admissionv1.Ad
 	return req
 }
 
+// requestIn is request in version: the objects, written in v1alpha1, are rewritten into it.
+func requestIn(version string, op admissionv1.Operation, object, oldObject string) *admissionv1.AdmissionRequest {
+	in := func(s string) string {
+		return strings.ReplaceAll(s, `"apps.kruise.io/v1alpha1"`, `"apps.kruise.io/`+version+`"`)
+	}
+	req := request(op, in(object), in(oldObject))
+	req.Kind.Version = version
+	return req
+}
+
 func gates(t *testing.T, on bool) featuregate.FeatureGate {
 	t.Helper()
 	g := features.NewFeatureGate()
@@ -112,19 +122,22 @@ func TestValidate(t *testing.T) {
 		{"bad pull policy", `{"image":"nginx","imagePullPolicy":"Never"}`, []string{"spec.imagePullPolicy"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			resp := handler(t, ValidatingName, true)(t.Context(), request(admissionv1.Create, job(tc.spec), ""))
-			if len(tc.wantFields) == 0 {
-				if !resp.Allowed {
-					t.Fatalf("denied: %v", resp.Result)
+			// The same answer in both versions.
+			for _, version := range []string{"v1alpha1", "v1beta1"} {
+				resp := handler(t, ValidatingName, true)(t.Context(), requestIn(version, admissionv1.Create, job(tc.spec), ""))
+				if len(tc.wantFields) == 0 {
+					if !resp.Allowed {
+						t.Fatalf("%s denied: %v", version, resp.Result)
+					}
+					continue
 				}
-				return
-			}
-			if resp.Allowed || resp.Result.Code != http.StatusBadRequest {
-				t.Fatalf("answer %v, want a 400", resp.Result)
-			}
-			for _, f := range tc.wantFields {
-				if !strings.Contains(resp.Result.Message, f) {
-					t.Errorf("message %q does not name %s", resp.Result.Message, f)
+				if resp.Allowed || resp.Result.Code != http.StatusBadRequest {
+					t.Fatalf("%s answer %v, want a 400", version, resp.Result)
+				}
+				for _, f := range tc.wantFields {
+					if !strings.Contains(resp.Result.Message, f) {
+						t.Errorf("%s message %q does not name %s", version, resp.Result.Message, f)
+					}
 				}
 			}
 		})
@@ -154,5 +167,34 @@ func TestGateOff(t *testing.T) {
 	}
 	if resp := v(t.Context(), request(admissionv1.Update, job(`{"image":"nginx:2"}`), job(`{"image":"nginx"}`))); resp.Allowed || resp.Result.Code != http.StatusForbidden {
 		t.Errorf("changing the spec with the gate off: %+v, want 403", resp.Result)
+	}
+}
+
+// Both versions are defaulted with the same patch, both paths are served, and other
+// versions are refused.
+func TestVersionsAndPaths(t *testing.T) {
+	object := job(`{"image":"nginx"}`)
+	alpha := handler(t, MutatingName, true)(t.Context(), requestIn("v1alpha1", admissionv1.Create, object, ""))
+	beta := handler(t, MutatingName, true)(t.Context(), requestIn("v1beta1", admissionv1.Create, object, ""))
+	if !alpha.Allowed || !beta.Allowed || len(alpha.Patch) == 0 || string(alpha.Patch) != string(beta.Patch) {
+		t.Errorf("v1alpha1 patch %s, v1beta1 patch %s: want the same defaults", alpha.Patch, beta.Patch)
+	}
+	for _, name := range []string{MutatingName, ValidatingName} {
+		resp := handler(t, name, true)(t.Context(), requestIn("v2", admissionv1.Create, object, ""))
+		if resp.Allowed || resp.Result.Code != http.StatusBadRequest {
+			t.Errorf("%s: v2 request answered %+v, want 400", name, resp.Result)
+		}
+	}
+	want := map[string][2]string{
+		MutatingName:   {"/mutate-apps-kruise-io-imagepulljob", "/mutate-apps-kruise-io-v1alpha1-imagepulljob"},
+		ValidatingName: {"/validate-apps-kruise-io-imagepulljob", "/validate-apps-kruise-io-v1alpha1-imagepulljob"},
+	}
+	for _, r := range Registrations(gates(t, true)) {
+		if w := want[r.Name]; r.Path != w[0] || len(r.LegacyPaths) != 1 || r.LegacyPaths[0] != w[1] {
+			t.Errorf("%s served at %s and %v, want %v", r.Name, r.Path, r.LegacyPaths, w)
+		}
+		if v := r.Rules[0].APIVersions; strings.Join(v, ",") != "v1alpha1,v1beta1" {
+			t.Errorf("%s versions %v, want v1alpha1 and v1beta1", r.Name, v)
+		}
 	}
 }

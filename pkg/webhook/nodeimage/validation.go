@@ -3,7 +3,7 @@ package nodeimage
 import (
 	"sort"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -14,7 +14,7 @@ const MaxImages = 256
 // MaxImages images with non-empty names, and per image unique non-empty tags, each with a
 // createdAt, a non-negative version, a pull policy with ttlSecondsAfterFinished, and an
 // imagePullPolicy of Always, IfNotPresent or none.
-func Validate(ni *appsv1alpha1.NodeImage) field.ErrorList {
+func Validate(ni *appsv1beta1.NodeImage) field.ErrorList {
 	var errs field.ErrorList
 	imagesPath := field.NewPath("spec", "images")
 	if n := len(ni.Spec.Images); n > MaxImages {
@@ -36,7 +36,7 @@ func Validate(ni *appsv1alpha1.NodeImage) field.ErrorList {
 	return errs
 }
 
-func validateImage(image appsv1alpha1.ImageSpec, path *field.Path) field.ErrorList {
+func validateImage(image appsv1beta1.ImageSpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	seen := make(map[string]bool, len(image.Tags))
 	for i, tag := range image.Tags {
@@ -55,17 +55,17 @@ func validateImage(image appsv1alpha1.ImageSpec, path *field.Path) field.ErrorLi
 			errs = append(errs, field.Required(tagPath.Child("createdAt"), ""))
 		}
 		switch tag.ImagePullPolicy {
-		case "", appsv1alpha1.PullAlways, appsv1alpha1.PullIfNotPresent:
+		case "", appsv1beta1.PullAlways, appsv1beta1.PullIfNotPresent:
 		default:
 			errs = append(errs, field.NotSupported(tagPath.Child("imagePullPolicy"), tag.ImagePullPolicy,
-				[]string{string(appsv1alpha1.PullAlways), string(appsv1alpha1.PullIfNotPresent)}))
+				[]string{string(appsv1beta1.PullAlways), string(appsv1beta1.PullIfNotPresent)}))
 		}
 		errs = append(errs, validatePullPolicy(tag.PullPolicy, tagPath.Child("pullPolicy"))...)
 	}
 	return errs
 }
 
-func validatePullPolicy(policy *appsv1alpha1.ImageTagPullPolicy, path *field.Path) field.ErrorList {
+func validatePullPolicy(policy *appsv1beta1.ImageTagPullPolicy, path *field.Path) field.ErrorList {
 	// The webhook has defaulted the policy; only a request that skipped it lacks one.
 	if policy == nil {
 		return field.ErrorList{field.Required(path, "")}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	admissionv1 "k8s.io/api/admission/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -17,17 +18,21 @@ import (
 	"github.com/bosun-dev/bosun/pkg/webhook"
 )
 
-// The names and paths OpenKruise gives the same webhooks, so that configurations and
-// dashboards written for one work for the other.
+// The names of the webhooks and the version-less paths OpenKruise 1.9 serves them at, so
+// that configurations and dashboards written for one work for the other. The paths of
+// earlier releases, which named the version, are still answered for one release: the
+// configurations of replicas not yet upgraded point at them.
 const (
-	MutatingName   = "mnodeimage.kb.io"
-	MutatingPath   = "/mutate-apps-kruise-io-v1alpha1-nodeimage"
-	ValidatingName = "vnodeimage.kb.io"
-	ValidatingPath = "/validate-apps-kruise-io-v1alpha1-nodeimage"
+	MutatingName         = "mnodeimage.kb.io"
+	MutatingPath         = "/mutate-apps-kruise-io-nodeimage"
+	LegacyMutatingPath   = "/mutate-apps-kruise-io-v1alpha1-nodeimage"
+	ValidatingName       = "vnodeimage.kb.io"
+	ValidatingPath       = "/validate-apps-kruise-io-nodeimage"
+	LegacyValidatingPath = "/validate-apps-kruise-io-v1alpha1-nodeimage"
 )
 
 var (
-	nodeImageKind      = appsv1alpha1.SchemeGroupVersion.WithKind("NodeImage")
+	nodeImageKind      = appsv1beta1.SchemeGroupVersion.WithKind("NodeImage")
 	nodeImageGroupKind = nodeImageKind.GroupKind()
 )
 
@@ -39,24 +44,37 @@ func Registrations(gates featuregate.FeatureGate) []webhook.Registration {
 		gates = features.DefaultFeatureGate
 	}
 	v := &validator{gates: gates}
-	w := &webhook.ResourceWebhook[appsv1alpha1.NodeImage, *appsv1alpha1.NodeImage]{
-		Kind:           nodeImageKind,
-		Resource:       "nodeimages",
-		MutatingName:   MutatingName,
-		MutatingPath:   MutatingPath,
-		Default:        defaults,
-		ValidatingName: ValidatingName,
-		ValidatingPath: ValidatingPath,
-		Validate:       v.validate,
+	w := &webhook.ResourceWebhook[appsv1beta1.NodeImage, *appsv1beta1.NodeImage]{
+		Kind:     nodeImageKind,
+		Resource: "nodeimages",
+		Spokes: []webhook.Spoke[appsv1beta1.NodeImage, *appsv1beta1.NodeImage]{
+			webhook.NewSpoke(appsv1alpha1.SchemeGroupVersion.WithKind("NodeImage"), alphaDefaults, appsv1alpha1.ConvertNodeImageToV1beta1),
+		},
+		MutatingName:          MutatingName,
+		MutatingPath:          MutatingPath,
+		LegacyMutatingPaths:   []string{LegacyMutatingPath},
+		Default:               defaults,
+		ValidatingName:        ValidatingName,
+		ValidatingPath:        ValidatingPath,
+		LegacyValidatingPaths: []string{LegacyValidatingPath},
+		Validate:              v.validate,
 		// Every update is judged on the NodeImage alone.
 		OldObjectUnused: true,
 	}
 	return w.Registrations()
 }
 
+// alphaDefaults returns the patch that defaults a v1alpha1 NodeImage. The versions have the
+// same schema and defaults, so the patch is the one of its v1beta1 form.
+func alphaDefaults(req *admissionv1.AdmissionRequest, ni *appsv1alpha1.NodeImage) []webhook.Addition {
+	hub := &appsv1beta1.NodeImage{}
+	appsv1alpha1.ConvertNodeImageToV1beta1(ni.DeepCopy(), hub)
+	return defaults(req, hub)
+}
+
 // defaults returns the patch that defaults every tag: createdAt now when absent, and a
 // pull policy with the default timeout and backoff limit.
-func defaults(_ *admissionv1.AdmissionRequest, ni *appsv1alpha1.NodeImage) []webhook.Addition {
+func defaults(_ *admissionv1.AdmissionRequest, ni *appsv1beta1.NodeImage) []webhook.Addition {
 	before := ni.Spec.DeepCopy()
 	SetDefaults(ni)
 	return defaultedTagFields(before, &ni.Spec)
@@ -64,15 +82,15 @@ func defaults(_ *admissionv1.AdmissionRequest, ni *appsv1alpha1.NodeImage) []web
 
 // SetDefaults writes the defaults of a NodeImage's tags in place. The rules live with the
 // API types, so that the webhook, a scheme's defaulter and tests all apply the same ones.
-func SetDefaults(ni *appsv1alpha1.NodeImage) {
-	appsv1alpha1.SetDefaults_NodeImage(ni)
+func SetDefaults(ni *appsv1beta1.NodeImage) {
+	appsv1beta1.SetDefaults_NodeImage(ni)
 }
 
 // defaultedTagFields returns one addition per tag field that defaulting changed (from
 // before to after): createdAt and pullPolicy. Only these members are patched, each as an
 // object member (which "add" replaces), never as an array element (which "add" would
 // insert), and nothing else of the user's object is rewritten.
-func defaultedTagFields(before, after *appsv1alpha1.NodeImageSpec) []webhook.Addition {
+func defaultedTagFields(before, after *appsv1beta1.NodeImageSpec) []webhook.Addition {
 	names := make([]string, 0, len(after.Images))
 	for name := range after.Images {
 		names = append(names, name)
@@ -107,7 +125,7 @@ type validator struct {
 
 // validate denies an invalid NodeImage with a 400 naming every offending field, and every
 // new NodeImage while the node agent's APIs are switched off (403).
-func (v *validator) validate(_ context.Context, req *admissionv1.AdmissionRequest, ni, _ *appsv1alpha1.NodeImage) *admissionv1.AdmissionResponse {
+func (v *validator) validate(_ context.Context, req *admissionv1.AdmissionRequest, ni, _ *appsv1beta1.NodeImage) *admissionv1.AdmissionResponse {
 	if req.Operation == admissionv1.Create && !v.gates.Enabled(features.KruiseDaemon) {
 		return webhook.Denied(http.StatusForbidden, "feature-gate %s is not enabled", features.KruiseDaemon)
 	}

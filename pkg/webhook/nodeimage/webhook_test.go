@@ -10,6 +10,7 @@ import (
 	"time"
 
 	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -217,7 +218,9 @@ func TestValidate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ni := &appsv1alpha1.NodeImage{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}, Spec: appsv1alpha1.NodeImageSpec{Images: tc.images}}
-			errs := Validate(ni)
+			hub := &appsv1beta1.NodeImage{}
+			appsv1alpha1.ConvertNodeImageToV1beta1(ni.DeepCopy(), hub)
+			errs := Validate(hub)
 			var got []string
 			for _, err := range errs {
 				got = append(got, err.Field)
@@ -228,20 +231,27 @@ func TestValidate(t *testing.T) {
 			if tc.name == "empty tag" || tc.name == "empty" {
 				return
 			}
-			// Through the webhook: 400 naming the fields, on CREATE and UPDATE alike.
+			// Through the webhook: 400 naming the fields, on CREATE and UPDATE alike, in
+			// both versions.
 			ni.TypeMeta = metav1.TypeMeta{APIVersion: "apps.kruise.io/v1alpha1", Kind: "NodeImage"}
-			raw, _ := json.Marshal(ni)
-			for _, op := range []admissionv1.Operation{admissionv1.Create, admissionv1.Update} {
-				resp := handler(t, newGates(t, true), webhook.Validating).Handle(context.Background(), request(op, string(raw)))
-				if len(tc.fields) == 0 {
-					if !resp.Allowed {
-						t.Errorf("%s denied: %+v", op, resp.Result)
+			hub.TypeMeta = metav1.TypeMeta{APIVersion: "apps.kruise.io/v1beta1", Kind: "NodeImage"}
+			for _, obj := range []runtime.Object{ni, hub} {
+				raw, _ := json.Marshal(obj)
+				version := obj.GetObjectKind().GroupVersionKind().Version
+				for _, op := range []admissionv1.Operation{admissionv1.Create, admissionv1.Update} {
+					req := request(op, string(raw))
+					req.Kind.Version = version
+					resp := handler(t, newGates(t, true), webhook.Validating).Handle(context.Background(), req)
+					if len(tc.fields) == 0 {
+						if !resp.Allowed {
+							t.Errorf("%s %s denied: %+v", version, op, resp.Result)
+						}
+						continue
 					}
-					continue
-				}
-				if resp.Allowed || resp.Result.Code != http.StatusBadRequest || resp.Result.Details == nil ||
-					len(resp.Result.Details.Causes) != len(tc.fields) || resp.Result.Details.Causes[0].Field != tc.fields[0] {
-					t.Errorf("%s answered %+v, want 400 naming %v", op, resp.Result, tc.fields)
+					if resp.Allowed || resp.Result.Code != http.StatusBadRequest || resp.Result.Details == nil ||
+						len(resp.Result.Details.Causes) != len(tc.fields) || resp.Result.Details.Causes[0].Field != tc.fields[0] {
+						t.Errorf("%s %s answered %+v, want 400 naming %v", version, op, resp.Result, tc.fields)
+					}
 				}
 			}
 		})
@@ -275,6 +285,49 @@ func TestRefusesWhatItCannotJudge(t *testing.T) {
 		}
 		if resp := h.Handle(context.Background(), request(admissionv1.Delete, "")); !resp.Allowed {
 			t.Errorf("%s: DELETE answered %+v, want allowed", typ, resp)
+		}
+	}
+}
+
+// Both versions get the same defaults; both paths are served; other versions are refused.
+func TestVersionsAndPaths(t *testing.T) {
+	paths := func(version string) []string {
+		req := request(admissionv1.Create, strings.ReplaceAll(userNodeImage, "apps.kruise.io/v1alpha1", "apps.kruise.io/"+version))
+		req.Kind.Version = version
+		resp := handler(t, newGates(t, true), webhook.Mutating).Handle(context.Background(), req)
+		if !resp.Allowed {
+			t.Fatalf("%s denied: %+v", version, resp.Result)
+		}
+		var ops []struct {
+			Op, Path string
+		}
+		if err := json.Unmarshal(resp.Patch, &ops); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, op := range ops {
+			out = append(out, op.Op+" "+op.Path)
+		}
+		return out
+	}
+	alpha, beta := paths("v1alpha1"), paths("v1beta1")
+	if len(alpha) == 0 || strings.Join(alpha, ";") != strings.Join(beta, ";") {
+		t.Errorf("v1alpha1 patch %v, v1beta1 patch %v: want the same defaults", alpha, beta)
+	}
+	for _, typ := range []webhook.Type{webhook.Mutating, webhook.Validating} {
+		req := request(admissionv1.Create, userNodeImage)
+		req.Kind.Version = "v1"
+		if resp := handler(t, newGates(t, true), typ).Handle(context.Background(), req); resp.Allowed || resp.Result.Code != http.StatusBadRequest {
+			t.Errorf("%s: v1 request answered %+v, want 400", typ, resp.Result)
+		}
+	}
+	for _, r := range Registrations(newGates(t, true)) {
+		want := [2]string{ValidatingPath, LegacyValidatingPath}
+		if r.Type == webhook.Mutating {
+			want = [2]string{MutatingPath, LegacyMutatingPath}
+		}
+		if r.Path != want[0] || len(r.LegacyPaths) != 1 || r.LegacyPaths[0] != want[1] || !strings.HasSuffix(want[0], "-apps-kruise-io-nodeimage") {
+			t.Errorf("%s served at %s and %v, want %v", r.Name, r.Path, r.LegacyPaths, want)
 		}
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	policyv1alpha1 "github.com/bosun-dev/api/policy/v1alpha1"
+	policyv1beta1 "github.com/bosun-dev/api/policy/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -15,14 +15,15 @@ import (
 // pub, by name order. A pod carries the name of a single budget, so of two overlapping
 // budgets one would silently never protect the pods they share.
 //
-// others are normally every budget of pub's namespace; pub itself (same name) and budgets
+// Budgets are compared in the hub version, whatever version each was written in: others
+// are normally every budget of pub's namespace; pub itself (same name) and budgets
 // of other namespaces are skipped. Two targetRefs conflict when they name the same
 // workload (TargetRefsConflict); two selectors when they loosely overlap
 // (SelectorsOverlap). A selector budget and a targetRef budget never conflict, even when
 // the selector matches the workload's pods.
-func Conflicts(pub *policyv1alpha1.PodUnavailableBudget, others []*policyv1alpha1.PodUnavailableBudget) field.ErrorList {
+func Conflicts(pub *policyv1beta1.PodUnavailableBudget, others []*policyv1beta1.PodUnavailableBudget) field.ErrorList {
 	sorted := slices.Clone(others)
-	slices.SortFunc(sorted, func(a, b *policyv1alpha1.PodUnavailableBudget) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(sorted, func(a, b *policyv1beta1.PodUnavailableBudget) int { return strings.Compare(a.Name, b.Name) })
 
 	specPath := field.NewPath("spec")
 	var allErrs field.ErrorList
@@ -49,7 +50,7 @@ func Conflicts(pub *policyv1alpha1.PodUnavailableBudget, others []*policyv1alpha
 // kind and name. The version is ignored, since apps/v1 and apps/v1beta1 Deployments are the
 // same objects. A nil reference, or one whose apiVersion does not parse, conflicts with
 // nothing.
-func TargetRefsConflict(a, b *policyv1alpha1.TargetReference) bool {
+func TargetRefsConflict(a, b *policyv1beta1.TargetReference) bool {
 	if a == nil || b == nil {
 		return false
 	}

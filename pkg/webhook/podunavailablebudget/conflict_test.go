@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	policyv1alpha1 "github.com/bosun-dev/api/policy/v1alpha1"
+	policyv1beta1 "github.com/bosun-dev/api/policy/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -131,12 +132,12 @@ func TestSelectorsOverlapDoesNotModifyItsArguments(t *testing.T) {
 }
 
 func TestTargetRefsConflict(t *testing.T) {
-	ref := func(apiVersion, kind, name string) *policyv1alpha1.TargetReference {
-		return &policyv1alpha1.TargetReference{APIVersion: apiVersion, Kind: kind, Name: name}
+	ref := func(apiVersion, kind, name string) *policyv1beta1.TargetReference {
+		return &policyv1beta1.TargetReference{APIVersion: apiVersion, Kind: kind, Name: name}
 	}
 	tests := []struct {
 		name string
-		a, b *policyv1alpha1.TargetReference
+		a, b *policyv1beta1.TargetReference
 		want bool
 	}{
 		{"same", ref("apps/v1", "Deployment", "web"), ref("apps/v1", "Deployment", "web"), true},
@@ -193,7 +194,7 @@ func TestConflicts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			errs := Conflicts(tt.pub, tt.others)
+			errs := Conflicts(up(tt.pub), ups(tt.others))
 			if len(errs) != len(tt.want) {
 				t.Fatalf("errors %v, want conflicts with %v", errs, tt.want)
 			}
@@ -217,14 +218,14 @@ func TestConflictMessagesShowTheOtherBudget(t *testing.T) {
 	pub := selectorBudget("b")
 	other := selectorBudget("a")
 	other.Spec.Selector = exprSelector(in("app", "web", "api"))
-	errs := Conflicts(pub, []*policyv1alpha1.PodUnavailableBudget{other})
+	errs := Conflicts(up(pub), ups([]*policyv1alpha1.PodUnavailableBudget{other}))
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "(selector app in (api,web))") {
 		t.Errorf("errors %v, want one showing the other budget's selector", errs)
 	}
 
 	pub, other = targetRefBudget("b"), targetRefBudget("a")
 	other.Spec.TargetReference.APIVersion = "apps/v1beta1"
-	errs = Conflicts(pub, []*policyv1alpha1.PodUnavailableBudget{other})
+	errs = Conflicts(up(pub), ups([]*policyv1alpha1.PodUnavailableBudget{other}))
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "(targetRef apps/v1beta1 Deployment web)") {
 		t.Errorf("errors %v, want one showing the other budget's targetRef", errs)
 	}

@@ -1,5 +1,7 @@
-// Package podunavailablebudget holds the validating admission webhook for
-// policy.kruise.io/v1alpha1 PodUnavailableBudget (PUB), called on CREATE and UPDATE:
+// Package podunavailablebudget holds the admission webhooks for policy.kruise.io
+// PodUnavailableBudget (PUB), v1alpha1 and v1beta1, called on CREATE and UPDATE: a mutating
+// one that only removes, from v1beta1 writes, annotations their fields contradict, and the
+// validating one, which judges every budget as v1beta1:
 //
 //   - with both PUB feature gates (PodUnavailableBudgetDeleteGate and
 //     PodUnavailableBudgetUpdateGate) off, every budget is refused, since nothing would

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	policyv1alpha1 "github.com/bosun-dev/api/policy/v1alpha1"
+	policyv1beta1 "github.com/bosun-dev/api/policy/v1beta1"
 	"github.com/bosun-dev/bosun/pkg/controller/podunavailablebudget/pubutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -35,6 +36,22 @@ func targetRefBudget(name string) *policyv1alpha1.PodUnavailableBudget {
 			MinAvailable:    &minAvailable,
 		},
 	}
+}
+
+// up is the v1beta1 form of a v1alpha1 budget, the form validation judges.
+func up(pub *policyv1alpha1.PodUnavailableBudget) *policyv1beta1.PodUnavailableBudget {
+	hub := &policyv1beta1.PodUnavailableBudget{}
+	policyv1alpha1.ConvertPodUnavailableBudgetToV1beta1(pub.DeepCopy(), hub)
+	return hub
+}
+
+// ups is the v1beta1 form of v1alpha1 budgets.
+func ups(pubs []*policyv1alpha1.PodUnavailableBudget) []*policyv1beta1.PodUnavailableBudget {
+	var hubs []*policyv1beta1.PodUnavailableBudget
+	for _, pub := range pubs {
+		hubs = append(hubs, up(pub))
+	}
+	return hubs
 }
 
 func intOrString(v intstr.IntOrString) *intstr.IntOrString { return &v }
@@ -194,7 +211,7 @@ func TestValidate(t *testing.T) {
 			if tt.mutate != nil {
 				tt.mutate(pub)
 			}
-			checkErrors(t, Validate(pub), tt.want)
+			checkErrors(t, Validate(up(pub)), tt.want)
 		})
 	}
 }
@@ -248,7 +265,7 @@ func TestValidateAnnotations(t *testing.T) {
 		t.Run(tt.key+"="+tt.value, func(t *testing.T) {
 			pub := selectorBudget("b")
 			pub.Annotations = map[string]string{tt.key: tt.value}
-			errs := Validate(pub)
+			errs := Validate(up(pub))
 			if tt.valid && len(errs) > 0 {
 				t.Errorf("refused: %v", errs)
 			}
@@ -267,7 +284,7 @@ func TestValidateAnnotations(t *testing.T) {
 func TestValidateAnnotationMessages(t *testing.T) {
 	pub := selectorBudget("b")
 	pub.Annotations = map[string]string{policyv1alpha1.PubProtectOperationAnnotation: "DELETE, FOO,bar"}
-	errs := Validate(pub)
+	errs := Validate(up(pub))
 	if len(errs) != 1 {
 		t.Fatalf("errors %v, want one", errs)
 	}
@@ -278,7 +295,7 @@ func TestValidateAnnotationMessages(t *testing.T) {
 	}
 
 	pub.Annotations = map[string]string{pubutil.RetryDeniedEvictionsAnnotation: "yes"}
-	errs = Validate(pub)
+	errs = Validate(up(pub))
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), `supported values: "true", "false"`) {
 		t.Errorf("errors %v, want one naming the supported values", errs)
 	}
@@ -336,7 +353,7 @@ func TestValidateUpdate(t *testing.T) {
 			old := tt.budget("b")
 			pub := old.DeepCopy()
 			tt.mutate(pub)
-			errs := ValidateUpdate(pub, old)
+			errs := ValidateUpdate(up(pub), up(old))
 			checkErrors(t, errs, tt.want)
 			for _, err := range errs {
 				if err.Field == "spec.selector" || err.Field == "spec.targetRef" {

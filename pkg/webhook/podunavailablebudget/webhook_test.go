@@ -102,11 +102,7 @@ func newRequest(t *testing.T, op admissionv1.Operation, object, oldObject any) *
 func handle(t *testing.T, lister policylisters.PodUnavailableBudgetLister, gates featuregate.FeatureGate, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
-	regs := Registrations(lister, gates)
-	if len(regs) != 1 {
-		t.Fatalf("%d registrations, want 1", len(regs))
-	}
-	resp := regs[0].Handler.Handle(ctx, req)
+	resp := registration(t, Registrations(lister, gates), webhook.Validating).Handler.Handle(ctx, req)
 	if resp == nil {
 		t.Fatal("no response")
 	}
@@ -159,14 +155,41 @@ func checkAllowed(t *testing.T, resp *admissionv1.AdmissionResponse) {
 	}
 }
 
+// registration is the one registration of type typ among regs.
+func registration(t *testing.T, regs []webhook.Registration, typ webhook.Type) webhook.Registration {
+	t.Helper()
+	var found []webhook.Registration
+	for _, r := range regs {
+		if r.Type == typ {
+			found = append(found, r)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%d %s registrations, want 1", len(found), typ)
+	}
+	return found[0]
+}
+
 func TestRegistrations(t *testing.T) {
 	regs := Registrations(newLister(t), newGates(t, true, false))
-	if len(regs) != 1 {
-		t.Fatalf("%d registrations, want 1", len(regs))
+	// The validating webhook of old, and one removing stale annotations from v1beta1
+	// writes, which OpenKruise does not have.
+	if len(regs) != 2 {
+		t.Fatalf("%d registrations, want 2", len(regs))
 	}
-	r := regs[0]
-	if r.Name != "vpodunavailablebudget.kb.io" || r.Path != "/validate-policy-kruise-io-v1alpha1-podunavailablebudget" || r.Type != webhook.Validating {
-		t.Errorf("registration %s %s %s, want vpodunavailablebudget.kb.io /validate-policy-kruise-io-v1alpha1-podunavailablebudget Validating", r.Name, r.Path, r.Type)
+	m := registration(t, regs, webhook.Mutating)
+	if m.Name != "mpodunavailablebudget.kb.io" || m.Path != "/mutate-policy-kruise-io-podunavailablebudget" || len(m.LegacyPaths) != 0 {
+		t.Errorf("registration %s %s %v, want mpodunavailablebudget.kb.io /mutate-policy-kruise-io-podunavailablebudget", m.Name, m.Path, m.LegacyPaths)
+	}
+	if err := m.Validate(); err != nil {
+		t.Error(err)
+	}
+	r := registration(t, regs, webhook.Validating)
+	if r.Name != "vpodunavailablebudget.kb.io" || r.Path != "/validate-policy-kruise-io-podunavailablebudget" || r.Type != webhook.Validating {
+		t.Errorf("registration %s %s %s, want vpodunavailablebudget.kb.io /validate-policy-kruise-io-podunavailablebudget Validating", r.Name, r.Path, r.Type)
+	}
+	if strings.Join(r.LegacyPaths, ",") != "/validate-policy-kruise-io-v1alpha1-podunavailablebudget" {
+		t.Errorf("also served at %v, want /validate-policy-kruise-io-v1alpha1-podunavailablebudget", r.LegacyPaths)
 	}
 	if err := r.Validate(); err != nil {
 		t.Error(err)
@@ -184,8 +207,8 @@ func TestRegistrations(t *testing.T) {
 	}
 	// The status subresource is not listed: the pod webhook and the controller write it
 	// constantly, and nothing in it needs validating.
-	if strings.Join(rule.APIGroups, ",") != "policy.kruise.io" || strings.Join(rule.APIVersions, ",") != "v1alpha1" || strings.Join(rule.Resources, ",") != "podunavailablebudgets" {
-		t.Errorf("rule %+v, want policy.kruise.io/v1alpha1 podunavailablebudgets", rule.Rule)
+	if strings.Join(rule.APIGroups, ",") != "policy.kruise.io" || strings.Join(rule.APIVersions, ",") != "v1alpha1,v1beta1" || strings.Join(rule.Resources, ",") != "podunavailablebudgets" {
+		t.Errorf("rule %+v, want policy.kruise.io v1alpha1 and v1beta1 podunavailablebudgets", rule.Rule)
 	}
 }
 
@@ -457,7 +480,7 @@ func TestHandlerBadRequests(t *testing.T) {
 			req := newRequest(t, admissionv1.Create, userBudget, nil)
 			req.Kind = metav1.GroupVersionKind{Group: "policy", Version: "v1", Kind: "PodDisruptionBudget"}
 			return req
-		}, "admits policy.kruise.io/v1alpha1, Kind=PodUnavailableBudget only"},
+		}, "admits policy.kruise.io/v1alpha1, Kind=PodUnavailableBudget and policy.kruise.io/v1beta1, Kind=PodUnavailableBudget only"},
 		{"null object", func() *admissionv1.AdmissionRequest {
 			return newRequest(t, admissionv1.Create, nil, nil)
 		}, "request.object is empty"},

@@ -31,8 +31,10 @@ const (
 	advancedDaemonSet = "advanced-daemonset-controller"
 
 	validatingConfiguration = "bosun-validating-webhook-configuration"
-	validatePath            = "/validate-apps-kruise-io-v1alpha1-daemonset"
-	mutatePath              = "/mutate-apps-kruise-io-v1alpha1-daemonset"
+	validatePath            = "/validate-apps-kruise-io-daemonset"
+	mutatePath              = "/mutate-apps-kruise-io-daemonset"
+	// legacyValidatePath is validatePath of the previous release, still answered.
+	legacyValidatePath = "/validate-apps-kruise-io-v1alpha1-daemonset"
 
 	// webhookSecretNamespace and webhookSecretName are --webhook-secret's default.
 	webhookSecretNamespace = "kube-system"

@@ -74,6 +74,36 @@ func TestBadAdmissionReviewBodiesAreRefusedWithClearErrors(t *testing.T) {
 		t.Errorf("answer %+v, want a 422 denial for this UID naming spec.template.spec.restartPolicy", r)
 	}
 
+	// The path of the previous release, which configurations written by replicas not yet
+	// upgraded still name, gets the same answer; the configuration names the new path and
+	// both versions.
+	status, legacyBody := post(t, client, cm.WebhookPort, legacyValidatePath, "application/json", review(t, bad))
+	var legacy admissionv1.AdmissionReview
+	if err := json.Unmarshal([]byte(legacyBody), &legacy); status != http.StatusOK || err != nil || legacy.Response == nil {
+		t.Fatalf("review on %s: status %d body %q (%v)", legacyValidatePath, status, legacyBody, err)
+	}
+	if r := legacy.Response; r.Allowed || r.Result == nil || r.Result.Code != answer.Response.Result.Code || r.Result.Message != answer.Response.Result.Message {
+		t.Errorf("answer on %s %+v, want the one on %s", legacyValidatePath, r.Result, validatePath)
+	}
+	config, err := e.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(e.Ctx, validatingConfiguration, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range config.Webhooks {
+		if w.Name != "vdaemonset.kb.io" {
+			continue
+		}
+		path := ""
+		if w.ClientConfig.URL != nil {
+			path = *w.ClientConfig.URL
+		} else if w.ClientConfig.Service != nil && w.ClientConfig.Service.Path != nil {
+			path = *w.ClientConfig.Service.Path
+		}
+		if !strings.HasSuffix(path, validatePath) || len(w.Rules) != 1 || strings.Join(w.Rules[0].APIVersions, ",") != "v1alpha1,v1beta1" {
+			t.Errorf("vdaemonset.kb.io calls %s for versions %v, want %s for v1alpha1 and v1beta1", path, w.Rules, validatePath)
+		}
+	}
+
 	// None of that hurt the server: the API server's own calls still go through.
 	e.expectAdmitted(t, "after-bad-bodies")
 }
