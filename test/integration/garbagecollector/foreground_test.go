@@ -283,6 +283,10 @@ func TestStuckForegroundRegressions(t *testing.T) {
 		proxy := newAPIProxy(t, e.CP, proxyOptions{rewriteWatchOf: "replicationcontrollers", rewrite: rewrite})
 		e.startCollector(collectorOptions{kubeconfig: proxy.kubeconfig})
 		e.waitInGraph(uidsOf(rc, pods)...)
+		// The graph may know the owner from its pod's reference (or the initial list) before the
+		// collector watches ReplicationControllers; a patch made before the watch would then
+		// never arrive as an event to rewrite.
+		proxy.waitRewriting(t, waitTimeout)
 
 		mu.Lock()
 		armed = true

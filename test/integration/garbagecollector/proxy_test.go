@@ -35,6 +35,12 @@ type apiProxy struct {
 	kubeconfig string
 	stop       chan struct{}
 
+	// rewriting is closed once a watch of rewriteWatchOf answered 200: events written from
+	// then on reach the rewrite function. Until then a change the test makes may reach the
+	// client in its initial list instead, as no event at all.
+	rewriting     chan struct{}
+	rewritingOnce sync.Once
+
 	mu   sync.Mutex
 	errs []error
 }
@@ -64,7 +70,7 @@ func newAPIProxy(t *testing.T, cp *framework.ControlPlane, opts proxyOptions) *a
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &apiProxy{opts: opts, stop: make(chan struct{})}
+	p := &apiProxy{opts: opts, stop: make(chan struct{}), rewriting: make(chan struct{})}
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(target)
@@ -105,6 +111,16 @@ func newAPIProxy(t *testing.T, cp *framework.ControlPlane, opts proxyOptions) *a
 	return p
 }
 
+// waitRewriting waits until a watch of rewriteWatchOf passes through the rewrite function.
+func (p *apiProxy) waitRewriting(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	select {
+	case <-p.rewriting:
+	case <-time.After(timeout):
+		t.Fatalf("no watch of %s reached the API proxy within %v", p.opts.rewriteWatchOf, timeout)
+	}
+}
+
 func (p *apiProxy) fail(err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -135,6 +151,7 @@ func (p *apiProxy) modifyResponse(resp *http.Response) error {
 		resp.Body = p.rewriteEvents(resp.Body)
 		resp.ContentLength = -1
 		resp.Header.Del("Content-Length")
+		p.rewritingOnce.Do(func() { close(p.rewriting) })
 	}
 	return nil
 }
