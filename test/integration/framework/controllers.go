@@ -190,7 +190,20 @@ func StartBosunControllerManager(t testing.TB, cp *ControlPlane, opts Controller
 		}
 		opts.WebhookPort = ports[0]
 	}
-	return startForTest(t, BuildBosunBinary(t, "bosun-controller-manager"), BosunControllerManagerArgs(cp, opts))
+	cm := startForTest(t, BuildBosunBinary(t, "bosun-controller-manager"), BosunControllerManagerArgs(cp, opts))
+	if opts.Webhooks {
+		// Registered after the manager's own cleanup, so it runs first: the manager is
+		// stopped below, and the CRDs it pointed at itself must not stay pointed at nothing.
+		t.Cleanup(func() {
+			cm.Process.Stop(DefaultStopGracePeriod)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := cp.ServeConversion(ctx); err != nil {
+				t.Errorf("pointing the CRDs back at the test's conversion server: %v", err)
+			}
+		})
+	}
+	return cm
 }
 
 // StartUpstreamControllerManager runs upstream kube-controller-manager with only the named

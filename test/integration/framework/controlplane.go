@@ -96,6 +96,8 @@ type ControlPlane struct {
 	etcd      *Process
 	apiServer *Process
 
+	conversion conversionState
+
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -185,6 +187,11 @@ func StartControlPlane(ctx context.Context, opts Options) (_ *ControlPlane, err 
 	}
 	for _, dir := range crdDirs {
 		if err := InstallCRDs(ctx, cp.Config(), dir); err != nil {
+			return nil, err
+		}
+	}
+	if len(crdDirs) > 0 {
+		if err := cp.ServeConversion(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -347,6 +354,7 @@ func (cp *ControlPlane) Stop() error {
 		if cp.etcd != nil {
 			cp.etcd.Stop(serverStopGracePeriod)
 		}
+		cp.stopConversion()
 		if cp.removeDir {
 			if err := os.RemoveAll(cp.dir); err != nil {
 				cp.stopErr = fmt.Errorf("removing the control plane directory: %w", err)
