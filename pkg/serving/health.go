@@ -1,6 +1,7 @@
 package serving
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -201,6 +202,9 @@ func oneLine(s string) string {
 type InformerSync struct {
 	mu      sync.Mutex
 	sources []func() []string
+	// waiting names what keeps a controller from starting its informers at all, by
+	// controller: the check fails while any is listed.
+	waiting map[string]string
 }
 
 var _ healthz.HealthChecker = &InformerSync{}
@@ -212,16 +216,46 @@ func (*InformerSync) Name() string { return "informer-sync" }
 func (s *InformerSync) Check(*http.Request) error {
 	s.mu.Lock()
 	sources := append([]func() []string(nil), s.sources...)
+	var waiting []string
+	for name, reason := range s.waiting {
+		waiting = append(waiting, name+": "+reason)
+	}
 	s.mu.Unlock()
 	var unsynced []string
 	for _, source := range sources {
 		unsynced = append(unsynced, source()...)
 	}
+	var problems []string
 	if len(unsynced) > 0 {
 		sort.Strings(unsynced)
-		return fmt.Errorf("%d informers not synced yet: %v", len(unsynced), unsynced)
+		problems = append(problems, fmt.Sprintf("%d informers not synced yet: %v", len(unsynced), unsynced))
+	}
+	if len(waiting) > 0 {
+		sort.Strings(waiting)
+		problems = append(problems, fmt.Sprintf("%d controllers wait for their resources: %s", len(waiting), strings.Join(waiting, "; ")))
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// SetWaiting makes the check fail, naming controller and reason, until ClearWaiting: the
+// controller cannot start its informers yet.
+func (s *InformerSync) SetWaiting(controller, reason string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.waiting == nil {
+		s.waiting = map[string]string{}
+	}
+	s.waiting[controller] = reason
+}
+
+// ClearWaiting undoes SetWaiting.
+func (s *InformerSync) ClearWaiting(controller string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.waiting, controller)
 }
 
 func (s *InformerSync) add(source func() []string) {

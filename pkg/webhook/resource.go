@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,7 +21,7 @@ import (
 // the other version of an object cannot hold. Only conversion writes them: a client that
 // sets one could make a later conversion restore content the client never had the right to
 // write in that version.
-const ReservedAnnotationPrefix = "conversion.bosun.dev/"
+const ReservedAnnotationPrefix = appsv1beta1.ConversionAnnotationPrefix
 
 // resourcePointer is *T for an API type T with object metadata, such as
 // *appsv1beta1.NodeImage.

@@ -28,10 +28,10 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	bosunclientset "github.com/bosun-dev/client-go/clientset/versioned"
-	appsv1alpha1informers "github.com/bosun-dev/client-go/informers/externalversions/apps/v1alpha1"
-	appsv1alpha1listers "github.com/bosun-dev/client-go/listers/apps/v1alpha1"
+	appsv1beta1informers "github.com/bosun-dev/client-go/informers/externalversions/apps/v1beta1"
+	appsv1beta1listers "github.com/bosun-dev/client-go/listers/apps/v1beta1"
 
 	"github.com/bosun-dev/bosun/pkg/controller/advanceddaemonset/daemonsetutil"
 	"github.com/bosun-dev/bosun/pkg/controller/expectations"
@@ -68,7 +68,7 @@ const (
 )
 
 // controllerKind is the kind of the objects this controller manages.
-var controllerKind = appsv1alpha1.SchemeGroupVersion.WithKind("DaemonSet")
+var controllerKind = appsv1beta1.SchemeGroupVersion.WithKind("DaemonSet")
 
 // Controller runs one daemon pod on every node that wants one, for every Advanced
 // DaemonSet, and rolls them to new revisions.
@@ -101,7 +101,7 @@ type Controller struct {
 	// simulated caches the pod each DaemonSet would place on a node.
 	simulated *simulatedPods
 
-	daemonSets   appsv1alpha1listers.DaemonSetLister
+	daemonSets   appsv1beta1listers.DaemonSetLister
 	revisions    appslisters.ControllerRevisionLister
 	pods         corelisters.PodLister
 	podIndexer   cache.Indexer
@@ -110,14 +110,14 @@ type Controller struct {
 
 	// imagePullJobs is nil when NewController got no ImagePullJob informer: image
 	// pre-download is off.
-	imagePullJobs appsv1alpha1listers.ImagePullJobLister
+	imagePullJobs appsv1beta1listers.ImagePullJobLister
 
 	queue workqueue.TypedRateLimitingInterface[string]
 	// syncHandler is syncDaemonSet; tests replace it to watch the worker loop.
 	syncHandler queue.SyncFunc[string]
 
 	// podEvents decides which DaemonSets a pod event concerns (see ownedPodHandlers).
-	podEvents refmanager.PodHandlers[*appsv1alpha1.DaemonSet]
+	podEvents refmanager.PodHandlers[*appsv1beta1.DaemonSet]
 }
 
 // NewController builds the Advanced DaemonSet controller on the given informers. It adds
@@ -133,10 +133,10 @@ type Controller struct {
 // serve ImagePullJobs or feature PreDownloadImageForDaemonSetUpdate was off when it
 // started, and image pre-download is then off whatever the gate says.
 func NewController(ctx context.Context,
-	dsInformer appsv1alpha1informers.DaemonSetInformer,
+	dsInformer appsv1beta1informers.DaemonSetInformer,
 	revisionInformer appsinformers.ControllerRevisionInformer,
 	podInformer coreinformers.PodInformer, nodeInformer coreinformers.NodeInformer,
-	imagePullJobInformer appsv1alpha1informers.ImagePullJobInformer,
+	imagePullJobInformer appsv1beta1informers.ImagePullJobInformer,
 	kubeClient kubernetes.Interface, bosunClient bosunclientset.Interface,
 	recorder record.EventRecorderLogger, opts ...options.Option) (*Controller, error) {
 	settings := options.Apply(opts)
@@ -216,7 +216,7 @@ func cachedPodVersion(pods corelisters.PodLister) expectations.CachedVersion {
 	}
 }
 
-func (c *Controller) enqueue(ctx context.Context, ds *appsv1alpha1.DaemonSet) {
+func (c *Controller) enqueue(ctx context.Context, ds *appsv1beta1.DaemonSet) {
 	key, err := queue.KeyFor(ds)
 	if err != nil {
 		utilruntime.HandleErrorWithContext(ctx, err, "Cannot queue DaemonSet", "daemonSet", klog.KObj(ds))
@@ -226,7 +226,7 @@ func (c *Controller) enqueue(ctx context.Context, ds *appsv1alpha1.DaemonSet) {
 }
 
 func (c *Controller) addDaemonSet(ctx context.Context, obj any) {
-	ds, ok := obj.(*appsv1alpha1.DaemonSet)
+	ds, ok := obj.(*appsv1beta1.DaemonSet)
 	if !ok {
 		return
 	}
@@ -237,8 +237,8 @@ func (c *Controller) addDaemonSet(ctx context.Context, obj any) {
 // updateDaemonSet queues the DaemonSet on every update, status-only ones included, so
 // that the periodic resync retries what failed for reasons outside the controller.
 func (c *Controller) updateDaemonSet(ctx context.Context, old, cur any) {
-	oldDS, ok1 := old.(*appsv1alpha1.DaemonSet)
-	curDS, ok2 := cur.(*appsv1alpha1.DaemonSet)
+	oldDS, ok1 := old.(*appsv1beta1.DaemonSet)
+	curDS, ok2 := cur.(*appsv1beta1.DaemonSet)
 	if !ok1 || !ok2 {
 		return
 	}
@@ -254,7 +254,7 @@ func (c *Controller) updateDaemonSet(ctx context.Context, old, cur any) {
 // deleteDaemonSet forgets what the controller remembered about a deleted DaemonSet and
 // queues its key once more, so that the sync sees it gone. obj may be a tombstone.
 func (c *Controller) deleteDaemonSet(ctx context.Context, obj any) {
-	ds, ok := queue.FromTombstone[*appsv1alpha1.DaemonSet](obj)
+	ds, ok := queue.FromTombstone[*appsv1beta1.DaemonSet](obj)
 	if !ok {
 		utilruntime.HandleErrorWithContext(ctx, nil, "DaemonSet event carries an unexpected object", "type", fmt.Sprintf("%T", obj))
 		return
@@ -293,23 +293,23 @@ func (c *Controller) deletePod(ctx context.Context, obj any) { c.podEvents.Delet
 // reference, or, for an orphan, through the selectors that may adopt it. Creations and
 // deletions are recorded in the expectations of the DaemonSet controlling the pod, and the
 // pod's versions in its record of the pod updates it is waiting to see.
-func (c *Controller) ownedPodHandlers() refmanager.PodHandlers[*appsv1alpha1.DaemonSet] {
-	return refmanager.PodHandlers[*appsv1alpha1.DaemonSet]{
+func (c *Controller) ownedPodHandlers() refmanager.PodHandlers[*appsv1beta1.DaemonSet] {
+	return refmanager.PodHandlers[*appsv1beta1.DaemonSet]{
 		Kind: controllerKind.Kind,
-		ControllerOf: func(namespace string, ref *metav1.OwnerReference) (*appsv1alpha1.DaemonSet, bool) {
+		ControllerOf: func(namespace string, ref *metav1.OwnerReference) (*appsv1beta1.DaemonSet, bool) {
 			ds := c.resolveControllerRef(namespace, ref)
 			return ds, ds != nil
 		},
 		Selecting: c.adoptersOf,
 		Enqueue:   func(key string) { c.queue.Add(key) },
-		Created: func(ctx context.Context, key string, _ *appsv1alpha1.DaemonSet, _ *corev1.Pod) {
+		Created: func(ctx context.Context, key string, _ *appsv1beta1.DaemonSet, _ *corev1.Pod) {
 			c.expectations.CreationObserved(ctx, key)
 		},
-		Updated: func(ctx context.Context, key string, ds *appsv1alpha1.DaemonSet, old, cur *corev1.Pod) {
+		Updated: func(ctx context.Context, key string, ds *appsv1beta1.DaemonSet, old, cur *corev1.Pod) {
 			c.podUpdates.Observed(key, cur)
 			c.recheckAvailability(ctx, key, ds, old, cur)
 		},
-		Gone: func(ctx context.Context, key string, _ *appsv1alpha1.DaemonSet, pod *corev1.Pod) {
+		Gone: func(ctx context.Context, key string, _ *appsv1beta1.DaemonSet, pod *corev1.Pod) {
 			c.expectations.DeletionObserved(ctx, key, queue.PodKey(pod))
 			c.podUpdates.Gone(key, pod)
 		},
@@ -318,7 +318,7 @@ func (c *Controller) ownedPodHandlers() refmanager.PodHandlers[*appsv1alpha1.Dae
 
 // recheckAvailability queues the DaemonSet again minReadySeconds after one of its pods
 // turned ready: no pod event marks the moment that pod becomes available.
-func (c *Controller) recheckAvailability(ctx context.Context, key string, ds *appsv1alpha1.DaemonSet, oldPod, curPod *corev1.Pod) {
+func (c *Controller) recheckAvailability(ctx context.Context, key string, ds *appsv1beta1.DaemonSet, oldPod, curPod *corev1.Pod) {
 	if ds.Spec.MinReadySeconds <= 0 || podutil.IsPodReady(oldPod) || !podutil.IsPodReady(curPod) {
 		return
 	}
@@ -329,12 +329,12 @@ func (c *Controller) recheckAvailability(ctx context.Context, key string, ds *ap
 }
 
 // adoptersOf returns the DaemonSets whose selector matches the orphan pod.
-func (c *Controller) adoptersOf(ctx context.Context, pod *corev1.Pod) []*appsv1alpha1.DaemonSet {
+func (c *Controller) adoptersOf(ctx context.Context, pod *corev1.Pod) []*appsv1beta1.DaemonSet {
 	all, err := c.daemonSets.DaemonSets(pod.Namespace).List(labels.Everything())
 	if err != nil {
 		return nil
 	}
-	return refmanager.AdoptersOf(ctx, all, pod, func(ds *appsv1alpha1.DaemonSet) *metav1.LabelSelector { return ds.Spec.Selector })
+	return refmanager.AdoptersOf(ctx, all, pod, func(ds *appsv1beta1.DaemonSet) *metav1.LabelSelector { return ds.Spec.Selector })
 }
 
 // addRevision queues the owner of a new revision, or the DaemonSets that may adopt an
@@ -389,7 +389,7 @@ func (c *Controller) revisionChanged(ctx context.Context, revision *appsv1.Contr
 	if err != nil {
 		return
 	}
-	for _, ds := range refmanager.AdoptersOf(ctx, all, revision, func(ds *appsv1alpha1.DaemonSet) *metav1.LabelSelector { return ds.Spec.Selector }) {
+	for _, ds := range refmanager.AdoptersOf(ctx, all, revision, func(ds *appsv1beta1.DaemonSet) *metav1.LabelSelector { return ds.Spec.Selector }) {
 		c.enqueue(ctx, ds)
 	}
 }
@@ -455,7 +455,7 @@ func trueConditions(node *corev1.Node) []corev1.NodeConditionType {
 
 // rollingSelectorMatches reports whether ds's rolling-update selector picks node; false
 // when ds has none.
-func rollingSelectorMatches(ds *appsv1alpha1.DaemonSet, node *corev1.Node) bool {
+func rollingSelectorMatches(ds *appsv1beta1.DaemonSet, node *corev1.Node) bool {
 	rolling := daemonsetutil.RollingUpdate(ds)
 	if rolling == nil || rolling.Selector == nil {
 		return false
@@ -466,7 +466,7 @@ func rollingSelectorMatches(ds *appsv1alpha1.DaemonSet, node *corev1.Node) bool 
 
 // resolveControllerRef returns the DaemonSet ref names, or nil when ref is not to an
 // apps.kruise.io DaemonSet (of any version) or names one that no longer exists.
-func (c *Controller) resolveControllerRef(namespace string, ref *metav1.OwnerReference) *appsv1alpha1.DaemonSet {
+func (c *Controller) resolveControllerRef(namespace string, ref *metav1.OwnerReference) *appsv1beta1.DaemonSet {
 	if ref == nil {
 		return nil
 	}
@@ -479,7 +479,7 @@ func (c *Controller) resolveControllerRef(namespace string, ref *metav1.OwnerRef
 }
 
 // eligibility judges node for ds.
-func (c *Controller) eligibility(ds *appsv1alpha1.DaemonSet, node *corev1.Node) daemonsetutil.Eligibility {
+func (c *Controller) eligibility(ds *appsv1beta1.DaemonSet, node *corev1.Node) daemonsetutil.Eligibility {
 	return daemonsetutil.NodeEligibility(c.simulated.get(ds), node)
 }
 
@@ -502,7 +502,7 @@ func newSimulatedPods() *simulatedPods {
 
 // get returns the simulated pod of ds, rebuilt when ds's generation moved on. Callers
 // must not modify it.
-func (s *simulatedPods) get(ds *appsv1alpha1.DaemonSet) *corev1.Pod {
+func (s *simulatedPods) get(ds *appsv1beta1.DaemonSet) *corev1.Pod {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if cached, ok := s.byUID[ds.UID]; ok && cached.generation == ds.Generation {

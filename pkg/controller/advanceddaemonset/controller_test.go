@@ -141,3 +141,26 @@ func TestRevisionAndDaemonSetHandlers(t *testing.T) {
 		t.Errorf("delete queued %v", got)
 	}
 }
+
+// Pods and revisions an older bosun or OpenKruise made name their DaemonSet in v1alpha1:
+// they are the DaemonSet's all the same, matched by group, kind and UID.
+func TestHandlersAcceptOlderOwnerReferences(t *testing.T) {
+	ds := newDS()
+	f := newFixture(t, fixtureOption{}, ds)
+	k := key(ds)
+
+	f.c.expectations.ExpectCreations(f.ctx, k, 1)
+	f.c.addPod(f.ctx, withAlphaOwner(newPod("p1", ds, "h", "n1")))
+	if ok, _ := f.c.expectationsSatisfied(f.ctx, k); !ok {
+		t.Error("creation of a pod with a v1alpha1 owner reference not observed")
+	}
+	if got := f.queue.AddedKeys(); !slices.Equal(got, []string{k}) {
+		t.Errorf("pod with a v1alpha1 owner reference queued %v, want [%s]", got, k)
+	}
+
+	f.queue.Reset()
+	f.c.addRevision(f.ctx, withAlphaOwner(revisionOf(t, ds, 1)))
+	if got := f.queue.AddedKeys(); !slices.Equal(got, []string{k}) {
+		t.Errorf("revision with a v1alpha1 owner reference queued %v, want [%s]", got, k)
+	}
+}

@@ -1,8 +1,21 @@
 // Package advanceddaemonset implements bosun's Advanced DaemonSet controller: for every
-// apps.kruise.io/v1alpha1 DaemonSet it keeps one pod of the current revision on every node
-// that wants one, rolls pods to new revisions within the DaemonSet's budget, and reports
-// what it sees in the DaemonSet's status. Objects, pods and revisions are read and written
-// exactly as OpenKruise does, so either controller can take over from the other.
+// apps.kruise.io DaemonSet it keeps one pod of the current revision on every node that
+// wants one, rolls pods to new revisions within the DaemonSet's budget, and reports what it
+// sees in the DaemonSet's status. Objects, pods and revisions are read and written exactly
+// as OpenKruise does, so either controller can take over from the other.
+//
+// It works on v1beta1, the stored version, only: its caches, reads and writes, status
+// (status.updateRevision, which v1alpha1 readers see as status.daemonSetHash) and the owner
+// references it writes on pods, revisions and ImagePullJobs (apps.kruise.io/v1beta1, as
+// OpenKruise 1.9 writes them). Children are recognised by group, kind and UID whatever
+// version their reference names, and a reference is never rewritten just for its version.
+// What v1alpha1 says through an annotation is honoured when the v1beta1 field is unset:
+// partitioned scaling is spec.scaleStrategy.partitionedScaling when scaleStrategy is set,
+// else the daemonset.kruise.io/progressive-create-pod annotation being "true"
+// (daemonsetutil.PartitionedScaling). v1alpha1's deprecated Surging rollout reaches the
+// controller converted to a Standard one with maxSurge 1 and maxUnavailable 0, which
+// surges the same way. Revision names, hashes and data depend only on the pod template
+// (and the collision count), so they are the same whichever version wrote them.
 //
 // A node wants a pod when the template's nodeName (if any), nodeSelector and required node
 // affinity allow it and no NoSchedule or NoExecute taint goes untolerated; daemon pods

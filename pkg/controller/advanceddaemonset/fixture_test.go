@@ -27,10 +27,10 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	bosunfake "github.com/bosun-dev/client-go/clientset/versioned/fake"
 	bosuninformers "github.com/bosun-dev/client-go/informers/externalversions"
-	appsv1alpha1informers "github.com/bosun-dev/client-go/informers/externalversions/apps/v1alpha1"
+	appsv1beta1informers "github.com/bosun-dev/client-go/informers/externalversions/apps/v1beta1"
 
 	"github.com/bosun-dev/bosun/pkg/controller/advanceddaemonset/daemonsetutil"
 	"github.com/bosun-dev/bosun/pkg/controller/kruisepod"
@@ -79,7 +79,7 @@ func newFixture(t *testing.T, opt fixtureOption, objects ...runtime.Object) *fix
 	var kubeObjects, bosunObjects []runtime.Object
 	for _, obj := range objects {
 		switch obj.(type) {
-		case *appsv1alpha1.DaemonSet, *appsv1alpha1.ImagePullJob:
+		case *appsv1beta1.DaemonSet, *appsv1beta1.ImagePullJob:
 			bosunObjects = append(bosunObjects, obj)
 		default:
 			kubeObjects = append(kubeObjects, obj)
@@ -90,7 +90,7 @@ func newFixture(t *testing.T, opt fixtureOption, objects ...runtime.Object) *fix
 	bosunClient := bosunfake.NewSimpleClientset(bosunObjects...)
 	factory := informers.NewSharedInformerFactory(kubeClient, 0)
 	bosunFactory := bosuninformers.NewSharedInformerFactory(bosunClient, 0)
-	dsInformer := bosunFactory.Apps().V1alpha1().DaemonSets()
+	dsInformer := bosunFactory.Apps().V1beta1().DaemonSets()
 	revInformer := factory.Apps().V1().ControllerRevisions()
 	podInformer := factory.Core().V1().Pods()
 	nodeInformer := factory.Core().V1().Nodes()
@@ -108,9 +108,9 @@ func newFixture(t *testing.T, opt fixtureOption, objects ...runtime.Object) *fix
 	if opt.burst > 0 {
 		opts = append(opts, options.WithBurstReplicas(opt.burst))
 	}
-	var jobInformer appsv1alpha1informers.ImagePullJobInformer
+	var jobInformer appsv1beta1informers.ImagePullJobInformer
 	if opt.imagePullJobs {
-		jobInformer = bosunFactory.Apps().V1alpha1().ImagePullJobs()
+		jobInformer = bosunFactory.Apps().V1beta1().ImagePullJobs()
 	}
 	c, err := NewController(ctx, dsInformer, revInformer, podInformer, nodeInformer, jobInformer, kubeClient, bosunClient, recorder, opts...)
 	if err != nil {
@@ -140,7 +140,7 @@ func (f *fixture) cacheAdd(obj runtime.Object) {
 	f.t.Helper()
 	var indexer cache.Indexer
 	switch obj.(type) {
-	case *appsv1alpha1.DaemonSet:
+	case *appsv1beta1.DaemonSet:
 		indexer = f.dsIndexer
 	case *appsv1.ControllerRevision:
 		indexer = f.revIndexer
@@ -148,7 +148,7 @@ func (f *fixture) cacheAdd(obj runtime.Object) {
 		indexer = f.podIndexer
 	case *corev1.Node:
 		indexer = f.nodeIndexer
-	case *appsv1alpha1.ImagePullJob:
+	case *appsv1beta1.ImagePullJob:
 		indexer = f.jobIndexer
 	default:
 		f.t.Fatalf("no cache for %T", obj)
@@ -159,7 +159,7 @@ func (f *fixture) cacheAdd(obj runtime.Object) {
 }
 
 // sync runs one sync of ds and fails the test on error.
-func (f *fixture) sync(ds *appsv1alpha1.DaemonSet) {
+func (f *fixture) sync(ds *appsv1beta1.DaemonSet) {
 	f.t.Helper()
 	if err := f.c.syncDaemonSet(f.ctx, key(ds)); err != nil {
 		f.t.Fatalf("sync: %v", err)
@@ -204,11 +204,11 @@ func (f *fixture) deletedPods() []string {
 }
 
 // lastStatus returns the last status written, or nil.
-func (f *fixture) lastStatus() *appsv1alpha1.DaemonSetStatus {
-	var last *appsv1alpha1.DaemonSetStatus
+func (f *fixture) lastStatus() *appsv1beta1.DaemonSetStatus {
+	var last *appsv1beta1.DaemonSetStatus
 	for _, a := range f.actions("update", "daemonsets") {
 		if a.GetSubresource() == "status" {
-			last = &a.(clienttesting.UpdateAction).GetObject().(*appsv1alpha1.DaemonSet).Status
+			last = &a.(clienttesting.UpdateAction).GetObject().(*appsv1beta1.DaemonSet).Status
 		}
 	}
 	return last
@@ -282,20 +282,20 @@ func key(obj metav1.Object) string {
 }
 
 // newDS returns a rolling DaemonSet "ds" selecting app=ds, with OpenKruise's defaults.
-func newDS() *appsv1alpha1.DaemonSet {
+func newDS() *appsv1beta1.DaemonSet {
 	labels := map[string]string{"app": "ds"}
-	return &appsv1alpha1.DaemonSet{
+	return &appsv1beta1.DaemonSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "ds", Namespace: testNamespace, UID: "uid-ds", Generation: 1, ResourceVersion: "1"},
-		Spec: appsv1alpha1.DaemonSetSpec{
+		Spec: appsv1beta1.DaemonSetSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "img:v1"}}},
 			},
-			UpdateStrategy: appsv1alpha1.DaemonSetUpdateStrategy{
-				Type: appsv1alpha1.RollingUpdateDaemonSetStrategyType,
-				RollingUpdate: &appsv1alpha1.RollingUpdateDaemonSet{
-					Type:           appsv1alpha1.StandardRollingUpdateType,
+			UpdateStrategy: appsv1beta1.DaemonSetUpdateStrategy{
+				Type: appsv1beta1.RollingUpdateDaemonSetStrategyType,
+				RollingUpdate: &appsv1beta1.RollingUpdateDaemonSet{
+					Type:           appsv1beta1.StandardRollingUpdateType,
 					MaxUnavailable: ptr.To(intstr.FromInt32(1)),
 					MaxSurge:       ptr.To(intstr.FromInt32(0)),
 				},
@@ -311,7 +311,7 @@ func newNode(name string) *corev1.Node {
 }
 
 // revisionOf returns the ControllerRevision recording ds's current template, numbered n.
-func revisionOf(t *testing.T, ds *appsv1alpha1.DaemonSet, n int64) *appsv1.ControllerRevision {
+func revisionOf(t *testing.T, ds *appsv1beta1.DaemonSet, n int64) *appsv1.ControllerRevision {
 	t.Helper()
 	data, err := kruisepod.RevisionData(&ds.Spec.Template)
 	if err != nil {
@@ -321,7 +321,7 @@ func revisionOf(t *testing.T, ds *appsv1alpha1.DaemonSet, n int64) *appsv1.Contr
 	return &appsv1.ControllerRevision{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: ds.Name + "-" + h, Namespace: ds.Namespace, ResourceVersion: "1",
-			Labels:          map[string]string{"app": "ds", appsv1alpha1.ControllerRevisionHashLabelKey: h},
+			Labels:          map[string]string{"app": "ds", appsv1beta1.ControllerRevisionHashLabelKey: h},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ds, controllerKind)},
 		},
 		Data:     runtime.RawExtension{Raw: data},
@@ -330,16 +330,16 @@ func revisionOf(t *testing.T, ds *appsv1alpha1.DaemonSet, n int64) *appsv1.Contr
 }
 
 // hashOf returns a stand-in hash for ds's template: its image, which the tests vary.
-func hashOf(ds *appsv1alpha1.DaemonSet) string {
+func hashOf(ds *appsv1beta1.DaemonSet) string {
 	return "h-" + strings.NewReplacer(":", "-", ".", "-").Replace(ds.Spec.Template.Spec.Containers[0].Image)
 }
 
 // newPod returns a running, ready (since an hour) pod of ds at revision hash on node.
-func newPod(name string, ds *appsv1alpha1.DaemonSet, hash, node string) *corev1.Pod {
+func newPod(name string, ds *appsv1beta1.DaemonSet, hash, node string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: testNamespace, UID: types.UID("uid-" + name), ResourceVersion: "10",
-			Labels:            map[string]string{"app": "ds", appsv1alpha1.ControllerRevisionHashLabelKey: hash},
+			Labels:            map[string]string{"app": "ds", appsv1beta1.ControllerRevisionHashLabelKey: hash},
 			CreationTimestamp: metav1.NewTime(t0.Add(-2 * time.Hour)),
 			OwnerReferences:   []metav1.OwnerReference{*metav1.NewControllerRef(ds, controllerKind)},
 		},
@@ -349,6 +349,17 @@ func newPod(name string, ds *appsv1alpha1.DaemonSet, hash, node string) *corev1.
 			{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(t0.Add(-time.Hour))},
 		}},
 	}
+}
+
+// withAlphaOwner makes obj's owner references name their owners in apps.kruise.io/v1alpha1,
+// as OpenKruise before 1.9 and earlier bosun releases wrote them, and returns obj.
+func withAlphaOwner[T metav1.Object](obj T) T {
+	refs := obj.GetOwnerReferences()
+	for i := range refs {
+		refs[i].APIVersion = "apps.kruise.io/v1alpha1"
+	}
+	obj.SetOwnerReferences(refs)
+	return obj
 }
 
 func notReady(pod *corev1.Pod) *corev1.Pod {

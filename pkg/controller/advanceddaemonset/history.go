@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -19,7 +20,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 
 	"github.com/bosun-dev/bosun/pkg/controller/advanceddaemonset/daemonsetutil"
 	"github.com/bosun-dev/bosun/pkg/controller/hash"
@@ -36,13 +37,13 @@ type history struct {
 
 // hash returns the current revision's hash, the value of the pods' hash label.
 func (h history) hash() string {
-	return h.current.Labels[appsv1alpha1.ControllerRevisionHashLabelKey]
+	return h.current.Labels[appsv1beta1.ControllerRevisionHashLabelKey]
 }
 
 // byHash returns the revision whose hash label is value, or nil.
 func (h history) byHash(value string) *appsv1.ControllerRevision {
 	for _, revision := range append([]*appsv1.ControllerRevision{h.current}, h.old...) {
-		if revision.Labels[appsv1alpha1.ControllerRevisionHashLabelKey] == value {
+		if revision.Labels[appsv1beta1.ControllerRevisionHashLabelKey] == value {
 			return revision
 		}
 	}
@@ -53,7 +54,7 @@ func (h history) byHash(value string) *appsv1.ControllerRevision {
 // template. Duplicates of the current revision are merged into the newest of them (their
 // pods relabelled), and a current revision that is older than the newest old one, which
 // a rollback brings, gets the next revision number.
-func (c *Controller) constructHistory(ctx context.Context, ds *appsv1alpha1.DaemonSet, selector labels.Selector, pods []*corev1.Pod) (history, error) {
+func (c *Controller) constructHistory(ctx context.Context, ds *appsv1beta1.DaemonSet, selector labels.Selector, pods []*corev1.Pod) (history, error) {
 	owned, err := c.claimRevisions(ctx, ds, selector)
 	if err != nil {
 		return history{}, err
@@ -102,7 +103,7 @@ func (c *Controller) constructHistory(ctx context.Context, ds *appsv1alpha1.Daem
 
 // claimRevisions claims the namespace's revisions matching ds's selector, and gives every
 // owned one the hash label, which older writers did not always set.
-func (c *Controller) claimRevisions(ctx context.Context, ds *appsv1alpha1.DaemonSet, selector labels.Selector) ([]*appsv1.ControllerRevision, error) {
+func (c *Controller) claimRevisions(ctx context.Context, ds *appsv1beta1.DaemonSet, selector labels.Selector) ([]*appsv1.ControllerRevision, error) {
 	all, err := c.revisions.ControllerRevisions(ds.Namespace).List(labels.Everything())
 	if err != nil {
 		return nil, fmt.Errorf("listing ControllerRevisions: %w", err)
@@ -113,14 +114,14 @@ func (c *Controller) claimRevisions(ctx context.Context, ds *appsv1alpha1.Daemon
 		return nil, fmt.Errorf("claiming ControllerRevisions for DaemonSet %s: %w", klog.KObj(ds), err)
 	}
 	for i, revision := range owned {
-		if _, ok := revision.Labels[appsv1alpha1.ControllerRevisionHashLabelKey]; ok {
+		if _, ok := revision.Labels[appsv1beta1.ControllerRevisionHashLabelKey]; ok {
 			continue
 		}
 		labelled := revision.DeepCopy()
 		if labelled.Labels == nil {
 			labelled.Labels = map[string]string{}
 		}
-		labelled.Labels[appsv1alpha1.ControllerRevisionHashLabelKey] = labelled.Name
+		labelled.Labels[appsv1beta1.ControllerRevisionHashLabelKey] = labelled.Name
 		if owned[i], err = c.kubeClient.AppsV1().ControllerRevisions(ds.Namespace).Update(ctx, labelled, metav1.UpdateOptions{}); err != nil {
 			return nil, fmt.Errorf("labelling ControllerRevision %s: %w", klog.KObj(labelled), err)
 		}
@@ -137,23 +138,34 @@ func nextRevisionNumber(revisions []*appsv1.ControllerRevision) int64 {
 	return highest + 1
 }
 
+// revisionAnnotations are the DaemonSet's annotations, which a revision carries as upstream
+// DaemonSets' do, except the reserved ones of version conversion: those describe the
+// DaemonSet in another API version and mean nothing on a ControllerRevision.
+func revisionAnnotations(ds *appsv1beta1.DaemonSet) map[string]string {
+	annotations := maps.Clone(ds.Annotations)
+	maps.DeleteFunc(annotations, func(key, _ string) bool {
+		return strings.HasPrefix(key, appsv1beta1.ConversionAnnotationPrefix)
+	})
+	return annotations
+}
+
 // createRevision creates the revision recording ds's template, named after the
 // template's hash salted with status.collisionCount. A revision of that name with other
 // data is a hash collision: the collision count is bumped, which changes the name the next
 // sync tries.
-func (c *Controller) createRevision(ctx context.Context, ds *appsv1alpha1.DaemonSet, data []byte, number int64) (*appsv1.ControllerRevision, error) {
+func (c *Controller) createRevision(ctx context.Context, ds *appsv1beta1.DaemonSet, data []byte, number int64) (*appsv1.ControllerRevision, error) {
 	templateHash := hash.ComputeHash(&ds.Spec.Template, ds.Status.CollisionCount)
 	revisionLabels := maps.Clone(ds.Spec.Template.Labels)
 	if revisionLabels == nil {
 		revisionLabels = map[string]string{}
 	}
-	revisionLabels[appsv1alpha1.ControllerRevisionHashLabelKey] = templateHash
+	revisionLabels[appsv1beta1.ControllerRevisionHashLabelKey] = templateHash
 	revision := &appsv1.ControllerRevision{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            ds.Name + "-" + templateHash,
 			Namespace:       ds.Namespace,
 			Labels:          revisionLabels,
-			Annotations:     maps.Clone(ds.Annotations),
+			Annotations:     revisionAnnotations(ds),
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ds, controllerKind)},
 		},
 		Data:     runtime.RawExtension{Raw: data},
@@ -182,13 +194,13 @@ func (c *Controller) createRevision(ctx context.Context, ds *appsv1alpha1.Daemon
 }
 
 // bumpCollisionCount raises ds's status.collisionCount by one, on ds and on the server.
-func (c *Controller) bumpCollisionCount(ctx context.Context, ds *appsv1alpha1.DaemonSet) error {
+func (c *Controller) bumpCollisionCount(ctx context.Context, ds *appsv1beta1.DaemonSet) error {
 	ds.Status.CollisionCount = ptr.To(ptr.Deref(ds.Status.CollisionCount, 0) + 1)
 	body, err := json.Marshal(map[string]any{"status": map[string]any{"collisionCount": *ds.Status.CollisionCount}})
 	if err != nil {
 		return err
 	}
-	if _, err := c.bosunClient.AppsV1alpha1().DaemonSets(ds.Namespace).Patch(ctx, ds.Name, types.MergePatchType, body, metav1.PatchOptions{}, "status"); err != nil {
+	if _, err := c.bosunClient.AppsV1beta1().DaemonSets(ds.Namespace).Patch(ctx, ds.Name, types.MergePatchType, body, metav1.PatchOptions{}, "status"); err != nil {
 		return fmt.Errorf("raising the collision count of DaemonSet %s: %w", klog.KObj(ds), err)
 	}
 	return nil
@@ -198,17 +210,17 @@ func (c *Controller) bumpCollisionCount(ctx context.Context, ds *appsv1alpha1.Da
 // template, moves the pods of the others onto its hash, and deletes the others.
 func (c *Controller) dedupeCurrent(ctx context.Context, matching []*appsv1.ControllerRevision, pods []*corev1.Pod) (*appsv1.ControllerRevision, error) {
 	keep := slices.MaxFunc(matching, func(a, b *appsv1.ControllerRevision) int { return cmp.Compare(a.Revision, b.Revision) })
-	keepHash := keep.Labels[appsv1alpha1.ControllerRevisionHashLabelKey]
+	keepHash := keep.Labels[appsv1beta1.ControllerRevisionHashLabelKey]
 	for _, duplicate := range matching {
 		if duplicate == keep {
 			continue
 		}
-		duplicateHash := duplicate.Labels[appsv1alpha1.ControllerRevisionHashLabelKey]
+		duplicateHash := duplicate.Labels[appsv1beta1.ControllerRevisionHashLabelKey]
 		for _, pod := range pods {
-			if pod.Labels[appsv1alpha1.ControllerRevisionHashLabelKey] != duplicateHash || duplicateHash == keepHash {
+			if pod.Labels[appsv1beta1.ControllerRevisionHashLabelKey] != duplicateHash || duplicateHash == keepHash {
 				continue
 			}
-			body, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{appsv1alpha1.ControllerRevisionHashLabelKey: keepHash}}})
+			body, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{appsv1beta1.ControllerRevisionHashLabelKey: keepHash}}})
 			if err != nil {
 				return nil, err
 			}
@@ -228,14 +240,14 @@ func (c *Controller) dedupeCurrent(ctx context.Context, matching []*appsv1.Contr
 // cleanupHistory deletes the oldest of old beyond ds's revisionHistoryLimit, never one
 // whose hash a pod still carries: that pod may need its revision for an in-place update
 // or a rollback.
-func (c *Controller) cleanupHistory(ctx context.Context, ds *appsv1alpha1.DaemonSet, old []*appsv1.ControllerRevision, pods []*corev1.Pod) error {
+func (c *Controller) cleanupHistory(ctx context.Context, ds *appsv1beta1.DaemonSet, old []*appsv1.ControllerRevision, pods []*corev1.Pod) error {
 	surplus := len(old) - daemonsetutil.RevisionHistoryLimit(ds)
 	if surplus <= 0 {
 		return nil
 	}
 	live := sets.New[string]()
 	for _, pod := range pods {
-		if value, ok := pod.Labels[appsv1alpha1.ControllerRevisionHashLabelKey]; ok {
+		if value, ok := pod.Labels[appsv1beta1.ControllerRevisionHashLabelKey]; ok {
 			live.Insert(value)
 		}
 	}
@@ -244,7 +256,7 @@ func (c *Controller) cleanupHistory(ctx context.Context, ds *appsv1alpha1.Daemon
 		if surplus == 0 {
 			break
 		}
-		if live.Has(revision.Labels[appsv1alpha1.ControllerRevisionHashLabelKey]) {
+		if live.Has(revision.Labels[appsv1beta1.ControllerRevisionHashLabelKey]) {
 			continue
 		}
 		klog.FromContext(ctx).V(2).Info("Deleting old ControllerRevision", "controllerRevision", klog.KObj(revision), "revision", revision.Revision)

@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 
 	"github.com/bosun-dev/bosun/pkg/controller/advanceddaemonset/daemonsetutil"
 	"github.com/bosun-dev/bosun/pkg/controller/kruisepod"
@@ -154,7 +154,7 @@ func podsOfVanishedNodes(v *view) []*corev1.Pod {
 // leaves to the current revision, the lexicographically smallest first. Pods are always
 // created at the current revision.
 func progressiveCreates(v *view, creates []string) []string {
-	if daemonsetutil.RollingUpdate(v.ds) == nil || v.ds.Annotations[appsv1alpha1.ProgressiveCreatePodAnnotation] != "true" {
+	if daemonsetutil.RollingUpdate(v.ds) == nil || !daemonsetutil.PartitionedScaling(v.ds) {
 		return creates
 	}
 	partition, err := daemonsetutil.Partition(v.ds, v.desired)
@@ -205,16 +205,16 @@ func podTemplate(v *view) *corev1.PodTemplateSpec {
 	if template.Labels == nil {
 		template.Labels = map[string]string{}
 	}
-	template.Labels[appsv1alpha1.ControllerRevisionHashLabelKey] = v.hash
+	template.Labels[appsv1beta1.ControllerRevisionHashLabelKey] = v.hash
 	if v.generation != "" {
-		template.Labels[appsv1alpha1.DaemonSetTemplateGenerationLabelKey] = v.generation
+		template.Labels[appsv1beta1.DaemonSetTemplateGenerationLabelKey] = v.generation
 	}
 	daemonsetutil.AddDefaultTolerations(&template.Spec)
 	if daemonsetutil.InPlaceIfPossible(v.ds) {
-		kruisepod.AddReadinessGate(&template.Spec, appsv1alpha1.InPlaceUpdateReady)
+		kruisepod.AddReadinessGate(&template.Spec, appsv1beta1.InPlaceUpdateReady)
 	}
 	if hook := preDeleteHook(v.ds); hook != nil && hook.MarkPodNotReady {
-		kruisepod.AddReadinessGate(&template.Spec, appsv1alpha1.KruisePodReadyConditionType)
+		kruisepod.AddReadinessGate(&template.Spec, appsv1beta1.KruisePodReadyConditionType)
 	}
 	return template
 }
@@ -284,7 +284,7 @@ func (c *Controller) deletePods(ctx context.Context, v *view, key string, pods [
 }
 
 // preDeleteHook returns ds's preDelete hook, or nil.
-func preDeleteHook(ds *appsv1alpha1.DaemonSet) *appsv1alpha1.LifecycleHook {
+func preDeleteHook(ds *appsv1beta1.DaemonSet) *appsv1beta1.LifecycleHook {
 	if ds.Spec.Lifecycle == nil {
 		return nil
 	}
@@ -323,8 +323,8 @@ func (c *Controller) holdHookedPods(ctx context.Context, v *view, key string, de
 // ready; the resulting versions are expected before the DaemonSet is managed again.
 func (c *Controller) markPreparingDelete(ctx context.Context, v *view, key string, pod *corev1.Pod, markNotReady bool) error {
 	body, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"labels":      map[string]string{appsv1alpha1.LifecycleStateKey: string(appsv1alpha1.LifecycleStatePreparingDelete)},
-		"annotations": map[string]string{appsv1alpha1.LifecycleTimestampKey: v.now.UTC().Format(time.RFC3339)},
+		"labels":      map[string]string{appsv1beta1.LifecycleStateKey: string(appsv1beta1.LifecycleStatePreparingDelete)},
+		"annotations": map[string]string{appsv1beta1.LifecycleTimestampKey: v.now.UTC().Format(time.RFC3339)},
 	}})
 	if err != nil {
 		return err
@@ -338,7 +338,7 @@ func (c *Controller) markPreparingDelete(ctx context.Context, v *view, key strin
 	}
 	klog.FromContext(ctx).V(2).Info("Pod is held by the preDelete hook", "pod", klog.KObj(pod))
 	c.podUpdates.Expect(key, patched)
-	if !markNotReady || !kruisepod.HasReadinessGate(patched, appsv1alpha1.KruisePodReadyConditionType) {
+	if !markNotReady || !kruisepod.HasReadinessGate(patched, appsv1beta1.KruisePodReadyConditionType) {
 		// Without the gate the kubelet would ignore the condition.
 		return nil
 	}

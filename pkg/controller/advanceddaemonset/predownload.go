@@ -18,7 +18,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 
 	"github.com/bosun-dev/bosun/pkg/controller/advanceddaemonset/daemonsetutil"
 	"github.com/bosun-dev/bosun/pkg/controller/kruisepod"
@@ -60,7 +60,7 @@ func (c *Controller) preDownloadImages(ctx context.Context, v *view, h history) 
 		return nil
 	}
 	status := v.ds.Status
-	if status.UpdatedNumberScheduled == status.DesiredNumberScheduled && status.DaemonSetHash == v.hash {
+	if status.UpdatedNumberScheduled == status.DesiredNumberScheduled && status.UpdateRevision == v.hash {
 		return c.deletePreDownloadJobs(ctx, v.ds)
 	}
 	return c.createPreDownloadJobs(ctx, v, h)
@@ -74,23 +74,23 @@ func (c *Controller) preDownloadImages(ctx context.Context, v *view, h history) 
 func (c *Controller) createPreDownloadJobs(ctx context.Context, v *view, h history) error {
 	logger := klog.FromContext(ctx)
 	revision := h.current
-	if _, done := revision.Labels[appsv1alpha1.ImagePreDownloadCreatedKey]; done {
+	if _, done := revision.Labels[appsv1beta1.ImagePreDownloadCreatedKey]; done {
 		return nil
 	}
-	if _, ignored := revision.Labels[appsv1alpha1.ImagePreDownloadIgnoredKey]; ignored {
+	if _, ignored := revision.Labels[appsv1beta1.ImagePreDownloadIgnoredKey]; ignored {
 		return nil
 	}
 	if len(h.old) == 0 || rollsAllAtOnce(v.ds, v.desired) {
 		logger.V(4).Info("Not pre-downloading images: every pod takes the revision at once",
 			"controllerRevision", klog.KObj(revision), "desired", v.desired, "oldRevisions", len(h.old))
-		return c.labelRevision(ctx, revision, appsv1alpha1.ImagePreDownloadIgnoredKey)
+		return c.labelRevision(ctx, revision, appsv1beta1.ImagePreDownloadIgnoredKey)
 	}
 
 	images := newImages(ctx, &v.ds.Spec.Template, h.old)
 	var failed []error
 	for _, container := range images {
 		job := c.preDownloadJob(ctx, v.ds, revision, container)
-		_, err := c.bosunClient.AppsV1alpha1().ImagePullJobs(job.Namespace).Create(ctx, job, metav1.CreateOptions{})
+		_, err := c.bosunClient.AppsV1beta1().ImagePullJobs(job.Namespace).Create(ctx, job, metav1.CreateOptions{})
 		switch {
 		case apierrors.IsAlreadyExists(err):
 			// An earlier sync created it and stopped before labelling the revision.
@@ -109,12 +109,12 @@ func (c *Controller) createPreDownloadJobs(ctx context.Context, v *view, h histo
 		// The revision stays unlabelled, so the next sync tries the missing jobs again.
 		return errors.Join(failed...)
 	}
-	return c.labelRevision(ctx, revision, appsv1alpha1.ImagePreDownloadCreatedKey)
+	return c.labelRevision(ctx, revision, appsv1beta1.ImagePreDownloadCreatedKey)
 }
 
 // rollsAllAtOnce reports whether a rollout of ds replaces every pod in its first batch:
 // no partition holds pods back and maxUnavailable covers every node.
-func rollsAllAtOnce(ds *appsv1alpha1.DaemonSet, desired int) bool {
+func rollsAllAtOnce(ds *appsv1beta1.DaemonSet, desired int) bool {
 	partition, err := daemonsetutil.Partition(ds, desired)
 	if err != nil || partition > 0 {
 		// An unreadable partition holds every pod back, as the rollout reads it.
@@ -157,12 +157,12 @@ func newImages(ctx context.Context, template *corev1.PodTemplateSpec, old []*app
 // preDownloadJob returns the ImagePullJob that pulls ci's image on the nodes of ds's pods
 // not yet on revision. It is named after the revision and the container, so that a
 // repeated create finds the job an earlier sync made.
-func (c *Controller) preDownloadJob(ctx context.Context, ds *appsv1alpha1.DaemonSet, revision *appsv1.ControllerRevision, ci containerImage) *appsv1alpha1.ImagePullJob {
-	hash := revision.Labels[appsv1alpha1.ControllerRevisionHashLabelKey]
+func (c *Controller) preDownloadJob(ctx context.Context, ds *appsv1beta1.DaemonSet, revision *appsv1.ControllerRevision, ci containerImage) *appsv1beta1.ImagePullJob {
+	hash := revision.Labels[appsv1beta1.ControllerRevisionHashLabelKey]
 	selector := ds.Spec.Selector.DeepCopy()
 	// Older revisions may carry the revision's name rather than its hash in the label.
 	selector.MatchExpressions = append(selector.MatchExpressions, metav1.LabelSelectorRequirement{
-		Key:      appsv1alpha1.ControllerRevisionHashLabelKey,
+		Key:      appsv1beta1.ControllerRevisionHashLabelKey,
 		Operator: metav1.LabelSelectorOpNotIn,
 		Values:   []string{revision.Name, hash},
 	})
@@ -171,32 +171,32 @@ func (c *Controller) preDownloadJob(ctx context.Context, ds *appsv1alpha1.Daemon
 	if jobLabels == nil {
 		jobLabels = map[string]string{}
 	}
-	jobLabels[appsv1alpha1.ControllerRevisionHashLabelKey] = hash
+	jobLabels[appsv1beta1.ControllerRevisionHashLabelKey] = hash
 	var pullSecrets []string
 	for _, secret := range ds.Spec.Template.Spec.ImagePullSecrets {
 		pullSecrets = append(pullSecrets, secret.Name)
 	}
-	parallelism := annotationInt(ctx, ds, appsv1alpha1.ImagePreDownloadParallelismKey, appsv1alpha1.DefaultImagePreDownloadParallelism, 0)
-	timeout := annotationInt(ctx, ds, appsv1alpha1.ImagePreDownloadTimeoutSecondsKey, appsv1alpha1.DefaultImagePreDownloadTimeoutSeconds, 1)
-	return &appsv1alpha1.ImagePullJob{
+	parallelism := annotationInt(ctx, ds, appsv1beta1.ImagePreDownloadParallelismKey, appsv1beta1.DefaultImagePreDownloadParallelism, 0)
+	timeout := annotationInt(ctx, ds, appsv1beta1.ImagePreDownloadTimeoutSecondsKey, appsv1beta1.DefaultImagePreDownloadTimeoutSeconds, 1)
+	return &appsv1beta1.ImagePullJob{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            revision.Name + "-" + ci.container,
 			Namespace:       ds.Namespace,
 			Labels:          jobLabels,
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ds, controllerKind)},
 		},
-		Spec: appsv1alpha1.ImagePullJobSpec{
+		Spec: appsv1beta1.ImagePullJobSpec{
 			Image: ci.image,
-			ImagePullJobTemplate: appsv1alpha1.ImagePullJobTemplate{
+			ImagePullJobTemplate: appsv1beta1.ImagePullJobTemplate{
 				PullSecrets: pullSecrets,
-				PodSelector: &appsv1alpha1.ImagePullJobPodSelector{LabelSelector: *selector},
+				PodSelector: &appsv1beta1.ImagePullJobPodSelector{LabelSelector: *selector},
 				Parallelism: ptr.To(intstr.FromInt32(parallelism)),
-				PullPolicy: &appsv1alpha1.PullPolicy{
+				PullPolicy: &appsv1beta1.PullPolicy{
 					TimeoutSeconds: ptr.To(timeout),
 					BackoffLimit:   ptr.To(preDownloadBackoffLimit),
 				},
-				CompletionPolicy: appsv1alpha1.CompletionPolicy{
-					Type:                    appsv1alpha1.Always,
+				CompletionPolicy: appsv1beta1.CompletionPolicy{
+					Type:                    appsv1beta1.Always,
 					TTLSecondsAfterFinished: ptr.To(preDownloadTTLSecondsAfterFinished),
 				},
 			},
@@ -206,7 +206,7 @@ func (c *Controller) preDownloadJob(ctx context.Context, ds *appsv1alpha1.Daemon
 
 // annotationInt reads ds's annotation key as an integer of at least minimum, and returns
 // fallback when it is absent or is not one: a typo must not stop the rollout.
-func annotationInt(ctx context.Context, ds *appsv1alpha1.DaemonSet, key string, fallback, minimum int32) int32 {
+func annotationInt(ctx context.Context, ds *appsv1beta1.DaemonSet, key string, fallback, minimum int32) int32 {
 	value, ok := ds.Annotations[key]
 	if !ok {
 		return fallback
@@ -235,7 +235,7 @@ func (c *Controller) labelRevision(ctx context.Context, revision *appsv1.Control
 
 // deletePreDownloadJobs deletes the ImagePullJobs ds controls: with every pod updated
 // there is nothing left to pull ahead of.
-func (c *Controller) deletePreDownloadJobs(ctx context.Context, ds *appsv1alpha1.DaemonSet) error {
+func (c *Controller) deletePreDownloadJobs(ctx context.Context, ds *appsv1beta1.DaemonSet) error {
 	jobs, err := c.imagePullJobs.ImagePullJobs(ds.Namespace).List(labels.Everything())
 	if err != nil {
 		return fmt.Errorf("listing ImagePullJobs: %w", err)
@@ -247,7 +247,7 @@ func (c *Controller) deletePreDownloadJobs(ctx context.Context, ds *appsv1alpha1
 		}
 		klog.FromContext(ctx).V(2).Info("Deleting pre-download ImagePullJob: the rollout is complete", "imagePullJob", klog.KObj(job))
 		// The UID precondition spares a job of the same name created since the cache saw it.
-		err := c.bosunClient.AppsV1alpha1().ImagePullJobs(job.Namespace).Delete(ctx, job.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &job.UID}})
+		err := c.bosunClient.AppsV1beta1().ImagePullJobs(job.Namespace).Delete(ctx, job.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &job.UID}})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			errs = append(errs, fmt.Errorf("deleting ImagePullJob %s: %w", klog.KObj(job), err))
 		}

@@ -18,7 +18,7 @@ import (
 	"k8s.io/component-base/featuregate"
 	"k8s.io/utils/ptr"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 
 	"github.com/bosun-dev/bosun/pkg/features"
 )
@@ -29,12 +29,12 @@ var preDownloadOn = map[featuregate.Feature]bool{features.PreDownloadImageForDae
 // template changed from img:v1 to img:v2 in "c" only, after its status reported all three
 // nodes updated to the old revision: the state of the first sync after the change.
 type preDownloadScenario struct {
-	ds              *appsv1alpha1.DaemonSet
+	ds              *appsv1beta1.DaemonSet
 	oldRev, current *appsv1.ControllerRevision
 	objects         []runtime.Object
 }
 
-func newPreDownloadScenario(t *testing.T, mutate ...func(*appsv1alpha1.DaemonSet)) *preDownloadScenario {
+func newPreDownloadScenario(t *testing.T, mutate ...func(*appsv1beta1.DaemonSet)) *preDownloadScenario {
 	t.Helper()
 	old := newDS()
 	old.Spec.Template.Spec.Containers = append(old.Spec.Template.Spec.Containers, corev1.Container{Name: "side", Image: "side:v1"})
@@ -43,9 +43,9 @@ func newPreDownloadScenario(t *testing.T, mutate ...func(*appsv1alpha1.DaemonSet
 	ds := old.DeepCopy()
 	ds.Spec.Template.Spec.Containers[0].Image = "img:v2"
 	ds.Generation = 2
-	ds.Status = appsv1alpha1.DaemonSetStatus{
+	ds.Status = appsv1beta1.DaemonSetStatus{
 		DesiredNumberScheduled: 3, CurrentNumberScheduled: 3, UpdatedNumberScheduled: 3, NumberReady: 3,
-		NumberAvailable: 3, ObservedGeneration: 1, DaemonSetHash: hashOf(old),
+		NumberAvailable: 3, ObservedGeneration: 1, UpdateRevision: hashOf(old),
 	}
 	for _, m := range mutate {
 		m(ds)
@@ -59,10 +59,10 @@ func newPreDownloadScenario(t *testing.T, mutate ...func(*appsv1alpha1.DaemonSet
 }
 
 // createdJobs returns the ImagePullJobs the controller sent to the API server.
-func (f *fixture) createdJobs() []*appsv1alpha1.ImagePullJob {
-	var jobs []*appsv1alpha1.ImagePullJob
+func (f *fixture) createdJobs() []*appsv1beta1.ImagePullJob {
+	var jobs []*appsv1beta1.ImagePullJob
 	for _, a := range f.actions("create", "imagepulljobs") {
-		jobs = append(jobs, a.(clienttesting.CreateAction).GetObject().(*appsv1alpha1.ImagePullJob))
+		jobs = append(jobs, a.(clienttesting.CreateAction).GetObject().(*appsv1beta1.ImagePullJob))
 	}
 	return jobs
 }
@@ -78,10 +78,10 @@ func (f *fixture) revisionLabels(revision *appsv1.ControllerRevision) map[string
 }
 
 func TestPreDownloadCreatesOneJobPerChangedContainer(t *testing.T) {
-	s := newPreDownloadScenario(t, func(ds *appsv1alpha1.DaemonSet) {
+	s := newPreDownloadScenario(t, func(ds *appsv1beta1.DaemonSet) {
 		ds.Annotations = map[string]string{
-			appsv1alpha1.ImagePreDownloadParallelismKey:    "2",
-			appsv1alpha1.ImagePreDownloadTimeoutSecondsKey: "120",
+			appsv1beta1.ImagePreDownloadParallelismKey:    "2",
+			appsv1beta1.ImagePreDownloadTimeoutSecondsKey: "120",
 		}
 		ds.Spec.Template.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "reg-a"}, {Name: "reg-b"}}
 	})
@@ -97,13 +97,13 @@ func TestPreDownloadCreatesOneJobPerChangedContainer(t *testing.T) {
 	if job.Name != s.current.Name+"-c" || job.Namespace != testNamespace || job.Spec.Image != "img:v2" {
 		t.Errorf("job %s/%s pulls %q, want %s/%s-c pulling img:v2", job.Namespace, job.Name, job.Spec.Image, testNamespace, s.current.Name)
 	}
-	if ref := metav1.GetControllerOf(job); ref == nil || ref.UID != s.ds.UID || ref.Kind != "DaemonSet" || ref.APIVersion != "apps.kruise.io/v1alpha1" {
+	if ref := metav1.GetControllerOf(job); ref == nil || ref.UID != s.ds.UID || ref.Kind != "DaemonSet" || ref.APIVersion != "apps.kruise.io/v1beta1" {
 		t.Errorf("controller ref = %+v, want the DaemonSet", ref)
 	}
 	wantSelector := metav1.LabelSelector{
 		MatchLabels: map[string]string{"app": "ds"},
 		MatchExpressions: []metav1.LabelSelectorRequirement{{
-			Key: appsv1alpha1.ControllerRevisionHashLabelKey, Operator: metav1.LabelSelectorOpNotIn,
+			Key: appsv1beta1.ControllerRevisionHashLabelKey, Operator: metav1.LabelSelectorOpNotIn,
 			Values: []string{s.current.Name, hash},
 		}},
 	}
@@ -119,19 +119,19 @@ func TestPreDownloadCreatesOneJobPerChangedContainer(t *testing.T) {
 	if p := job.Spec.PullPolicy; p == nil || ptr.Deref(p.TimeoutSeconds, 0) != 120 || ptr.Deref(p.BackoffLimit, 0) != 1 {
 		t.Errorf("pullPolicy = %+v, want timeout 120 and backoffLimit 1", p)
 	}
-	if cp := job.Spec.CompletionPolicy; cp.Type != appsv1alpha1.Always || ptr.Deref(cp.TTLSecondsAfterFinished, 0) != 600 || cp.ActiveDeadlineSeconds != nil {
+	if cp := job.Spec.CompletionPolicy; cp.Type != appsv1beta1.Always || ptr.Deref(cp.TTLSecondsAfterFinished, 0) != 600 || cp.ActiveDeadlineSeconds != nil {
 		t.Errorf("completionPolicy = %+v, want Always with ttl 600", cp)
 	}
 	if !slices.Equal(job.Spec.PullSecrets, []string{"reg-a", "reg-b"}) {
 		t.Errorf("pullSecrets = %v, want [reg-a reg-b]", job.Spec.PullSecrets)
 	}
-	if job.Labels["app"] != "ds" || job.Labels[appsv1alpha1.ControllerRevisionHashLabelKey] != hash {
+	if job.Labels["app"] != "ds" || job.Labels[appsv1beta1.ControllerRevisionHashLabelKey] != hash {
 		t.Errorf("job labels = %v, want the template's and the revision hash", job.Labels)
 	}
-	if got := f.revisionLabels(s.current)[appsv1alpha1.ImagePreDownloadCreatedKey]; got != "true" {
-		t.Errorf("revision label %s = %q, want \"true\"", appsv1alpha1.ImagePreDownloadCreatedKey, got)
+	if got := f.revisionLabels(s.current)[appsv1beta1.ImagePreDownloadCreatedKey]; got != "true" {
+		t.Errorf("revision label %s = %q, want \"true\"", appsv1beta1.ImagePreDownloadCreatedKey, got)
 	}
-	if _, ok := f.revisionLabels(s.oldRev)[appsv1alpha1.ImagePreDownloadCreatedKey]; ok {
+	if _, ok := f.revisionLabels(s.oldRev)[appsv1beta1.ImagePreDownloadCreatedKey]; ok {
 		t.Error("the old revision was labelled too")
 	}
 	want := "Normal CreatedImagePullJob created ImagePullJob " + job.Name + " for image: img:v2"
@@ -141,9 +141,9 @@ func TestPreDownloadCreatesOneJobPerChangedContainer(t *testing.T) {
 }
 
 func TestPreDownloadDefaults(t *testing.T) {
-	s := newPreDownloadScenario(t, func(ds *appsv1alpha1.DaemonSet) {
+	s := newPreDownloadScenario(t, func(ds *appsv1beta1.DaemonSet) {
 		// Unparsable values fall back to the defaults rather than failing the job.
-		ds.Annotations = map[string]string{appsv1alpha1.ImagePreDownloadTimeoutSecondsKey: "soon"}
+		ds.Annotations = map[string]string{appsv1beta1.ImagePreDownloadTimeoutSecondsKey: "soon"}
 	})
 	f := newFixture(t, fixtureOption{gates: preDownloadOn, imagePullJobs: true}, s.objects...)
 	f.sync(s.ds)
@@ -158,7 +158,7 @@ func TestPreDownloadDefaults(t *testing.T) {
 }
 
 func TestPreDownloadEveryNewContainer(t *testing.T) {
-	s := newPreDownloadScenario(t, func(ds *appsv1alpha1.DaemonSet) {
+	s := newPreDownloadScenario(t, func(ds *appsv1beta1.DaemonSet) {
 		ds.Spec.Template.Spec.Containers = append(ds.Spec.Template.Spec.Containers, corev1.Container{Name: "extra", Image: "side:v1"})
 	})
 	f := newFixture(t, fixtureOption{gates: preDownloadOn, imagePullJobs: true}, s.objects...)
@@ -181,14 +181,14 @@ func TestPreDownloadIgnoredWhenEveryPodRollsAtOnce(t *testing.T) {
 		wantJobs       int
 		wantLabel      string
 	}{
-		{name: "maxUnavailable covers every node", maxUnavailable: intstr.FromInt32(3), wantLabel: appsv1alpha1.ImagePreDownloadIgnoredKey},
-		{name: "maxUnavailable 100%", maxUnavailable: intstr.FromString("100%"), wantLabel: appsv1alpha1.ImagePreDownloadIgnoredKey},
-		{name: "a partition holds pods back", maxUnavailable: intstr.FromInt32(3), partition: ptr.To(intstr.FromInt32(1)), wantJobs: 1, wantLabel: appsv1alpha1.ImagePreDownloadCreatedKey},
-		{name: "batches smaller than the DaemonSet", maxUnavailable: intstr.FromInt32(2), wantJobs: 1, wantLabel: appsv1alpha1.ImagePreDownloadCreatedKey},
+		{name: "maxUnavailable covers every node", maxUnavailable: intstr.FromInt32(3), wantLabel: appsv1beta1.ImagePreDownloadIgnoredKey},
+		{name: "maxUnavailable 100%", maxUnavailable: intstr.FromString("100%"), wantLabel: appsv1beta1.ImagePreDownloadIgnoredKey},
+		{name: "a partition holds pods back", maxUnavailable: intstr.FromInt32(3), partition: ptr.To(intstr.FromInt32(1)), wantJobs: 1, wantLabel: appsv1beta1.ImagePreDownloadCreatedKey},
+		{name: "batches smaller than the DaemonSet", maxUnavailable: intstr.FromInt32(2), wantJobs: 1, wantLabel: appsv1beta1.ImagePreDownloadCreatedKey},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newPreDownloadScenario(t, func(ds *appsv1alpha1.DaemonSet) {
+			s := newPreDownloadScenario(t, func(ds *appsv1beta1.DaemonSet) {
 				ds.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = &tc.maxUnavailable
 				ds.Spec.UpdateStrategy.RollingUpdate.Partition = tc.partition
 			})
@@ -201,7 +201,7 @@ func TestPreDownloadIgnoredWhenEveryPodRollsAtOnce(t *testing.T) {
 			if labels[tc.wantLabel] != "true" {
 				t.Errorf("revision labels %v, want %s", labels, tc.wantLabel)
 			}
-			for _, other := range []string{appsv1alpha1.ImagePreDownloadIgnoredKey, appsv1alpha1.ImagePreDownloadCreatedKey} {
+			for _, other := range []string{appsv1beta1.ImagePreDownloadIgnoredKey, appsv1beta1.ImagePreDownloadCreatedKey} {
 				if _, ok := labels[other]; ok && other != tc.wantLabel {
 					t.Errorf("revision labels %v also carry %s", labels, other)
 				}
@@ -219,8 +219,8 @@ func TestPreDownloadIgnoresTheFirstRevision(t *testing.T) {
 	if jobs := f.createdJobs(); len(jobs) != 0 {
 		t.Errorf("created %d ImagePullJobs for a DaemonSet's first pods, want none", len(jobs))
 	}
-	if labels := f.revisionLabels(current); labels[appsv1alpha1.ImagePreDownloadIgnoredKey] != "true" {
-		t.Errorf("revision labels %v, want %s", labels, appsv1alpha1.ImagePreDownloadIgnoredKey)
+	if labels := f.revisionLabels(current); labels[appsv1beta1.ImagePreDownloadIgnoredKey] != "true" {
+		t.Errorf("revision labels %v, want %s", labels, appsv1beta1.ImagePreDownloadIgnoredKey)
 	}
 }
 
@@ -248,7 +248,7 @@ func TestPreDownloadOff(t *testing.T) {
 }
 
 func TestPreDownloadLeavesLabelledRevisionsAlone(t *testing.T) {
-	for _, label := range []string{appsv1alpha1.ImagePreDownloadCreatedKey, appsv1alpha1.ImagePreDownloadIgnoredKey} {
+	for _, label := range []string{appsv1beta1.ImagePreDownloadCreatedKey, appsv1beta1.ImagePreDownloadIgnoredKey} {
 		t.Run(label, func(t *testing.T) {
 			s := newPreDownloadScenario(t)
 			s.current.Labels[label] = "true"
@@ -268,17 +268,17 @@ func TestPreDownloadExistingJobCountsAsCreated(t *testing.T) {
 	s := newPreDownloadScenario(t)
 	// An earlier sync created the job, then stopped before labelling the revision; the
 	// cache has not seen the job yet, so only the API server knows it.
-	existing := &appsv1alpha1.ImagePullJob{ObjectMeta: metav1.ObjectMeta{Name: s.current.Name + "-c", Namespace: testNamespace}}
+	existing := &appsv1beta1.ImagePullJob{ObjectMeta: metav1.ObjectMeta{Name: s.current.Name + "-c", Namespace: testNamespace}}
 	f := newFixture(t, fixtureOption{gates: preDownloadOn, imagePullJobs: true}, s.objects...)
-	if _, err := f.bosunClient.AppsV1alpha1().ImagePullJobs(testNamespace).Create(f.ctx, existing, metav1.CreateOptions{}); err != nil {
+	if _, err := f.bosunClient.AppsV1beta1().ImagePullJobs(testNamespace).Create(f.ctx, existing, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	f.sync(s.ds)
 	if got := len(f.createdJobs()); got != 2 {
 		t.Fatalf("%d ImagePullJob creates, want the test's and the controller's", got)
 	}
-	if labels := f.revisionLabels(s.current); labels[appsv1alpha1.ImagePreDownloadCreatedKey] != "true" {
-		t.Errorf("revision labels %v, want %s", labels, appsv1alpha1.ImagePreDownloadCreatedKey)
+	if labels := f.revisionLabels(s.current); labels[appsv1beta1.ImagePreDownloadCreatedKey] != "true" {
+		t.Errorf("revision labels %v, want %s", labels, appsv1beta1.ImagePreDownloadCreatedKey)
 	}
 	for _, e := range f.events() {
 		if strings.Contains(e, "ImagePullJob") {
@@ -297,7 +297,7 @@ func TestPreDownloadCreateFailureIsRetried(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "pre-downloading images") {
 		t.Fatalf("sync error = %v, want the failed create", err)
 	}
-	if _, ok := f.revisionLabels(s.current)[appsv1alpha1.ImagePreDownloadCreatedKey]; ok {
+	if _, ok := f.revisionLabels(s.current)[appsv1beta1.ImagePreDownloadCreatedKey]; ok {
 		t.Error("revision labelled created although its job is missing")
 	}
 	if !hasEvent(f.events(), "Normal FailedCreateImagePullJob failed to create ImagePullJob "+s.current.Name+"-c: ") {
@@ -312,7 +312,7 @@ func TestPreDownloadCreateFailureIsRetried(t *testing.T) {
 func TestPreDownloadJobsDeletedOnceFullyUpdated(t *testing.T) {
 	s := newPreDownloadScenario(t)
 	ds := s.ds
-	ds.Status.DaemonSetHash = hashOf(ds)
+	ds.Status.UpdateRevision = hashOf(ds)
 	var objects []runtime.Object
 	for _, obj := range s.objects {
 		if pod, ok := obj.(*corev1.Pod); ok {
@@ -322,13 +322,16 @@ func TestPreDownloadJobsDeletedOnceFullyUpdated(t *testing.T) {
 	}
 	other := newDS()
 	other.Name, other.UID = "other", "uid-other"
-	job := func(name string, owner *appsv1alpha1.DaemonSet) *appsv1alpha1.ImagePullJob {
-		return &appsv1alpha1.ImagePullJob{ObjectMeta: metav1.ObjectMeta{
+	job := func(name string, owner *appsv1beta1.DaemonSet) *appsv1beta1.ImagePullJob {
+		return &appsv1beta1.ImagePullJob{ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: testNamespace, UID: types.UID("uid-job-" + name),
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(owner, controllerKind)},
 		}}
 	}
-	objects = append(objects, job(s.current.Name+"-c", ds), job("other-job", other))
+	// A job an older bosun made names the DaemonSet in v1alpha1; it is the DaemonSet's all the same.
+	olderJob := job(s.oldRev.Name+"-c", ds)
+	withAlphaOwner(olderJob)
+	objects = append(objects, job(s.current.Name+"-c", ds), job("other-job", other), olderJob)
 
 	// While pods still wait for the update, the jobs stay.
 	waiting := ds.DeepCopy()
@@ -345,7 +348,8 @@ func TestPreDownloadJobsDeletedOnceFullyUpdated(t *testing.T) {
 	for _, a := range f.actions("delete", "imagepulljobs") {
 		deleted = append(deleted, a.(clienttesting.DeleteAction).GetName())
 	}
-	if want := []string{s.current.Name + "-c"}; !slices.Equal(deleted, want) {
+	slices.Sort(deleted)
+	if want := slices.Sorted(slices.Values([]string{s.current.Name + "-c", s.oldRev.Name + "-c"})); !slices.Equal(deleted, want) {
 		t.Errorf("deleted ImagePullJobs %v, want %v (only the DaemonSet's own)", deleted, want)
 	}
 	if got := len(f.createdJobs()); got != 0 {

@@ -11,13 +11,13 @@ import (
 	"k8s.io/component-base/featuregate"
 	"k8s.io/utils/ptr"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	"github.com/bosun-dev/bosun/pkg/features"
 )
 
 // rolloutView builds the view of ds (at revision "new") over nodes, each running one pod
 // of revision "old" unless pods says otherwise.
-func rolloutView(t *testing.T, ds *appsv1alpha1.DaemonSet, nodes []*corev1.Node, pods ...*corev1.Pod) *view {
+func rolloutView(t *testing.T, ds *appsv1beta1.DaemonSet, nodes []*corev1.Node, pods ...*corev1.Pod) *view {
 	t.Helper()
 	f := newFixture(t, fixtureOption{})
 	return f.c.newView(ds, nodes, pods, "new")
@@ -174,13 +174,13 @@ func TestStrictGateThroughSync(t *testing.T) {
 func TestPausedAndOnDeleteReplaceNothing(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		mutate func(*appsv1alpha1.DaemonSet)
+		mutate func(*appsv1beta1.DaemonSet)
 		reason string
 		status corev1.ConditionStatus
 	}{
-		{"paused", func(ds *appsv1alpha1.DaemonSet) { ds.Spec.UpdateStrategy.RollingUpdate.Paused = ptr.To(true) }, ReasonRolloutPaused, corev1.ConditionFalse},
-		{"OnDelete", func(ds *appsv1alpha1.DaemonSet) {
-			ds.Spec.UpdateStrategy = appsv1alpha1.DaemonSetUpdateStrategy{Type: appsv1alpha1.OnDeleteDaemonSetStrategyType}
+		{"paused", func(ds *appsv1beta1.DaemonSet) { ds.Spec.UpdateStrategy.RollingUpdate.Paused = ptr.To(true) }, ReasonRolloutPaused, corev1.ConditionFalse},
+		{"OnDelete", func(ds *appsv1beta1.DaemonSet) {
+			ds.Spec.UpdateStrategy = appsv1beta1.DaemonSetUpdateStrategy{Type: appsv1beta1.OnDeleteDaemonSetStrategyType}
 		}, ReasonOnDelete, corev1.ConditionTrue},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -193,7 +193,7 @@ func TestPausedAndOnDeleteReplaceNothing(t *testing.T) {
 			if len(f.deletedPods()) != 0 {
 				t.Errorf("deleted %v", f.deletedPods())
 			}
-			if created := f.createdPods(); len(created) != 1 || created[0].Labels[appsv1alpha1.ControllerRevisionHashLabelKey] != hashOf(ds) {
+			if created := f.createdPods(); len(created) != 1 || created[0].Labels[appsv1beta1.ControllerRevisionHashLabelKey] != hashOf(ds) {
 				t.Errorf("created %v, want one current pod on n2", f.createdNodes())
 			}
 			conds := f.lastStatus().Conditions

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 
 	"github.com/bosun-dev/bosun/pkg/controller/advanceddaemonset/daemonsetutil"
 	"github.com/bosun-dev/bosun/pkg/controller/conditions"
@@ -47,7 +47,7 @@ const (
 
 // calculateStatus counts what v shows, node by node; each node is judged by its oldest
 // pod. Fields the counts do not cover are carried over from ds.
-func calculateStatus(v *view) appsv1alpha1.DaemonSetStatus {
+func calculateStatus(v *view) appsv1beta1.DaemonSetStatus {
 	status := *v.ds.Status.DeepCopy()
 	var desired, current, misscheduled, ready, available, updated int32
 	for _, node := range v.nodes {
@@ -81,7 +81,7 @@ func calculateStatus(v *view) appsv1alpha1.DaemonSetStatus {
 	status.NumberAvailable = available
 	status.NumberUnavailable = desired - available
 	status.UpdatedNumberScheduled = updated
-	status.DaemonSetHash = v.hash
+	status.UpdateRevision = v.hash
 	status.Conditions = setProgressing(status.Conditions, progressingCondition(v))
 	return status
 }
@@ -181,7 +181,7 @@ func (c *Controller) updateStatus(ctx context.Context, v *view, fullSync bool, a
 	ds := v.ds.DeepCopy()
 	for attempt := 0; ; attempt++ {
 		ds.Status = status
-		_, err := c.bosunClient.AppsV1alpha1().DaemonSets(ds.Namespace).UpdateStatus(ctx, ds, metav1.UpdateOptions{})
+		_, err := c.bosunClient.AppsV1beta1().DaemonSets(ds.Namespace).UpdateStatus(ctx, ds, metav1.UpdateOptions{})
 		if err == nil {
 			klog.FromContext(ctx).V(4).Info("Updated DaemonSet status", "desired", status.DesiredNumberScheduled,
 				"ready", status.NumberReady, "available", status.NumberAvailable, "updated", status.UpdatedNumberScheduled)
@@ -190,7 +190,7 @@ func (c *Controller) updateStatus(ctx context.Context, v *view, fullSync bool, a
 		if !apierrors.IsConflict(err) || attempt == statusUpdateRetries {
 			return fmt.Errorf("updating status of DaemonSet %s: %w", klog.KObj(ds), err)
 		}
-		live, getErr := c.bosunClient.AppsV1alpha1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{})
+		live, getErr := c.bosunClient.AppsV1beta1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{})
 		if getErr != nil {
 			return fmt.Errorf("re-reading DaemonSet %s after a status conflict: %w", klog.KObj(ds), getErr)
 		}

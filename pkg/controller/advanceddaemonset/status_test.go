@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 )
 
 func TestStatusCounters(t *testing.T) {
@@ -30,9 +30,9 @@ func TestStatusCounters(t *testing.T) {
 	v := f.c.newView(ds, []*corev1.Node{newNode("n1"), newNode("n2"), newNode("n3"), ineligible, newNode("n5")},
 		[]*corev1.Pod{newPod("p1", ds, h, "n1"), notReady(newPod("p2", ds, "old", "n2")), recent, newPod("p4", ds, h, "n4")}, h)
 	status := calculateStatus(v)
-	want := appsv1alpha1.DaemonSetStatus{
+	want := appsv1beta1.DaemonSetStatus{
 		DesiredNumberScheduled: 4, CurrentNumberScheduled: 3, NumberMisscheduled: 1,
-		NumberReady: 2, NumberAvailable: 1, NumberUnavailable: 3, UpdatedNumberScheduled: 2, DaemonSetHash: h,
+		NumberReady: 2, NumberAvailable: 1, NumberUnavailable: 3, UpdatedNumberScheduled: 2, UpdateRevision: h,
 	}
 	status.Conditions = nil
 	if !reflect.DeepEqual(status, want) {

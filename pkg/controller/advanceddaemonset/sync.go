@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 
 	"github.com/bosun-dev/bosun/pkg/controller/advanceddaemonset/daemonsetutil"
 	"github.com/bosun-dev/bosun/pkg/controller/expectations"
@@ -29,7 +29,7 @@ const selectingAllMessage = "This daemon set is selecting all pods. A non-empty 
 
 // view is what one sync knows about a DaemonSet's nodes and pods.
 type view struct {
-	ds *appsv1alpha1.DaemonSet
+	ds *appsv1beta1.DaemonSet
 	// hash is the current revision's hash; generation the DaemonSet's deprecated template
 	// generation, empty when it has none.
 	hash, generation string
@@ -47,7 +47,7 @@ type view struct {
 }
 
 // newView builds the view of ds over nodes and its claimed pods.
-func (c *Controller) newView(ds *appsv1alpha1.DaemonSet, nodes []*corev1.Node, pods []*corev1.Pod, hash string) *view {
+func (c *Controller) newView(ds *appsv1beta1.DaemonSet, nodes []*corev1.Node, pods []*corev1.Pod, hash string) *view {
 	v := &view{
 		ds: ds, hash: hash,
 		nodes:      slices.SortedFunc(slices.Values(nodes), func(a, b *corev1.Node) int { return strings.Compare(a.Name, b.Name) }),
@@ -57,7 +57,7 @@ func (c *Controller) newView(ds *appsv1alpha1.DaemonSet, nodes []*corev1.Node, p
 		podsByNode: map[string][]*corev1.Pod{},
 		now:        metav1.NewTime(c.clock.Now()),
 	}
-	v.generation, _ = daemonsetutil.TemplateGeneration(ds.Annotations, appsv1alpha1.DeprecatedTemplateGenerationAnnotationKey)
+	v.generation, _ = daemonsetutil.TemplateGeneration(ds.Annotations, appsv1beta1.DeprecatedTemplateGenerationAnnotationKey)
 	for _, node := range v.nodes {
 		v.nodeByName[node.Name] = node
 		v.eligible[node.Name] = c.eligibility(ds, node)
@@ -98,8 +98,8 @@ func (v *view) available(pod *corev1.Pod) bool {
 	if !podutil.IsPodAvailable(pod, v.ds.Spec.MinReadySeconds, v.now) {
 		return false
 	}
-	if kruisepod.HasReadinessGate(pod, appsv1alpha1.InPlaceUpdateReady) {
-		if cond := kruisepod.PodCondition(pod, appsv1alpha1.InPlaceUpdateReady); cond != nil && cond.Status != corev1.ConditionTrue {
+	if kruisepod.HasReadinessGate(pod, appsv1beta1.InPlaceUpdateReady) {
+		if cond := kruisepod.PodCondition(pod, appsv1beta1.InPlaceUpdateReady); cond != nil && cond.Status != corev1.ConditionTrue {
 			return false
 		}
 	}
@@ -241,7 +241,7 @@ func (c *Controller) expectationsSatisfied(ctx context.Context, key string) (boo
 
 // claimPods claims ds's pods, adopting matching orphans and releasing owned pods that no
 // longer match.
-func (c *Controller) claimPods(ctx context.Context, ds *appsv1alpha1.DaemonSet, selector labels.Selector) ([]*corev1.Pod, error) {
+func (c *Controller) claimPods(ctx context.Context, ds *appsv1beta1.DaemonSet, selector labels.Selector) ([]*corev1.Pod, error) {
 	candidates, err := podutil.PodsForOwner(c.podIndexer, ds, controllerKind.Kind, true)
 	if err != nil {
 		return nil, fmt.Errorf("listing pods of DaemonSet %s: %w", klog.KObj(ds), err)
@@ -257,9 +257,9 @@ func (c *Controller) claimPods(ctx context.Context, ds *appsv1alpha1.DaemonSet, 
 // canAdopt reads ds live before the first adoption of a sync: the cache may not show yet
 // that it is being deleted, and adopting for it would hand the objects to the garbage
 // collector.
-func (c *Controller) canAdopt(ds *appsv1alpha1.DaemonSet) refmanager.CanAdoptFunc {
+func (c *Controller) canAdopt(ds *appsv1beta1.DaemonSet) refmanager.CanAdoptFunc {
 	return refmanager.RecheckDeletionTimestamp(ds, controllerKind.Kind, func(ctx context.Context) (metav1.Object, error) {
-		return c.bosunClient.AppsV1alpha1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{})
+		return c.bosunClient.AppsV1beta1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{})
 	})
 }
 
@@ -276,7 +276,7 @@ func (c *Controller) gcFailedPodsBackoff() {
 
 // eventObject returns ds with its type set, so that events name it even where the
 // recorder's scheme does not know apps.kruise.io.
-func eventObject(ds *appsv1alpha1.DaemonSet) *appsv1alpha1.DaemonSet {
+func eventObject(ds *appsv1beta1.DaemonSet) *appsv1beta1.DaemonSet {
 	if ds.Kind != "" {
 		return ds
 	}

@@ -14,7 +14,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 
 	"github.com/bosun-dev/bosun/pkg/controller/advanceddaemonset/daemonsetutil"
 	"github.com/bosun-dev/bosun/pkg/controller/hash"
@@ -34,10 +34,10 @@ func TestSyncCreatesOnePodPerEligibleNode(t *testing.T) {
 		t.Fatalf("pods created on %v, want [n1 n2]", got)
 	}
 	pod := f.createdPods()[0]
-	if pod.GenerateName != "ds-" || pod.Labels[appsv1alpha1.ControllerRevisionHashLabelKey] != hashOf(ds) {
+	if pod.GenerateName != "ds-" || pod.Labels[appsv1beta1.ControllerRevisionHashLabelKey] != hashOf(ds) {
 		t.Errorf("pod metadata = %+v", pod.ObjectMeta)
 	}
-	if ref := metav1.GetControllerOf(pod); ref == nil || ref.APIVersion != "apps.kruise.io/v1alpha1" || ref.Kind != "DaemonSet" || ref.UID != ds.UID {
+	if ref := metav1.GetControllerOf(pod); ref == nil || ref.APIVersion != "apps.kruise.io/v1beta1" || ref.Kind != "DaemonSet" || ref.UID != ds.UID {
 		t.Errorf("controller ref = %+v", ref)
 	}
 	if len(pod.Spec.Tolerations) != 6 {
@@ -149,7 +149,7 @@ func TestFailedPodIsDeletedWithBackoff(t *testing.T) {
 
 func TestProgressiveCreationHonoursPartition(t *testing.T) {
 	ds := newDS()
-	ds.Annotations = map[string]string{appsv1alpha1.ProgressiveCreatePodAnnotation: "true"}
+	ds.Annotations = map[string]string{appsv1beta1.ProgressiveCreatePodAnnotation: "true"}
 	ds.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To(intstr.FromInt32(2))
 	objects := []runtime.Object{ds, revisionOf(t, ds, 1)}
 	for _, name := range []string{"e", "d", "c", "b", "a"} {
@@ -170,10 +170,35 @@ func TestProgressiveCreationHonoursPartition(t *testing.T) {
 	if got := len(f2.createdPods()); got != 5 {
 		t.Errorf("created %d pods without progressive creation, want 5", got)
 	}
+
+	// The v1beta1 field asks for it too, and decides over the annotation when set.
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		scale       *appsv1beta1.DaemonSetScaleStrategy
+		want        []string
+	}{
+		{"field true", nil, &appsv1beta1.DaemonSetScaleStrategy{PartitionedScaling: true}, []string{"a", "b", "c"}},
+		{"field false over annotation true", map[string]string{appsv1beta1.ProgressiveCreatePodAnnotation: "true"}, &appsv1beta1.DaemonSetScaleStrategy{}, []string{"a", "b", "c", "d", "e"}},
+		{"field true over annotation false", map[string]string{appsv1beta1.ProgressiveCreatePodAnnotation: "false"}, &appsv1beta1.DaemonSetScaleStrategy{PartitionedScaling: true}, []string{"a", "b", "c"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ds := newDS()
+			ds.Annotations = tc.annotations
+			ds.Spec.ScaleStrategy = tc.scale
+			ds.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To(intstr.FromInt32(2))
+			objects[0], objects[1] = ds, revisionOf(t, ds, 1)
+			f := newFixture(t, fixtureOption{}, objects...)
+			f.sync(ds)
+			if got := f.createdNodes(); !slices.Equal(got, tc.want) {
+				t.Errorf("pods created on %v, want %v", got, tc.want)
+			}
+		})
+	}
 }
 
 // rolled returns ds with a new image, and the revisions of the old and new template.
-func rolled(t *testing.T, ds *appsv1alpha1.DaemonSet, image string) (*appsv1alpha1.DaemonSet, *appsv1.ControllerRevision, *appsv1.ControllerRevision) {
+func rolled(t *testing.T, ds *appsv1beta1.DaemonSet, image string) (*appsv1beta1.DaemonSet, *appsv1.ControllerRevision, *appsv1.ControllerRevision) {
 	t.Helper()
 	oldRevision := revisionOf(t, ds, 1)
 	next := ds.DeepCopy()
@@ -200,11 +225,11 @@ func TestRollingUpdateDeletesWithinMaxUnavailable(t *testing.T) {
 func TestRollingUpdateWithPreDeleteHook(t *testing.T) {
 	old := newDS()
 	ds, r1, r2 := rolled(t, old, "img:v2")
-	ds.Spec.Lifecycle = &appsv1alpha1.Lifecycle{PreDelete: &appsv1alpha1.LifecycleHook{LabelsHandler: map[string]string{"hold": "true"}, MarkPodNotReady: true}}
+	ds.Spec.Lifecycle = &appsv1beta1.Lifecycle{PreDelete: &appsv1beta1.LifecycleHook{LabelsHandler: map[string]string{"hold": "true"}, MarkPodNotReady: true}}
 	held := newPod("p1", old, hashOf(old), "n1")
 	held.Labels["hold"] = "true"
-	held.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: appsv1alpha1.KruisePodReadyConditionType}}
-	held.Status.Conditions = append(held.Status.Conditions, corev1.PodCondition{Type: appsv1alpha1.KruisePodReadyConditionType, Status: corev1.ConditionTrue})
+	held.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: appsv1beta1.KruisePodReadyConditionType}}
+	held.Status.Conditions = append(held.Status.Conditions, corev1.PodCondition{Type: appsv1beta1.KruisePodReadyConditionType, Status: corev1.ConditionTrue})
 	f := newFixture(t, fixtureOption{}, ds, r1, r2, newNode("n1"), held)
 	f.sync(ds)
 	if got := f.deletedPods(); len(got) != 0 {
@@ -223,7 +248,7 @@ func TestRollingUpdateWithPreDeleteHook(t *testing.T) {
 	if marked == nil {
 		t.Fatal("pod was not marked not ready")
 	}
-	cond := kruisepod.PodCondition(marked, appsv1alpha1.KruisePodReadyConditionType)
+	cond := kruisepod.PodCondition(marked, appsv1beta1.KruisePodReadyConditionType)
 	if cond.Status != corev1.ConditionFalse || cond.Message != `[{"userAgent":"Lifecycle","key":"preDeleteHook"}]` {
 		t.Errorf("KruisePodReady = %+v", cond)
 	}
@@ -239,7 +264,7 @@ func TestRollingUpdateWithPreDeleteHook(t *testing.T) {
 	released := held.DeepCopy()
 	released.ResourceVersion = "100"
 	delete(released.Labels, "hold")
-	released.Labels[appsv1alpha1.LifecycleStateKey] = string(appsv1alpha1.LifecycleStatePreparingDelete)
+	released.Labels[appsv1beta1.LifecycleStateKey] = string(appsv1beta1.LifecycleStatePreparingDelete)
 	f.c.podUpdates.Forget(key(ds))
 	if err := f.podIndexer.Update(released); err != nil {
 		t.Fatal(err)
@@ -290,11 +315,11 @@ func TestSurgeCreatesNextToOldPodThenDeletesIt(t *testing.T) {
 
 func TestInPlaceUpdate(t *testing.T) {
 	old := newDS()
-	old.Spec.UpdateStrategy.RollingUpdate.Type = appsv1alpha1.InplaceRollingUpdateType
+	old.Spec.UpdateStrategy.RollingUpdate.Type = appsv1beta1.InplaceRollingUpdateType
 	ds, r1, r2 := rolled(t, old, "img:v2")
 	pod := newPod("p1", old, hashOf(old), "n1")
-	pod.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: appsv1alpha1.InPlaceUpdateReady}}
-	pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: appsv1alpha1.InPlaceUpdateReady, Status: corev1.ConditionTrue})
+	pod.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: appsv1beta1.InPlaceUpdateReady}}
+	pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: appsv1beta1.InPlaceUpdateReady, Status: corev1.ConditionTrue})
 	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", Image: "img:v1", ImageID: "sha-1"}}
 	f := newFixture(t, fixtureOption{}, ds, r1, r2, newNode("n1"), pod)
 	f.sync(ds)
@@ -314,14 +339,14 @@ func TestInPlaceUpdate(t *testing.T) {
 	if statusUpdate == nil || updated == nil {
 		t.Fatalf("status update %v, update %v", statusUpdate != nil, updated != nil)
 	}
-	if cond := kruisepod.PodCondition(statusUpdate, appsv1alpha1.InPlaceUpdateReady); cond.Status != corev1.ConditionFalse || cond.Reason != "StartInPlaceUpdate" {
+	if cond := kruisepod.PodCondition(statusUpdate, appsv1beta1.InPlaceUpdateReady); cond.Status != corev1.ConditionFalse || cond.Reason != "StartInPlaceUpdate" {
 		t.Errorf("InPlaceUpdateReady = %+v", cond)
 	}
-	if updated.Spec.Containers[0].Image != "img:v2" || updated.Labels[appsv1alpha1.ControllerRevisionHashLabelKey] != hashOf(ds) {
+	if updated.Spec.Containers[0].Image != "img:v2" || updated.Labels[appsv1beta1.ControllerRevisionHashLabelKey] != hashOf(ds) {
 		t.Errorf("updated pod = %+v", updated)
 	}
-	if !strings.Contains(updated.Annotations[appsv1alpha1.InPlaceUpdateStateKey], `"lastContainerStatuses":{"c":{"imageID":"sha-1"}}`) {
-		t.Errorf("state = %s", updated.Annotations[appsv1alpha1.InPlaceUpdateStateKey])
+	if !strings.Contains(updated.Annotations[appsv1beta1.InPlaceUpdateStateKey], `"lastContainerStatuses":{"c":{"imageID":"sha-1"}}`) {
+		t.Errorf("state = %s", updated.Annotations[appsv1beta1.InPlaceUpdateStateKey])
 	}
 	if !hasEvent(f.events(), "Normal SuccessfulUpdatePodInPlace") {
 		t.Error("no SuccessfulUpdatePodInPlace event")
@@ -330,14 +355,14 @@ func TestInPlaceUpdate(t *testing.T) {
 
 func TestInPlaceFallsBackToRecreate(t *testing.T) {
 	old := newDS()
-	old.Spec.UpdateStrategy.RollingUpdate.Type = appsv1alpha1.InplaceRollingUpdateType
+	old.Spec.UpdateStrategy.RollingUpdate.Type = appsv1beta1.InplaceRollingUpdateType
 	ds := old.DeepCopy()
 	ds.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "A", Value: "1"}}
 	r1 := revisionOf(t, old, 1)
 	r2 := revisionOf(t, ds, 2)
-	r2.Name, r2.Labels[appsv1alpha1.ControllerRevisionHashLabelKey] = "ds-env", "env"
+	r2.Name, r2.Labels[appsv1beta1.ControllerRevisionHashLabelKey] = "ds-env", "env"
 	pod := newPod("p1", old, hashOf(old), "n1")
-	pod.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: appsv1alpha1.InPlaceUpdateReady}}
+	pod.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: appsv1beta1.InPlaceUpdateReady}}
 	f := newFixture(t, fixtureOption{}, ds, r1, r2, newNode("n1"), pod)
 	f.sync(ds)
 	if got := f.deletedPods(); !slices.Equal(got, []string{"p1"}) {
@@ -347,11 +372,11 @@ func TestInPlaceFallsBackToRecreate(t *testing.T) {
 
 func TestInPlaceCompletionTurnsConditionTrue(t *testing.T) {
 	ds := newDS()
-	ds.Spec.UpdateStrategy.RollingUpdate.Type = appsv1alpha1.InplaceRollingUpdateType
+	ds.Spec.UpdateStrategy.RollingUpdate.Type = appsv1beta1.InplaceRollingUpdateType
 	pod := newPod("p1", ds, hashOf(ds), "n1")
-	pod.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: appsv1alpha1.InPlaceUpdateReady}}
-	pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: appsv1alpha1.InPlaceUpdateReady, Status: corev1.ConditionFalse, Reason: "StartInPlaceUpdate"})
-	pod.Annotations = map[string]string{appsv1alpha1.InPlaceUpdateStateKey: `{"revision":"x","updateTimestamp":null,"lastContainerStatuses":{"c":{"imageID":"sha-1"}},"updateImages":true}`}
+	pod.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: appsv1beta1.InPlaceUpdateReady}}
+	pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: appsv1beta1.InPlaceUpdateReady, Status: corev1.ConditionFalse, Reason: "StartInPlaceUpdate"})
+	pod.Annotations = map[string]string{appsv1beta1.InPlaceUpdateStateKey: `{"revision":"x","updateTimestamp":null,"lastContainerStatuses":{"c":{"imageID":"sha-1"}},"updateImages":true}`}
 	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", Image: "img:v0", ImageID: "sha-1"}}
 	f := newFixture(t, fixtureOption{}, ds, revisionOf(t, ds, 1), newNode("n1"), pod)
 	f.sync(ds)
@@ -371,7 +396,7 @@ func TestInPlaceCompletionTurnsConditionTrue(t *testing.T) {
 		t.Fatalf("pod updates = %d, want one status update", len(updates))
 	}
 	written := updates[0].(clienttesting.UpdateAction).GetObject().(*corev1.Pod)
-	if cond := kruisepod.PodCondition(written, appsv1alpha1.InPlaceUpdateReady); cond.Status != corev1.ConditionTrue {
+	if cond := kruisepod.PodCondition(written, appsv1beta1.InPlaceUpdateReady); cond.Status != corev1.ConditionTrue {
 		t.Errorf("InPlaceUpdateReady = %+v, want True", cond)
 	}
 }
@@ -386,14 +411,14 @@ func TestHistoryCreatesCanonicalRevision(t *testing.T) {
 	}
 	revision := creates[0].(clienttesting.CreateAction).GetObject().(*appsv1.ControllerRevision)
 	wantHash := hash.ComputeHash(&ds.Spec.Template, nil)
-	if revision.Name != "ds-"+wantHash || revision.Labels[appsv1alpha1.ControllerRevisionHashLabelKey] != wantHash || revision.Revision != 1 {
+	if revision.Name != "ds-"+wantHash || revision.Labels[appsv1beta1.ControllerRevisionHashLabelKey] != wantHash || revision.Revision != 1 {
 		t.Errorf("revision = %s %v %d", revision.Name, revision.Labels, revision.Revision)
 	}
 	data, _ := kruisepod.RevisionData(&ds.Spec.Template)
 	if string(revision.Data.Raw) != string(data) {
 		t.Errorf("data = %s", revision.Data.Raw)
 	}
-	if pods := f.createdPods(); len(pods) != 1 || pods[0].Labels[appsv1alpha1.ControllerRevisionHashLabelKey] != wantHash {
+	if pods := f.createdPods(); len(pods) != 1 || pods[0].Labels[appsv1beta1.ControllerRevisionHashLabelKey] != wantHash {
 		t.Errorf("pods = %v", pods)
 	}
 }
@@ -421,7 +446,7 @@ func TestHistoryCleanupKeepsLiveHashes(t *testing.T) {
 	ds := newDS()
 	ds.Spec.RevisionHistoryLimit = ptr.To[int32](1)
 	objects := []runtime.Object{newNode("n1")}
-	var oldDS *appsv1alpha1.DaemonSet
+	var oldDS *appsv1beta1.DaemonSet
 	for i, image := range []string{"img:a", "img:b", "img:c", "img:d"} {
 		d := ds.DeepCopy()
 		d.Spec.Template.Spec.Containers[0].Image = image
@@ -464,7 +489,35 @@ func TestOrphanIsAdoptedNotDuplicated(t *testing.T) {
 	if len(f.createdPods()) != 0 {
 		t.Error("created a pod next to the adopted orphan")
 	}
-	if patches := f.actions("patch", "pods"); len(patches) != 1 || !strings.Contains(string(patches[0].(clienttesting.PatchAction).GetPatch()), `"apiVersion":"apps.kruise.io/v1alpha1"`) {
+	if patches := f.actions("patch", "pods"); len(patches) != 1 || !strings.Contains(string(patches[0].(clienttesting.PatchAction).GetPatch()), `"apiVersion":"apps.kruise.io/v1beta1"`) {
 		t.Errorf("adoption patches = %v", patches)
+	}
+}
+
+// A takeover from OpenKruise before 1.9 or an older bosun: the pods and revisions name the
+// DaemonSet in v1alpha1. They are claimed by UID and never written just to change the
+// version; the rollout goes on as with references of the current version.
+func TestOlderOwnerReferencesAreClaimedNotRewritten(t *testing.T) {
+	old := newDS()
+	ds, oldRevision, current := rolled(t, old, "img:v2")
+	f := newFixture(t, fixtureOption{}, ds, withAlphaOwner(oldRevision), withAlphaOwner(current),
+		newNode("n1"), newNode("n2"),
+		withAlphaOwner(newPod("p-n1", ds, hashOf(ds), "n1")),
+		withAlphaOwner(newPod("p-n2", old, hashOf(old), "n2")))
+	f.sync(ds)
+	for _, write := range [][2]string{{"patch", "pods"}, {"update", "pods"}, {"patch", "controllerrevisions"}, {"update", "controllerrevisions"}, {"create", "controllerrevisions"}} {
+		if got := f.actions(write[0], write[1]); len(got) != 0 {
+			t.Errorf("%s %s: %v, want none", write[0], write[1], got)
+		}
+	}
+	if got := len(f.createdPods()); got != 0 {
+		t.Errorf("created %d pods next to claimed ones, want none", got)
+	}
+	if got := f.deletedPods(); !slices.Equal(got, []string{"p-n2"}) {
+		t.Errorf("deleted %v, want the old pod p-n2 replaced", got)
+	}
+	status := f.lastStatus()
+	if status == nil || status.CurrentNumberScheduled != 2 || status.UpdatedNumberScheduled != 1 || status.UpdateRevision != hashOf(ds) {
+		t.Errorf("status = %+v, want 2 scheduled, 1 updated, updateRevision %s", status, hashOf(ds))
 	}
 }

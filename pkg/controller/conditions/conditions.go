@@ -4,7 +4,7 @@
 // has changes nothing, so that a repeating state never rewrites status or restarts a clock.
 //
 // Go generics cannot reach struct fields, so each condition type is described once, by an
-// Accessors value in this package (ReplicaSet, Deployment, DaemonSet); a controller for a
+// Accessors value in this package (ReplicaSet, Deployment, DaemonSet, Meta); a controller for a
 // new type adds its own value here rather than a private copy of the helpers.
 package conditions
 
@@ -89,4 +89,13 @@ var DaemonSet = Accessors[appsv1.DaemonSetCondition, appsv1.DaemonSetConditionTy
 	Status:         func(c *appsv1.DaemonSetCondition) corev1.ConditionStatus { return c.Status },
 	Reason:         func(c *appsv1.DaemonSetCondition) string { return c.Reason },
 	TransitionTime: func(c *appsv1.DaemonSetCondition) *metav1.Time { return &c.LastTransitionTime },
+}
+
+// Meta describes metav1.Condition, the condition type of newer APIs (the v1beta1
+// ContainerRecreateRequest status). Its status values are spelled like corev1's.
+var Meta = Accessors[metav1.Condition, string]{
+	Type:           func(c *metav1.Condition) string { return c.Type },
+	Status:         func(c *metav1.Condition) corev1.ConditionStatus { return corev1.ConditionStatus(c.Status) },
+	Reason:         func(c *metav1.Condition) string { return c.Reason },
+	TransitionTime: func(c *metav1.Condition) *metav1.Time { return &c.LastTransitionTime },
 }

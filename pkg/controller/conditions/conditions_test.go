@@ -150,3 +150,17 @@ func TestSetDaemonSetCondition(t *testing.T) {
 		t.Errorf("Get = %+v", got)
 	}
 }
+
+func TestSetMetaCondition(t *testing.T) {
+	other := metav1.Condition{Type: "Other", Status: metav1.ConditionTrue, Reason: "Someone", LastTransitionTime: at(-60)}
+	conds := []metav1.Condition{other, {Type: "PreRecreateGrace", Status: metav1.ConditionFalse, Reason: "Waiting", LastTransitionTime: at(-3600)}}
+	conds = Meta.Set(conds, metav1.Condition{Type: "PreRecreateGrace", Status: metav1.ConditionTrue, Reason: "PreRecreateGrace", LastTransitionTime: at(0)})
+	now := at(0)
+	if len(conds) != 2 || conds[0] != other || conds[1].Status != metav1.ConditionTrue || !conds[1].LastTransitionTime.Equal(&now) {
+		t.Errorf("a status change must replace the condition and keep the others: %+v", conds)
+	}
+	again := Meta.Set(conds, metav1.Condition{Type: "PreRecreateGrace", Status: metav1.ConditionTrue, Reason: "PreRecreateGrace", LastTransitionTime: at(100)})
+	if got := Meta.Get(again, "PreRecreateGrace"); got == nil || !got.LastTransitionTime.Equal(&now) {
+		t.Errorf("re-asserting the condition moved its time: %+v", got)
+	}
+}

@@ -6,10 +6,10 @@ import (
 	"reflect"
 	"time"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	bosunclientset "github.com/bosun-dev/client-go/clientset/versioned"
-	crrinformers "github.com/bosun-dev/client-go/informers/externalversions/apps/v1alpha1"
-	crrlisters "github.com/bosun-dev/client-go/listers/apps/v1alpha1"
+	crrinformers "github.com/bosun-dev/client-go/informers/externalversions/apps/v1beta1"
+	crrlisters "github.com/bosun-dev/client-go/listers/apps/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -62,7 +62,7 @@ type Controller struct {
 	syncHandler queue.SyncFunc[string]
 
 	// podEvents decides which requests a pod event concerns (see requestPodHandlers).
-	podEvents refmanager.PodHandlers[*appsv1alpha1.ContainerRecreateRequest]
+	podEvents refmanager.PodHandlers[*appsv1beta1.ContainerRecreateRequest]
 }
 
 // NewController builds the controller on the given informers. client writes pod status
@@ -113,11 +113,11 @@ func addPodUIDIndex(informer cache.SharedIndexInformer) error {
 		return nil
 	}
 	err := informer.AddIndexers(cache.Indexers{podUIDIndex: func(obj any) ([]string, error) {
-		crr, ok := obj.(*appsv1alpha1.ContainerRecreateRequest)
+		crr, ok := obj.(*appsv1beta1.ContainerRecreateRequest)
 		if !ok {
 			return nil, nil
 		}
-		if uid := crr.Labels[appsv1alpha1.ContainerRecreateRequestPodUIDKey]; uid != "" {
+		if uid := crr.Labels[appsv1beta1.ContainerRecreateRequestPodUIDKey]; uid != "" {
 			return []string{uid}, nil
 		}
 		return nil, nil
@@ -128,12 +128,12 @@ func addPodUIDIndex(informer cache.SharedIndexInformer) error {
 	return nil
 }
 
-func (c *Controller) enqueue(crr *appsv1alpha1.ContainerRecreateRequest) {
+func (c *Controller) enqueue(crr *appsv1beta1.ContainerRecreateRequest) {
 	c.queue.Add(queue.KeyForRef(crr.Namespace, crr.Name))
 }
 
 func (c *Controller) addRequest(ctx context.Context, obj any) {
-	crr, ok := obj.(*appsv1alpha1.ContainerRecreateRequest)
+	crr, ok := obj.(*appsv1beta1.ContainerRecreateRequest)
 	if !ok {
 		return
 	}
@@ -142,7 +142,7 @@ func (c *Controller) addRequest(ctx context.Context, obj any) {
 }
 
 func (c *Controller) updateRequest(ctx context.Context, _, cur any) {
-	crr, ok := cur.(*appsv1alpha1.ContainerRecreateRequest)
+	crr, ok := cur.(*appsv1beta1.ContainerRecreateRequest)
 	if !ok {
 		return
 	}
@@ -160,8 +160,8 @@ func (c *Controller) deletePod(ctx context.Context, obj any) { c.podEvents.Delet
 
 // requestPodHandlers says how pod events concern requests: every event of a pod queues
 // its unfinished requests, found through podUIDIndex.
-func (c *Controller) requestPodHandlers() refmanager.PodHandlers[*appsv1alpha1.ContainerRecreateRequest] {
-	return refmanager.PodHandlers[*appsv1alpha1.ContainerRecreateRequest]{
+func (c *Controller) requestPodHandlers() refmanager.PodHandlers[*appsv1beta1.ContainerRecreateRequest] {
+	return refmanager.PodHandlers[*appsv1beta1.ContainerRecreateRequest]{
 		Kind:      "ContainerRecreateRequest",
 		Selecting: c.unfinishedRequestsOf,
 		UpdateConcerns: func(old, cur *corev1.Pod) bool {
@@ -173,15 +173,15 @@ func (c *Controller) requestPodHandlers() refmanager.PodHandlers[*appsv1alpha1.C
 }
 
 // unfinishedRequestsOf returns the requests on pod that have not completed.
-func (c *Controller) unfinishedRequestsOf(ctx context.Context, pod *corev1.Pod) []*appsv1alpha1.ContainerRecreateRequest {
+func (c *Controller) unfinishedRequestsOf(ctx context.Context, pod *corev1.Pod) []*appsv1beta1.ContainerRecreateRequest {
 	objs, err := c.requestsIndexer.ByIndex(podUIDIndex, string(pod.UID))
 	if err != nil {
 		utilruntime.HandleErrorWithContext(ctx, err, "Listing the ContainerRecreateRequests of a pod", "pod", klog.KObj(pod))
 		return nil
 	}
-	var unfinished []*appsv1alpha1.ContainerRecreateRequest
+	var unfinished []*appsv1beta1.ContainerRecreateRequest
 	for _, obj := range objs {
-		if crr, ok := obj.(*appsv1alpha1.ContainerRecreateRequest); ok && crr.Status.CompletionTime == nil {
+		if crr, ok := obj.(*appsv1beta1.ContainerRecreateRequest); ok && crr.Status.CompletionTime == nil {
 			unfinished = append(unfinished, crr)
 		}
 	}

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -12,7 +12,7 @@ import (
 
 func TestPodEventsQueueTheUnfinishedRequestsOfThePod(t *testing.T) {
 	other := admitted("other-pod", "")
-	other.Labels[appsv1alpha1.ContainerRecreateRequestPodUIDKey] = "pod-9"
+	other.Labels[appsv1beta1.ContainerRecreateRequestPodUIDKey] = "pod-9"
 	f := newFixture(t, runningPod(),
 		admitted("open", ""), completedAt(admitted("done", ""), t0, MessagePodGone), other)
 	pod := f.pod("web")

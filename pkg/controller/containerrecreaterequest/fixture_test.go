@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	bosunfake "github.com/bosun-dev/client-go/clientset/versioned/fake"
 	bosuninformers "github.com/bosun-dev/client-go/informers/externalversions"
 	corev1 "k8s.io/api/core/v1"
@@ -29,7 +29,7 @@ const ns = "shop"
 // t0 is when the test requests are created; the fake clock starts there.
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-var crrResource = schema.GroupVersionResource{Group: "apps.kruise.io", Version: "v1alpha1", Resource: "containerrecreaterequests"}
+var crrResource = schema.GroupVersionResource{Group: "apps.kruise.io", Version: "v1beta1", Resource: "containerrecreaterequests"}
 
 // fixture is the controller on informer caches that are kept equal to fake clientsets.
 type fixture struct {
@@ -66,7 +66,7 @@ func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
 	f.podInformer = informers.NewSharedInformerFactory(f.kube, 0)
 	f.crrFactory = bosuninformers.NewSharedInformerFactory(f.bosun, 0)
 	q, wrapQueue := queuetest.Wrapping()
-	c, err := NewController(ctx, f.crrFactory.Apps().V1alpha1().ContainerRecreateRequests(), f.podInformer.Core().V1().Pods(),
+	c, err := NewController(ctx, f.crrFactory.Apps().V1beta1().ContainerRecreateRequests(), f.podInformer.Core().V1().Pods(),
 		f.kube, f.bosun, options.WithClock(f.clock), wrapQueue)
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +93,7 @@ func (f *fixture) refreshCaches() {
 	if err := podStore.Replace(podObjs, ""); err != nil {
 		f.t.Fatal(err)
 	}
-	crrs, err := f.bosun.AppsV1alpha1().ContainerRecreateRequests(ns).List(f.ctx, metav1.ListOptions{})
+	crrs, err := f.bosun.AppsV1beta1().ContainerRecreateRequests(ns).List(f.ctx, metav1.ListOptions{})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func (f *fixture) sync(name string) {
 
 func (f *fixture) crr(name string) *crr {
 	f.t.Helper()
-	r, err := f.bosun.AppsV1alpha1().ContainerRecreateRequests(ns).Get(f.ctx, name, metav1.GetOptions{})
+	r, err := f.bosun.AppsV1beta1().ContainerRecreateRequests(ns).Get(f.ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -190,35 +190,35 @@ func runningStatus(name, id string, restarts int32, since time.Time) corev1.Cont
 
 // withKruisePodReady gives the pod the KruisePodReady gate and a True condition.
 func withKruisePodReady(pod *corev1.Pod) *corev1.Pod {
-	pod.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: appsv1alpha1.KruisePodReadyConditionType}}
-	pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: appsv1alpha1.KruisePodReadyConditionType, Status: corev1.ConditionTrue})
+	pod.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: appsv1beta1.KruisePodReadyConditionType}}
+	pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: appsv1beta1.KruisePodReadyConditionType, Status: corev1.ConditionTrue})
 	return pod
 }
 
 // admitted is request name for container app of pod web as admission left it, created at
 // t0, in phase phase.
-func admitted(name string, phase appsv1alpha1.ContainerRecreateRequestPhase) *crr {
+func admitted(name string, phase appsv1beta1.ContainerRecreateRequestPhase) *crr {
 	return &crr{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: ns, UID: "crr-" + "uid", CreationTimestamp: metav1.NewTime(t0),
 			Labels: map[string]string{
-				appsv1alpha1.ContainerRecreateRequestPodUIDKey:   "pod-1",
-				appsv1alpha1.ContainerRecreateRequestNodeNameKey: "node-a",
-				appsv1alpha1.ContainerRecreateRequestActiveKey:   "true",
+				appsv1beta1.ContainerRecreateRequestPodUIDKey:   "pod-1",
+				appsv1beta1.ContainerRecreateRequestNodeNameKey: "node-a",
+				appsv1beta1.ContainerRecreateRequestActiveKey:   "true",
 			},
 		},
-		Spec: appsv1alpha1.ContainerRecreateRequestSpec{
+		Spec: appsv1beta1.ContainerRecreateRequestSpec{
 			PodName: "web",
-			Containers: []appsv1alpha1.ContainerRecreateRequestContainer{{Name: "app",
-				StatusContext: &appsv1alpha1.ContainerRecreateRequestContainerContext{ContainerID: "containerd://old"}}},
-			Strategy: &appsv1alpha1.ContainerRecreateRequestStrategy{FailurePolicy: appsv1alpha1.ContainerRecreateRequestFailurePolicyFail},
+			Containers: []appsv1beta1.ContainerRecreateRequestContainer{{Name: "app",
+				StatusContext: &appsv1beta1.ContainerRecreateRequestContainerContext{ContainerID: "containerd://old"}}},
+			Strategy: &appsv1beta1.ContainerRecreateRequestStrategy{FailurePolicy: appsv1beta1.ContainerRecreateRequestFailurePolicyFail},
 		},
-		Status: appsv1alpha1.ContainerRecreateRequestStatus{Phase: phase},
+		Status: appsv1beta1.ContainerRecreateRequestStatus{Phase: phase},
 	}
 }
 
 func completedAt(r *crr, at time.Time, message string) *crr {
-	r.Status.Phase = appsv1alpha1.ContainerRecreateRequestCompleted
+	r.Status.Phase = appsv1beta1.ContainerRecreateRequestCompleted
 	r.Status.CompletionTime = ptr.To(metav1.NewTime(at))
 	r.Status.Message = message
 	return r
@@ -226,7 +226,7 @@ func completedAt(r *crr, at time.Time, message string) *crr {
 
 func expectCompleted(t *testing.T, r *crr, message string, at time.Time) {
 	t.Helper()
-	if r.Status.Phase != appsv1alpha1.ContainerRecreateRequestCompleted || r.Status.Message != message ||
+	if r.Status.Phase != appsv1beta1.ContainerRecreateRequestCompleted || r.Status.Message != message ||
 		r.Status.CompletionTime == nil || !r.Status.CompletionTime.Time.Equal(at) {
 		t.Errorf("status = %+v, want Completed at %v with %q", r.Status, at, message)
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,7 +20,7 @@ import (
 // is when one of the timers falls due (the deadline, and the response timeout while the
 // phase is still empty); zero when there is none.
 func completion(cached *crr, pod *corev1.Pod, now time.Time) (message string, next time.Time) {
-	if pod == nil || pod.DeletionTimestamp != nil || string(pod.UID) != cached.Labels[appsv1alpha1.ContainerRecreateRequestPodUIDKey] {
+	if pod == nil || pod.DeletionTimestamp != nil || string(pod.UID) != cached.Labels[appsv1beta1.ContainerRecreateRequestPodUIDKey] {
 		return MessagePodGone, time.Time{}
 	}
 	created := cached.CreationTimestamp.Time
@@ -47,11 +47,11 @@ func completion(cached *crr, pod *corev1.Pod, now time.Time) (message string, ne
 // event of the write brings the request back, to be finished (see finish).
 func (c *Controller) complete(ctx context.Context, cached *crr, message string, now time.Time) error {
 	updated := cached.DeepCopy()
-	updated.Status.Phase = appsv1alpha1.ContainerRecreateRequestCompleted
+	updated.Status.Phase = appsv1beta1.ContainerRecreateRequestCompleted
 	completedAt := metav1.NewTime(now)
 	updated.Status.CompletionTime = &completedAt
 	updated.Status.Message = message
-	_, err := c.bosunClient.AppsV1alpha1().ContainerRecreateRequests(cached.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	_, err := c.bosunClient.AppsV1beta1().ContainerRecreateRequests(cached.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

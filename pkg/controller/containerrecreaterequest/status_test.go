@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -28,7 +28,7 @@ func TestPodGone(t *testing.T) {
 		{"replaced by a pod of the same name", replaced},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			objects := []runtime.Object{admitted("r", appsv1alpha1.ContainerRecreateRequestRecreating)}
+			objects := []runtime.Object{admitted("r", appsv1beta1.ContainerRecreateRequestRecreating)}
 			if tt.pod != nil {
 				objects = append(objects, tt.pod)
 			}
@@ -56,7 +56,7 @@ func TestResponseTimeout(t *testing.T) {
 
 // A request the agent picked up is not timed out for want of a response.
 func TestNoResponseTimeoutOncePickedUp(t *testing.T) {
-	for _, phase := range []appsv1alpha1.ContainerRecreateRequestPhase{appsv1alpha1.ContainerRecreateRequestPending, appsv1alpha1.ContainerRecreateRequestRecreating} {
+	for _, phase := range []appsv1beta1.ContainerRecreateRequestPhase{appsv1beta1.ContainerRecreateRequestPending, appsv1beta1.ContainerRecreateRequestRecreating} {
 		t.Run(string(phase), func(t *testing.T) {
 			f := newFixture(t, runningPod(), admitted("r", phase))
 			f.clock.SetTime(t0.Add(10 * time.Minute))
@@ -72,7 +72,7 @@ func TestNoResponseTimeoutOncePickedUp(t *testing.T) {
 }
 
 func TestActiveDeadline(t *testing.T) {
-	r := admitted("r", appsv1alpha1.ContainerRecreateRequestRecreating)
+	r := admitted("r", appsv1beta1.ContainerRecreateRequestRecreating)
 	r.Spec.ActiveDeadlineSeconds = ptr.To[int64](5)
 	f := newFixture(t, runningPod(), r)
 	f.clock.Step(2 * time.Second)
@@ -104,7 +104,7 @@ func TestUnpickedRequeuesAtTheNearestTimer(t *testing.T) {
 // response before its deadline counts.
 func TestCompletionOrder(t *testing.T) {
 	late := t0.Add(time.Hour)
-	overdue := func(phase appsv1alpha1.ContainerRecreateRequestPhase) *crr {
+	overdue := func(phase appsv1beta1.ContainerRecreateRequestPhase) *crr {
 		r := admitted("r", phase)
 		r.Spec.ActiveDeadlineSeconds = ptr.To[int64](5)
 		return r
@@ -119,10 +119,10 @@ func TestCompletionOrder(t *testing.T) {
 	}{
 		{"pod gone and both timers passed", overdue(""), nil, late, MessagePodGone, time.Time{}},
 		{"no response and deadline passed", overdue(""), runningPod(), late, MessageNoResponse, time.Time{}},
-		{"picked up, deadline passed", overdue(appsv1alpha1.ContainerRecreateRequestPending), runningPod(), late, MessageDeadlineExceeded, time.Time{}},
+		{"picked up, deadline passed", overdue(appsv1beta1.ContainerRecreateRequestPending), runningPod(), late, MessageDeadlineExceeded, time.Time{}},
 		{"unpicked, deadline first", overdue(""), runningPod(), t0, "", t0.Add(5 * time.Second)},
 		{"unpicked, no deadline", admitted("r", ""), runningPod(), t0, "", t0.Add(ResponseTimeout)},
-		{"picked up, no deadline", admitted("r", appsv1alpha1.ContainerRecreateRequestRecreating), runningPod(), late, "", time.Time{}},
+		{"picked up, no deadline", admitted("r", appsv1beta1.ContainerRecreateRequestRecreating), runningPod(), late, "", time.Time{}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			message, next := completion(tt.request, tt.pod, tt.now)
@@ -135,8 +135,8 @@ func TestCompletionOrder(t *testing.T) {
 
 // Completing a request deleted since the cache saw it is nothing to retry.
 func TestCompletingARequestGoneMeanwhile(t *testing.T) {
-	f := newFixture(t, admitted("r", appsv1alpha1.ContainerRecreateRequestRecreating))
-	if err := f.bosun.AppsV1alpha1().ContainerRecreateRequests(ns).Delete(f.ctx, "r", metav1.DeleteOptions{}); err != nil {
+	f := newFixture(t, admitted("r", appsv1beta1.ContainerRecreateRequestRecreating))
+	if err := f.bosun.AppsV1beta1().ContainerRecreateRequests(ns).Delete(f.ctx, "r", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	f.queue.Reset()

@@ -7,19 +7,21 @@ import (
 	"slices"
 	"time"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/bosun-dev/bosun/pkg/controller/conditions"
+	"github.com/bosun-dev/bosun/pkg/controller/containerrecreaterequest/crrutil"
 	"github.com/bosun-dev/bosun/pkg/controller/kruisepod"
 	"github.com/bosun-dev/bosun/pkg/controller/podcontrol"
 	"github.com/bosun-dev/bosun/pkg/controller/queue"
 )
 
-type crr = appsv1alpha1.ContainerRecreateRequest
+type crr = appsv1beta1.ContainerRecreateRequest
 
 // syncRequest brings one request a step further; see the package documentation. Each
 // write it makes comes back as an update event, which syncs the request again.
@@ -51,7 +53,7 @@ func (c *Controller) syncRequest(ctx context.Context, key string) error {
 	if message != "" {
 		return c.complete(ctx, cached, message, now)
 	}
-	if cached.Status.Phase != appsv1alpha1.ContainerRecreateRequestRecreating {
+	if cached.Status.Phase != appsv1beta1.ContainerRecreateRequestRecreating {
 		c.requeueAt(key, next, now)
 		return nil
 	}
@@ -79,15 +81,15 @@ func (c *Controller) requeueAt(key string, when, now time.Time) {
 // finish cleans up after a finished or deleted request: its not-ready mark and finalizer,
 // then (finished only) the active label, then, after its TTL, the request itself.
 func (c *Controller) finish(ctx context.Context, cached *crr, pod *corev1.Pod, now time.Time) error {
-	if slices.Contains(cached.Finalizers, appsv1alpha1.ContainerRecreateRequestUnreadyAcquiredKey) {
+	if slices.Contains(cached.Finalizers, appsv1beta1.ContainerRecreateRequestUnreadyAcquiredKey) {
 		return c.releaseUnready(ctx, cached, pod, now)
 	}
 	if cached.DeletionTimestamp != nil {
 		return nil
 	}
-	requests := c.bosunClient.AppsV1alpha1().ContainerRecreateRequests(cached.Namespace)
-	if _, active := cached.Labels[appsv1alpha1.ContainerRecreateRequestActiveKey]; active {
-		patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:null}}}`, appsv1alpha1.ContainerRecreateRequestActiveKey)
+	requests := c.bosunClient.AppsV1beta1().ContainerRecreateRequests(cached.Namespace)
+	if _, active := cached.Labels[appsv1beta1.ContainerRecreateRequestActiveKey]; active {
+		patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:null}}}`, appsv1beta1.ContainerRecreateRequestActiveKey)
 		if _, err := requests.Patch(ctx, cached.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("removing the active label of ContainerRecreateRequest %s: %w", klog.KObj(cached), err)
 		}
@@ -112,8 +114,8 @@ func (c *Controller) finish(ctx context.Context, cached *crr, pod *corev1.Pod, n
 	return nil
 }
 
-// syncContainerStatuses writes the sync-container-statuses annotation when it changed and
-// returns the request as it now is.
+// syncContainerStatuses writes status.containerStatusSnapshot when it changed and returns
+// the request as it now is.
 //
 // A target container is listed when it runs, started at or after the request's
 // creationTimestamp, and is not the container that was there at admission (its
@@ -121,38 +123,42 @@ func (c *Controller) finish(ctx context.Context, cached *crr, pod *corev1.Pod, n
 // kubelet stamps it with the node's clock and the API server the creationTimestamp with
 // its own, so on a node whose clock runs ahead a container that was never stopped could
 // look as if it started after the request; its container ID gives it away.
+//
+// The list is compared with the snapshot the agent reads (crrutil), so a request whose
+// v1alpha1 annotation already holds it is not written. The write is a merge patch of the
+// status subresource that names only this field: the agent writes the phase and the
+// container states, and neither writer may undo the other's.
 func (c *Controller) syncContainerStatuses(ctx context.Context, cached *crr, pod *corev1.Pod) (*crr, error) {
 	statuses := restartedContainerStatuses(cached, pod)
-	existing, present := cached.Annotations[appsv1alpha1.ContainerRecreateRequestSyncContainerStatusesKey]
-	if len(statuses) == 0 && !present {
+	if slices.Equal(statuses, crrutil.ContainerStatusSnapshot(cached)) {
 		return cached, nil
 	}
-	encoded, err := json.Marshal(statuses)
+	if len(statuses) == 0 && len(cached.Status.ContainerStatusSnapshot) == 0 {
+		// Only the v1alpha1 annotation lists containers, and controllers never write it:
+		// there is no field to clear.
+		return cached, nil
+	}
+	var snapshot any
+	if len(statuses) > 0 {
+		snapshot = statuses
+	}
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"containerStatusSnapshot": snapshot}})
 	if err != nil {
 		return nil, fmt.Errorf("encoding the container statuses of ContainerRecreateRequest %s: %w", klog.KObj(cached), err)
 	}
-	if present && existing == string(encoded) {
-		return cached, nil
-	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
-		appsv1alpha1.ContainerRecreateRequestSyncContainerStatusesKey: string(encoded),
-	}}})
-	if err != nil {
-		return nil, err
-	}
-	patched, err := c.bosunClient.AppsV1alpha1().ContainerRecreateRequests(cached.Namespace).Patch(ctx, cached.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	patched, err := c.bosunClient.AppsV1beta1().ContainerRecreateRequests(cached.Namespace).Patch(ctx, cached.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
 	if err != nil {
 		return nil, fmt.Errorf("writing the container statuses of ContainerRecreateRequest %s: %w", klog.KObj(cached), err)
 	}
-	klog.FromContext(ctx).V(4).Info("Synced the container statuses of ContainerRecreateRequest", "statuses", string(encoded))
+	klog.FromContext(ctx).V(4).Info("Synced the container statuses of ContainerRecreateRequest", "statuses", statuses)
 	return patched, nil
 }
 
 // restartedContainerStatuses returns, in spec order, the pod-side status of the target
 // containers that started again since the request was created (see syncContainerStatuses);
 // nil when there is none.
-func restartedContainerStatuses(cached *crr, pod *corev1.Pod) []appsv1alpha1.ContainerRecreateRequestSyncContainerStatus {
-	var out []appsv1alpha1.ContainerRecreateRequestSyncContainerStatus
+func restartedContainerStatuses(cached *crr, pod *corev1.Pod) []appsv1beta1.ContainerRecreateRequestSyncContainerStatus {
+	var out []appsv1beta1.ContainerRecreateRequestSyncContainerStatus
 	for _, target := range cached.Spec.Containers {
 		i := slices.IndexFunc(pod.Status.ContainerStatuses, func(s corev1.ContainerStatus) bool { return s.Name == target.Name })
 		if i < 0 {
@@ -166,7 +172,7 @@ func restartedContainerStatuses(cached *crr, pod *corev1.Pod) []appsv1alpha1.Con
 		if target.StatusContext != nil && status.ContainerID == target.StatusContext.ContainerID {
 			continue
 		}
-		out = append(out, appsv1alpha1.ContainerRecreateRequestSyncContainerStatus{
+		out = append(out, appsv1beta1.ContainerRecreateRequestSyncContainerStatus{
 			Name: status.Name, Ready: status.Ready, RestartCount: status.RestartCount, ContainerID: status.ContainerID,
 		})
 	}
@@ -176,7 +182,7 @@ func restartedContainerStatuses(cached *crr, pod *corev1.Pod) []appsv1alpha1.Con
 // notReadyMark is the request's entry in the pod's KruisePodReady condition.
 func notReadyMark(cached *crr) kruisepod.NotReadyMark {
 	return kruisepod.NotReadyMark{
-		UserAgent: appsv1alpha1.KruisePodReadyUserAgentContainerRecreateRequest,
+		UserAgent: appsv1beta1.KruisePodReadyUserAgentContainerRecreateRequest,
 		Key:       cached.Namespace + "/" + cached.Name,
 	}
 }
@@ -184,19 +190,21 @@ func notReadyMark(cached *crr) kruisepod.NotReadyMark {
 // acquireUnready starts the unready grace period of a request that has one and has not
 // started it: when the pod has the KruisePodReady gate, it takes the finalizer (so that
 // the mark cannot outlive the request) and then marks the pod not ready; in any case it
-// then records the time in the unready-acquired annotation, which the node agent waits on.
+// then records the time in the PreRecreateGrace condition, which the node agent waits on.
+// A request whose v1alpha1 annotation records the time (valid or not) has started it.
 func (c *Controller) acquireUnready(ctx context.Context, current *crr, pod *corev1.Pod, now time.Time) error {
-	if current.Spec.Strategy == nil || current.Spec.Strategy.UnreadyGracePeriodSeconds == nil ||
-		current.Annotations[appsv1alpha1.ContainerRecreateRequestUnreadyAcquiredKey] != "" {
+	if current.Spec.Strategy == nil || current.Spec.Strategy.UnreadyGracePeriodSeconds == nil {
 		return nil
 	}
-	requests := c.bosunClient.AppsV1alpha1().ContainerRecreateRequests(current.Namespace)
-	if kruisepod.HasReadinessGate(pod, appsv1alpha1.KruisePodReadyConditionType) {
-		if !slices.Contains(current.Finalizers, appsv1alpha1.ContainerRecreateRequestUnreadyAcquiredKey) {
-			patched, err := c.patchFinalizers(ctx, current, append(slices.Clone(current.Finalizers), appsv1alpha1.ContainerRecreateRequestUnreadyAcquiredKey))
+	if _, recorded, _ := crrutil.UnreadyAcquired(current); recorded {
+		return nil
+	}
+	if kruisepod.HasReadinessGate(pod, appsv1beta1.KruisePodReadyConditionType) {
+		if !slices.Contains(current.Finalizers, appsv1beta1.ContainerRecreateRequestUnreadyAcquiredKey) {
+			patched, err := c.patchFinalizers(ctx, current, append(slices.Clone(current.Finalizers), appsv1beta1.ContainerRecreateRequestUnreadyAcquiredKey))
 			if err != nil {
 				return fmt.Errorf("adding finalizer %s to ContainerRecreateRequest %s: %w",
-					appsv1alpha1.ContainerRecreateRequestUnreadyAcquiredKey, klog.KObj(current), err)
+					appsv1beta1.ContainerRecreateRequestUnreadyAcquiredKey, klog.KObj(current), err)
 			}
 			current = patched
 		}
@@ -205,16 +213,19 @@ func (c *Controller) acquireUnready(ctx context.Context, current *crr, pod *core
 		}
 		klog.FromContext(ctx).V(2).Info("Marked pod not ready for its unready grace period", "pod", klog.KObj(pod))
 	}
-	// The resourceVersion makes a write from a stale copy fail instead of moving a time
-	// that is already set.
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"resourceVersion": current.ResourceVersion,
-		"annotations":     map[string]string{appsv1alpha1.ContainerRecreateRequestUnreadyAcquiredKey: now.UTC().Format(time.RFC3339)},
-	}})
+	// A merge patch replaces the whole condition list: the resourceVersion makes a write
+	// from a stale copy fail instead of dropping a condition written meanwhile or moving a
+	// time that is already set.
+	grace := conditions.Meta.Set(current.Status.Conditions, crrutil.PreRecreateGraceCondition(now))
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"resourceVersion": current.ResourceVersion},
+		"status":   map[string]any{"conditions": grace},
+	})
 	if err != nil {
 		return err
 	}
-	if _, err := requests.Patch(ctx, current.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	requests := c.bosunClient.AppsV1beta1().ContainerRecreateRequests(current.Namespace)
+	if _, err := requests.Patch(ctx, current.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
 		return fmt.Errorf("recording the unready acquisition of ContainerRecreateRequest %s: %w", klog.KObj(current), err)
 	}
 	return nil
@@ -223,8 +234,8 @@ func (c *Controller) acquireUnready(ctx context.Context, current *crr, pod *core
 // releaseUnready removes the request's not-ready mark from its pod, when the pod is still
 // this request's, is not being deleted and has the KruisePodReady gate, then the finalizer.
 func (c *Controller) releaseUnready(ctx context.Context, cached *crr, pod *corev1.Pod, now time.Time) error {
-	if pod != nil && pod.DeletionTimestamp == nil && string(pod.UID) == cached.Labels[appsv1alpha1.ContainerRecreateRequestPodUIDKey] &&
-		kruisepod.HasReadinessGate(pod, appsv1alpha1.KruisePodReadyConditionType) {
+	if pod != nil && pod.DeletionTimestamp == nil && string(pod.UID) == cached.Labels[appsv1beta1.ContainerRecreateRequestPodUIDKey] &&
+		kruisepod.HasReadinessGate(pod, appsv1beta1.KruisePodReadyConditionType) {
 		_, err := kruisepod.UnmarkPodNotReady(ctx, podcontrol.StatusUpdater{Client: c.client}, pod, notReadyMark(cached), metav1.NewTime(now))
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("removing the not-ready mark of ContainerRecreateRequest %s from pod %s: %w", klog.KObj(cached), klog.KObj(pod), err)
@@ -232,11 +243,11 @@ func (c *Controller) releaseUnready(ctx context.Context, cached *crr, pod *corev
 		klog.FromContext(ctx).V(2).Info("Released the pod's not-ready mark", "pod", klog.KObj(pod))
 	}
 	kept := slices.DeleteFunc(slices.Clone(cached.Finalizers), func(f string) bool {
-		return f == appsv1alpha1.ContainerRecreateRequestUnreadyAcquiredKey
+		return f == appsv1beta1.ContainerRecreateRequestUnreadyAcquiredKey
 	})
 	if _, err := c.patchFinalizers(ctx, cached, kept); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("removing finalizer %s from ContainerRecreateRequest %s: %w",
-			appsv1alpha1.ContainerRecreateRequestUnreadyAcquiredKey, klog.KObj(cached), err)
+			appsv1beta1.ContainerRecreateRequestUnreadyAcquiredKey, klog.KObj(cached), err)
 	}
 	return nil
 }
@@ -255,5 +266,5 @@ func (c *Controller) patchFinalizers(ctx context.Context, current *crr, finalize
 	if err != nil {
 		return nil, err
 	}
-	return c.bosunClient.AppsV1alpha1().ContainerRecreateRequests(current.Namespace).Patch(ctx, current.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	return c.bosunClient.AppsV1beta1().ContainerRecreateRequests(current.Namespace).Patch(ctx, current.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 }

@@ -7,10 +7,10 @@ import (
 	"strings"
 	"time"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	bosunclientset "github.com/bosun-dev/client-go/clientset/versioned"
-	appsinformers "github.com/bosun-dev/client-go/informers/externalversions/apps/v1alpha1"
-	appslisters "github.com/bosun-dev/client-go/listers/apps/v1alpha1"
+	appsinformers "github.com/bosun-dev/client-go/informers/externalversions/apps/v1beta1"
+	appslisters "github.com/bosun-dev/client-go/listers/apps/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,6 +27,7 @@ import (
 
 	"github.com/bosun-dev/bosun/pkg/controller/expectations"
 	"github.com/bosun-dev/bosun/pkg/controller/informers"
+	"github.com/bosun-dev/bosun/pkg/controller/nodeimage/nodeimageutil"
 	"github.com/bosun-dev/bosun/pkg/controller/options"
 	"github.com/bosun-dev/bosun/pkg/controller/queue"
 	"github.com/bosun-dev/bosun/pkg/controller/refmanager"
@@ -74,7 +75,7 @@ type Controller struct {
 	syncHandler queue.SyncFunc[string]
 
 	// podEvents decides which jobs a pod event concerns (see jobPodHandlers).
-	podEvents refmanager.PodHandlers[*appsv1alpha1.ImagePullJob]
+	podEvents refmanager.PodHandlers[*appsv1beta1.ImagePullJob]
 }
 
 // NewController builds the ImagePullJob controller on the given informers. client writes
@@ -88,7 +89,7 @@ func NewController(ctx context.Context,
 	opts ...options.Option) (*Controller, error) {
 	settings := options.Apply(opts)
 	if secretsNamespace == "" {
-		secretsNamespace = appsv1alpha1.DefaultImagePullSecretNamespace
+		secretsNamespace = appsv1beta1.DefaultImagePullSecretNamespace
 	}
 	c := &Controller{
 		client:           client,
@@ -159,30 +160,30 @@ func (c *Controller) enqueue(namespace, name string) {
 }
 
 func (c *Controller) addJob(ctx context.Context, obj any) {
-	if job, ok := obj.(*appsv1alpha1.ImagePullJob); ok {
+	if job, ok := obj.(*appsv1beta1.ImagePullJob); ok {
 		klog.FromContext(ctx).V(4).Info("ImagePullJob added", "imagePullJob", klog.KObj(job))
 		c.enqueue(job.Namespace, job.Name)
 	}
 }
 
 func (c *Controller) updateJob(ctx context.Context, _, cur any) {
-	if job, ok := cur.(*appsv1alpha1.ImagePullJob); ok {
+	if job, ok := cur.(*appsv1beta1.ImagePullJob); ok {
 		klog.FromContext(ctx).V(5).Info("ImagePullJob updated", "imagePullJob", klog.KObj(job))
 		c.enqueue(job.Namespace, job.Name)
 	}
 }
 
 func (c *Controller) deleteJob(ctx context.Context, obj any) {
-	if job, ok := queue.FromTombstone[*appsv1alpha1.ImagePullJob](obj); ok {
+	if job, ok := queue.FromTombstone[*appsv1beta1.ImagePullJob](obj); ok {
 		klog.FromContext(ctx).V(4).Info("ImagePullJob deleted", "imagePullJob", klog.KObj(job))
 		c.enqueue(job.Namespace, job.Name)
 	}
 }
 
 // unfinishedJobs returns the jobs that may still add tags, those matching keep.
-func (c *Controller) unfinishedJobs(ctx context.Context, namespace string, keep func(*appsv1alpha1.ImagePullJob) bool) []*appsv1alpha1.ImagePullJob {
+func (c *Controller) unfinishedJobs(ctx context.Context, namespace string, keep func(*appsv1beta1.ImagePullJob) bool) []*appsv1beta1.ImagePullJob {
 	var (
-		all []*appsv1alpha1.ImagePullJob
+		all []*appsv1beta1.ImagePullJob
 		err error
 	)
 	if namespace == metav1.NamespaceAll {
@@ -194,7 +195,7 @@ func (c *Controller) unfinishedJobs(ctx context.Context, namespace string, keep 
 		klog.FromContext(ctx).Error(err, "Listing ImagePullJobs")
 		return nil
 	}
-	var out []*appsv1alpha1.ImagePullJob
+	var out []*appsv1beta1.ImagePullJob
 	for _, job := range all {
 		if job.Status.CompletionTime == nil && job.DeletionTimestamp == nil && (keep == nil || keep(job)) {
 			out = append(out, job)
@@ -203,7 +204,7 @@ func (c *Controller) unfinishedJobs(ctx context.Context, namespace string, keep 
 	return out
 }
 
-func (c *Controller) enqueueJobs(jobs []*appsv1alpha1.ImagePullJob) {
+func (c *Controller) enqueueJobs(jobs []*appsv1beta1.ImagePullJob) {
 	for _, job := range jobs {
 		c.enqueue(job.Namespace, job.Name)
 	}
@@ -211,7 +212,7 @@ func (c *Controller) enqueueJobs(jobs []*appsv1alpha1.ImagePullJob) {
 
 // addNodeImage queues every unfinished job: a new node may be one of their targets.
 func (c *Controller) addNodeImage(ctx context.Context, obj any) {
-	if ni, ok := obj.(*appsv1alpha1.NodeImage); ok {
+	if ni, ok := obj.(*appsv1beta1.NodeImage); ok {
 		klog.FromContext(ctx).V(5).Info("NodeImage added", "nodeImage", klog.KObj(ni))
 		c.enqueueJobs(c.unfinishedJobs(ctx, metav1.NamespaceAll, nil))
 	}
@@ -220,7 +221,7 @@ func (c *Controller) addNodeImage(ctx context.Context, obj any) {
 // deleteNodeImage queues every unfinished job, one target fewer for those that had it,
 // and the owners of its tags.
 func (c *Controller) deleteNodeImage(ctx context.Context, obj any) {
-	ni, ok := queue.FromTombstone[*appsv1alpha1.NodeImage](obj)
+	ni, ok := queue.FromTombstone[*appsv1beta1.NodeImage](obj)
 	if !ok {
 		return
 	}
@@ -236,8 +237,8 @@ func (c *Controller) deleteNodeImage(ctx context.Context, obj any) {
 // changed, the jobs choosing nodes by label. Node agents rewrite NodeImage status often, and
 // queueing every job on every write costs the whole cluster's jobs a sync per write.
 func (c *Controller) updateNodeImage(ctx context.Context, old, cur any) {
-	oldNI, ok1 := old.(*appsv1alpha1.NodeImage)
-	curNI, ok2 := cur.(*appsv1alpha1.NodeImage)
+	oldNI, ok1 := old.(*appsv1beta1.NodeImage)
+	curNI, ok2 := cur.(*appsv1beta1.NodeImage)
 	if !ok1 || !ok2 || oldNI.ResourceVersion == curNI.ResourceVersion {
 		return
 	}
@@ -271,12 +272,12 @@ type imageTag struct{ image, tag string }
 
 // changedTagStatuses returns the tags whose status phase or version differs between old
 // and cur, appeared or disappeared.
-func changedTagStatuses(old, cur *appsv1alpha1.NodeImage) sets.Set[imageTag] {
+func changedTagStatuses(old, cur *appsv1beta1.NodeImage) sets.Set[imageTag] {
 	type state struct {
-		phase   appsv1alpha1.ImagePullPhase
+		phase   appsv1beta1.ImagePullPhase
 		version int64
 	}
-	states := func(ni *appsv1alpha1.NodeImage) map[imageTag]state {
+	states := func(ni *appsv1beta1.NodeImage) map[imageTag]state {
 		out := map[imageTag]state{}
 		for image, status := range ni.Status.ImageStatuses {
 			for _, t := range status.Tags {
@@ -302,7 +303,7 @@ func changedTagStatuses(old, cur *appsv1alpha1.NodeImage) sets.Set[imageTag] {
 
 // tagOwners returns the keys of the ImagePullJobs owning tags of ni, of the tags in only
 // when only is not nil.
-func tagOwners(ni *appsv1alpha1.NodeImage, only sets.Set[imageTag]) sets.Set[string] {
+func tagOwners(ni *appsv1beta1.NodeImage, only sets.Set[imageTag]) sets.Set[string] {
 	keys := sets.New[string]()
 	if only != nil && only.Len() == 0 {
 		return keys
@@ -313,7 +314,7 @@ func tagOwners(ni *appsv1alpha1.NodeImage, only sets.Set[imageTag]) sets.Set[str
 				continue
 			}
 			for _, ref := range t.OwnerReferences {
-				if ref.Kind == jobKind && ref.Name != "" {
+				if nodeimageutil.IsImagePullJobReference(ref) && ref.Name != "" {
 					keys.Insert(queue.KeyForRef(ref.Namespace, ref.Name))
 				}
 			}
@@ -323,7 +324,7 @@ func tagOwners(ni *appsv1alpha1.NodeImage, only sets.Set[imageTag]) sets.Set[str
 }
 
 // selectsByLabels reports whether the job's targets depend on NodeImage labels.
-func selectsByLabels(job *appsv1alpha1.ImagePullJob) bool {
+func selectsByLabels(job *appsv1beta1.ImagePullJob) bool {
 	return job.Spec.PodSelector == nil && (job.Spec.Selector == nil || len(job.Spec.Selector.Names) == 0)
 }
 
@@ -337,8 +338,8 @@ func (c *Controller) deletePod(ctx context.Context, obj any) { c.podEvents.Delet
 
 // jobPodHandlers says how pod events concern jobs: a pod's events queue the unfinished
 // jobs whose pod selector matches it.
-func (c *Controller) jobPodHandlers() refmanager.PodHandlers[*appsv1alpha1.ImagePullJob] {
-	return refmanager.PodHandlers[*appsv1alpha1.ImagePullJob]{
+func (c *Controller) jobPodHandlers() refmanager.PodHandlers[*appsv1beta1.ImagePullJob] {
+	return refmanager.PodHandlers[*appsv1beta1.ImagePullJob]{
 		Kind:      jobKind,
 		Selecting: c.podSelectorJobs,
 		UpdateConcerns: func(old, cur *corev1.Pod) bool {
@@ -351,8 +352,8 @@ func (c *Controller) jobPodHandlers() refmanager.PodHandlers[*appsv1alpha1.Image
 
 // podSelectorJobs returns the unfinished jobs of pod's namespace whose pod selector matches
 // it.
-func (c *Controller) podSelectorJobs(ctx context.Context, pod *corev1.Pod) []*appsv1alpha1.ImagePullJob {
-	return c.unfinishedJobs(ctx, pod.Namespace, func(job *appsv1alpha1.ImagePullJob) bool {
+func (c *Controller) podSelectorJobs(ctx context.Context, pod *corev1.Pod) []*appsv1beta1.ImagePullJob {
+	return c.unfinishedJobs(ctx, pod.Namespace, func(job *appsv1beta1.ImagePullJob) bool {
 		if job.Spec.PodSelector == nil {
 			return false
 		}
@@ -385,21 +386,21 @@ func (c *Controller) deleteSecret(ctx context.Context, obj any) {
 // its references; for a source, the unfinished jobs of its namespace that pull with it.
 func (c *Controller) enqueueSecretJobs(ctx context.Context, secret *corev1.Secret) {
 	if secret.Namespace == c.secretsNamespace {
-		if _, isCopy := secret.Annotations[appsv1alpha1.ImagePullSecretSourceKeyAnnotation]; isCopy {
+		if _, isCopy := secret.Annotations[appsv1beta1.ImagePullSecretSourceKeyAnnotation]; isCopy {
 			for _, key := range secretReferences(secret) {
 				c.queue.Add(key)
 			}
 			return
 		}
 	}
-	c.enqueueJobs(c.unfinishedJobs(ctx, secret.Namespace, func(job *appsv1alpha1.ImagePullJob) bool {
+	c.enqueueJobs(c.unfinishedJobs(ctx, secret.Namespace, func(job *appsv1beta1.ImagePullJob) bool {
 		return slices.Contains(job.Spec.PullSecrets, secret.Name)
 	}))
 }
 
 // secretReferences returns the job keys a copied secret's references annotation lists.
 func secretReferences(secret *corev1.Secret) []string {
-	value := secret.Annotations[appsv1alpha1.ImagePullSecretReferencesAnnotation]
+	value := secret.Annotations[appsv1beta1.ImagePullSecretReferencesAnnotation]
 	if value == "" {
 		return nil
 	}
@@ -412,25 +413,24 @@ func secretReferences(secret *corev1.Secret) []string {
 	return keys
 }
 
-// jobKind is the kind in the owner references of the tags jobs own.
+// jobKind is the kind of the jobs, the name pod events log them under.
 const jobKind = "ImagePullJob"
 
 // listJobKind is the kind of the owner whose children outlive their own time to live.
 const listJobKind = "ImageListPullJob"
 
-// ownsTag reports whether tag has an owner reference to the job with uid.
-func ownsTag(tag *appsv1alpha1.ImageTagSpec, uid types.UID) bool {
-	for _, ref := range tag.OwnerReferences {
-		if ref.UID == uid {
-			return true
-		}
-	}
-	return false
+// ownsTag reports whether tag has an owner reference to the job with uid. A reference of
+// any version counts: a tag an older writer gave the job in v1alpha1 is the job's, and is
+// not written again just to name the job in v1beta1.
+func ownsTag(tag *appsv1beta1.ImageTagSpec, uid types.UID) bool {
+	return slices.ContainsFunc(tag.OwnerReferences, func(ref corev1.ObjectReference) bool {
+		return nodeimageutil.RefersToImagePullJob(ref, uid)
+	})
 }
 
 // soleOwner reports whether the job with uid is the only owner of tag.
-func soleOwner(tag *appsv1alpha1.ImageTagSpec, uid types.UID) bool {
-	return len(tag.OwnerReferences) == 1 && tag.OwnerReferences[0].UID == uid
+func soleOwner(tag *appsv1beta1.ImageTagSpec, uid types.UID) bool {
+	return len(tag.OwnerReferences) == 1 && nodeimageutil.RefersToImagePullJob(tag.OwnerReferences[0], uid)
 }
 
 // semanticEqual is apiequality.Semantic.DeepEqual, short.

@@ -1,7 +1,13 @@
 // Package imagepulljob is the imagepulljob-controller: it pulls the image of every
-// apps.kruise.io/v1alpha1 ImagePullJob on the job's target nodes by adding a tag owned by
-// the job to their NodeImages, a few nodes at a time, and reports the job's progress from
-// the tag statuses the node agents write.
+// apps.kruise.io ImagePullJob on the job's target nodes by adding a tag owned by the job to
+// their NodeImages, a few nodes at a time, and reports the job's progress from the tag
+// statuses the node agents write. It works on v1beta1, the stored version; the schemas of
+// both versions are the same, so a job written in v1alpha1 behaves alike.
+//
+// A tag the job owns carries an owner reference naming the job in apps.kruise.io/v1beta1.
+// Ownership is read by UID, group and kind in any version: a tag an older bosun or
+// OpenKruise gave the job through a v1alpha1 reference is the job's, and that reference is
+// never rewritten just for its version.
 //
 // One sync of a job, in order:
 //

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"sync"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,12 +29,12 @@ const fanOutWrites = 16
 // for, chosen in the targets' order, and carries a changed pull policy to the tags the job
 // alone owns. The NodeImages are written concurrently (at most fanOutWrites at a time); a
 // failed write does not stop the others, and the error names every NodeImage that failed.
-func (c *Controller) fanOut(ctx context.Context, key string, job *appsv1alpha1.ImagePullJob, nodes []targetNode,
-	active int32, image, tag string, secretRefs []appsv1alpha1.ReferenceObject) error {
+func (c *Controller) fanOut(ctx context.Context, key string, job *appsv1beta1.ImagePullJob, nodes []targetNode,
+	active int32, image, tag string, secretRefs []appsv1beta1.ReferenceObject) error {
 	parallelism, err := jobutil.Parallelism(job.Spec.Parallelism)
 	if err != nil {
 		// Admission refuses such values; treat one written without it as the default.
-		parallelism = appsv1alpha1.DefaultImagePullJobParallelism
+		parallelism = appsv1beta1.DefaultImagePullJobParallelism
 	}
 	budget := parallelism - int(active)
 	var names []string
@@ -68,13 +68,13 @@ func (c *Controller) fanOut(ctx context.Context, key string, job *appsv1alpha1.I
 // syncNodeImage writes the job's tag, owner reference and secrets into one NodeImage,
 // reading it again and reapplying the change when another writer got there first, so that
 // concurrent jobs never undo each other's tags.
-func (c *Controller) syncNodeImage(ctx context.Context, key string, job *appsv1alpha1.ImagePullJob, name, image, tag string,
-	secretRefs []appsv1alpha1.ReferenceObject) error {
-	client := c.bosunClient.AppsV1alpha1().NodeImages()
+func (c *Controller) syncNodeImage(ctx context.Context, key string, job *appsv1beta1.ImagePullJob, name, image, tag string,
+	secretRefs []appsv1beta1.ReferenceObject) error {
+	client := c.bosunClient.AppsV1beta1().NodeImages()
 	first := true
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var (
-			current *appsv1alpha1.NodeImage
+			current *appsv1beta1.NodeImage
 			err     error
 		)
 		if first {
@@ -116,11 +116,11 @@ func (c *Controller) syncNodeImage(ctx context.Context, key string, job *appsv1a
 //     must really happen (the others' may have failed, or used other credentials).
 //   - A tag the job alone owns takes the job's current policy; its version is raised only
 //     when its last pull failed, since then the new policy may succeed.
-func (c *Controller) applyJob(ni *appsv1alpha1.NodeImage, job *appsv1alpha1.ImagePullJob, image, tag string,
-	secretRefs []appsv1alpha1.ReferenceObject) bool {
+func (c *Controller) applyJob(ni *appsv1beta1.NodeImage, job *appsv1beta1.ImagePullJob, image, tag string,
+	secretRefs []appsv1beta1.ReferenceObject) bool {
 	before := ni.Spec.DeepCopy()
 	if ni.Spec.Images == nil {
-		ni.Spec.Images = map[string]appsv1alpha1.ImageSpec{}
+		ni.Spec.Images = map[string]appsv1beta1.ImageSpec{}
 	}
 	spec := ni.Spec.Images[image]
 	if job.Spec.SandboxConfig != nil {
@@ -136,7 +136,7 @@ func (c *Controller) applyJob(ni *appsv1alpha1.NodeImage, job *appsv1alpha1.Imag
 		if status != nil {
 			version = status.Version + 1
 		}
-		spec.Tags = append(spec.Tags, appsv1alpha1.ImageTagSpec{
+		spec.Tags = append(spec.Tags, appsv1beta1.ImageTagSpec{
 			Tag:             tag,
 			Version:         version,
 			OwnerReferences: []corev1.ObjectReference{jobutil.OwnerReference(job)},
@@ -158,7 +158,7 @@ func (c *Controller) applyJob(ni *appsv1alpha1.NodeImage, job *appsv1alpha1.Imag
 		}
 		t.PullPolicy = want
 		t.ImagePullPolicy = pullPolicy
-		if status != nil && status.Version == t.Version && status.Phase == appsv1alpha1.ImagePhaseFailed {
+		if status != nil && status.Version == t.Version && status.Phase == appsv1beta1.ImagePhaseFailed {
 			t.Version++
 			t.CreatedAt = &now
 		}
@@ -168,7 +168,7 @@ func (c *Controller) applyJob(ni *appsv1alpha1.NodeImage, job *appsv1alpha1.Imag
 			spec.PullSecrets = append(spec.PullSecrets, ref)
 		}
 	}
-	slices.SortStableFunc(spec.Tags, func(a, b appsv1alpha1.ImageTagSpec) int { return strings.Compare(a.Tag, b.Tag) })
+	slices.SortStableFunc(spec.Tags, func(a, b appsv1beta1.ImageTagSpec) int { return strings.Compare(a.Tag, b.Tag) })
 	ni.Spec.Images[image] = spec
 	return !semanticEqual(before, &ni.Spec)
 }

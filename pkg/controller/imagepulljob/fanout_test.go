@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	bosunclientset "github.com/bosun-dev/client-go/clientset/versioned"
-	appsclient "github.com/bosun-dev/client-go/clientset/versioned/typed/apps/v1alpha1"
+	appsclient "github.com/bosun-dev/client-go/clientset/versioned/typed/apps/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -23,7 +23,7 @@ import (
 // wrapClient(the fake clientset), or the clientset itself when wrapClient is nil.
 func fanOutFixture(t *testing.T, n int, wrapClient func(bosunclientset.Interface) bosunclientset.Interface) (*fixture, []string) {
 	parallelism := intstr.FromInt32(int32(n))
-	objects := []runtime.Object{newJob("job", "nginx", func(j *appsv1alpha1.ImagePullJob) { j.Spec.Parallelism = &parallelism })}
+	objects := []runtime.Object{newJob("job", "nginx", func(j *appsv1beta1.ImagePullJob) { j.Spec.Parallelism = &parallelism })}
 	var names []string
 	for i := range n {
 		name := fmt.Sprintf("n%02d", i)
@@ -39,7 +39,7 @@ func TestFanOutWritesEveryNodeImageAndReportsEachFailure(t *testing.T) {
 	f, names := fanOutFixture(t, 40, nil)
 	failing := map[string]bool{"n03": true, "n27": true}
 	f.bosunClient.PrependReactor("update", "nodeimages", func(action clienttesting.Action) (bool, runtime.Object, error) {
-		if name := action.(clienttesting.UpdateAction).GetObject().(*appsv1alpha1.NodeImage).Name; failing[name] {
+		if name := action.(clienttesting.UpdateAction).GetObject().(*appsv1beta1.NodeImage).Name; failing[name] {
 			return true, nil, errors.New("etcd is sulking")
 		}
 		return false, nil, nil
@@ -127,17 +127,17 @@ type gatedClient struct {
 	gate *writeGate
 }
 
-func (c gatedClient) AppsV1alpha1() appsclient.AppsV1alpha1Interface {
-	return gatedApps{AppsV1alpha1Interface: c.Interface.AppsV1alpha1(), gate: c.gate}
+func (c gatedClient) AppsV1beta1() appsclient.AppsV1beta1Interface {
+	return gatedApps{AppsV1beta1Interface: c.Interface.AppsV1beta1(), gate: c.gate}
 }
 
 type gatedApps struct {
-	appsclient.AppsV1alpha1Interface
+	appsclient.AppsV1beta1Interface
 	gate *writeGate
 }
 
 func (a gatedApps) NodeImages() appsclient.NodeImageInterface {
-	return gatedNodeImages{NodeImageInterface: a.AppsV1alpha1Interface.NodeImages(), gate: a.gate}
+	return gatedNodeImages{NodeImageInterface: a.AppsV1beta1Interface.NodeImages(), gate: a.gate}
 }
 
 type gatedNodeImages struct {
@@ -145,7 +145,7 @@ type gatedNodeImages struct {
 	gate *writeGate
 }
 
-func (n gatedNodeImages) Update(ctx context.Context, ni *appsv1alpha1.NodeImage, opts metav1.UpdateOptions) (*appsv1alpha1.NodeImage, error) {
+func (n gatedNodeImages) Update(ctx context.Context, ni *appsv1beta1.NodeImage, opts metav1.UpdateOptions) (*appsv1beta1.NodeImage, error) {
 	n.gate.enter()
 	defer n.gate.leave()
 	return n.NodeImageInterface.Update(ctx, ni, opts)

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	bosunclientset "github.com/bosun-dev/client-go/clientset/versioned"
 	bosunfake "github.com/bosun-dev/client-go/clientset/versioned/fake"
 	bosuninformers "github.com/bosun-dev/client-go/informers/externalversions"
@@ -27,7 +27,7 @@ import (
 
 const (
 	testNamespace    = "ns"
-	secretsNamespace = appsv1alpha1.DefaultImagePullSecretNamespace
+	secretsNamespace = appsv1beta1.DefaultImagePullSecretNamespace
 )
 
 // t0 is the fake clock's start time.
@@ -63,8 +63,8 @@ func newFixtureWithClient(t *testing.T, wrapClient func(bosunclientset.Interface
 	bosunClient := bosunfake.NewSimpleClientset()
 	factory := informers.NewSharedInformerFactory(kubeClient, 0)
 	bosunFactory := bosuninformers.NewSharedInformerFactory(bosunClient, 0)
-	jobs := bosunFactory.Apps().V1alpha1().ImagePullJobs()
-	nodeImages := bosunFactory.Apps().V1alpha1().NodeImages()
+	jobs := bosunFactory.Apps().V1beta1().ImagePullJobs()
+	nodeImages := bosunFactory.Apps().V1beta1().NodeImages()
 	pods := factory.Core().V1().Pods()
 	secrets := factory.Core().V1().Secrets()
 	namespaces := factory.Core().V1().Namespaces()
@@ -98,9 +98,9 @@ func (f *fixture) add(obj runtime.Object) {
 	f.t.Helper()
 	var err error
 	switch o := obj.(type) {
-	case *appsv1alpha1.ImagePullJob:
+	case *appsv1beta1.ImagePullJob:
 		err = f.bosunClient.Tracker().Add(o)
-	case *appsv1alpha1.NodeImage:
+	case *appsv1beta1.NodeImage:
 		err = f.bosunClient.Tracker().Add(o)
 	default:
 		err = f.kubeClient.Tracker().Add(o)
@@ -115,9 +115,9 @@ func (f *fixture) add(obj runtime.Object) {
 func (f *fixture) observe() {
 	f.t.Helper()
 	ctx := f.ctx
-	jobs, err := f.bosunClient.AppsV1alpha1().ImagePullJobs("").List(ctx, metav1.ListOptions{})
+	jobs, err := f.bosunClient.AppsV1beta1().ImagePullJobs("").List(ctx, metav1.ListOptions{})
 	f.must(err)
-	nis, err := f.bosunClient.AppsV1alpha1().NodeImages().List(ctx, metav1.ListOptions{})
+	nis, err := f.bosunClient.AppsV1beta1().NodeImages().List(ctx, metav1.ListOptions{})
 	f.must(err)
 	pods, err := f.kubeClient.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
 	f.must(err)
@@ -164,59 +164,59 @@ func (f *fixture) sync(name string) {
 	f.observe()
 }
 
-func (f *fixture) job(name string) *appsv1alpha1.ImagePullJob {
+func (f *fixture) job(name string) *appsv1beta1.ImagePullJob {
 	f.t.Helper()
-	job, err := f.bosunClient.AppsV1alpha1().ImagePullJobs(testNamespace).Get(f.ctx, name, metav1.GetOptions{})
+	job, err := f.bosunClient.AppsV1beta1().ImagePullJobs(testNamespace).Get(f.ctx, name, metav1.GetOptions{})
 	f.must(err)
 	return job
 }
 
 func (f *fixture) jobGone(name string) bool {
-	_, err := f.bosunClient.AppsV1alpha1().ImagePullJobs(testNamespace).Get(f.ctx, name, metav1.GetOptions{})
+	_, err := f.bosunClient.AppsV1beta1().ImagePullJobs(testNamespace).Get(f.ctx, name, metav1.GetOptions{})
 	return apierrors.IsNotFound(err)
 }
 
-func (f *fixture) nodeImage(name string) *appsv1alpha1.NodeImage {
+func (f *fixture) nodeImage(name string) *appsv1beta1.NodeImage {
 	f.t.Helper()
-	ni, err := f.bosunClient.AppsV1alpha1().NodeImages().Get(f.ctx, name, metav1.GetOptions{})
+	ni, err := f.bosunClient.AppsV1beta1().NodeImages().Get(f.ctx, name, metav1.GetOptions{})
 	f.must(err)
 	return ni
 }
 
 // setTagStatus writes the status of image:tag on a NodeImage as its node agent would.
-func (f *fixture) setTagStatus(node, image, tag string, version int64, phase appsv1alpha1.ImagePullPhase) {
+func (f *fixture) setTagStatus(node, image, tag string, version int64, phase appsv1beta1.ImagePullPhase) {
 	f.t.Helper()
 	ni := f.nodeImage(node)
 	if ni.Status.ImageStatuses == nil {
-		ni.Status.ImageStatuses = map[string]appsv1alpha1.ImageStatus{}
+		ni.Status.ImageStatuses = map[string]appsv1beta1.ImageStatus{}
 	}
 	st := ni.Status.ImageStatuses[image]
-	st.Tags = []appsv1alpha1.ImageTagStatus{{Tag: tag, Version: version, Phase: phase}}
+	st.Tags = []appsv1beta1.ImageTagStatus{{Tag: tag, Version: version, Phase: phase}}
 	ni.Status.ImageStatuses[image] = st
-	_, err := f.bosunClient.AppsV1alpha1().NodeImages().UpdateStatus(f.ctx, ni, metav1.UpdateOptions{})
+	_, err := f.bosunClient.AppsV1beta1().NodeImages().UpdateStatus(f.ctx, ni, metav1.UpdateOptions{})
 	f.must(err)
 	f.observe()
 }
 
 // jobTag returns the tag entry of image:tag on a NodeImage, nil when there is none.
-func (f *fixture) jobTag(node, image, tag string) *appsv1alpha1.ImageTagSpec {
+func (f *fixture) jobTag(node, image, tag string) *appsv1beta1.ImageTagSpec {
 	f.t.Helper()
 	return findTag(f.nodeImage(node).Spec.Images[image].Tags, tag)
 }
 
-type jobOption func(*appsv1alpha1.ImagePullJob)
+type jobOption func(*appsv1beta1.ImagePullJob)
 
 // newJob is a defaulted job pulling image with the given options.
-func newJob(name, image string, opts ...jobOption) *appsv1alpha1.ImagePullJob {
-	job := &appsv1alpha1.ImagePullJob{
+func newJob(name, image string, opts ...jobOption) *appsv1beta1.ImagePullJob {
+	job := &appsv1beta1.ImagePullJob{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: testNamespace, Name: name, UID: types.UID("uid-" + name),
 			CreationTimestamp: metav1.NewTime(t0),
-			Finalizers:        []string{appsv1alpha1.ImagePullJobProtectionFinalizer},
+			Finalizers:        []string{appsv1beta1.ImagePullJobProtectionFinalizer},
 		},
-		Spec: appsv1alpha1.ImagePullJobSpec{Image: image},
+		Spec: appsv1beta1.ImagePullJobSpec{Image: image},
 	}
-	appsv1alpha1.SetDefaults_ImagePullJob(job)
+	appsv1beta1.SetDefaults_ImagePullJob(job)
 	for _, opt := range opts {
 		opt(job)
 	}
@@ -224,27 +224,27 @@ func newJob(name, image string, opts ...jobOption) *appsv1alpha1.ImagePullJob {
 }
 
 func withNever() jobOption {
-	return func(j *appsv1alpha1.ImagePullJob) { j.Spec.CompletionPolicy.Type = appsv1alpha1.Never }
+	return func(j *appsv1beta1.ImagePullJob) { j.Spec.CompletionPolicy.Type = appsv1beta1.Never }
 }
 
 func withDeadline(seconds int64) jobOption {
-	return func(j *appsv1alpha1.ImagePullJob) { j.Spec.CompletionPolicy.ActiveDeadlineSeconds = ptr.To(seconds) }
+	return func(j *appsv1beta1.ImagePullJob) { j.Spec.CompletionPolicy.ActiveDeadlineSeconds = ptr.To(seconds) }
 }
 
 func withTTL(seconds int32) jobOption {
-	return func(j *appsv1alpha1.ImagePullJob) { j.Spec.CompletionPolicy.TTLSecondsAfterFinished = ptr.To(seconds) }
+	return func(j *appsv1beta1.ImagePullJob) { j.Spec.CompletionPolicy.TTLSecondsAfterFinished = ptr.To(seconds) }
 }
 
 func withTimeout(seconds int32) jobOption {
-	return func(j *appsv1alpha1.ImagePullJob) { j.Spec.PullPolicy.TimeoutSeconds = ptr.To(seconds) }
+	return func(j *appsv1beta1.ImagePullJob) { j.Spec.PullPolicy.TimeoutSeconds = ptr.To(seconds) }
 }
 
 func withPullSecrets(names ...string) jobOption {
-	return func(j *appsv1alpha1.ImagePullJob) { j.Spec.PullSecrets = names }
+	return func(j *appsv1beta1.ImagePullJob) { j.Spec.PullSecrets = names }
 }
 
-func newNodeImage(name string, labels map[string]string) *appsv1alpha1.NodeImage {
-	return &appsv1alpha1.NodeImage{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, UID: types.UID("ni-" + name)}}
+func newNodeImage(name string, labels map[string]string) *appsv1beta1.NodeImage {
+	return &appsv1beta1.NodeImage{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, UID: types.UID("ni-" + name)}}
 }
 
 func typesUID(s string) types.UID { return types.UID(s) }

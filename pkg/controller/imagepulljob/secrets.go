@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,15 +24,15 @@ const maxCopyNameAttempts = 5
 // secrets namespace (node agents read secrets nowhere else) that names the job among its
 // references and holds the source's data, and returns the references the job's NodeImage
 // entries must carry. A job in the secrets namespace itself uses its secrets as they are.
-func (c *Controller) syncSecrets(ctx context.Context, key string, job *appsv1alpha1.ImagePullJob) ([]appsv1alpha1.ReferenceObject, error) {
+func (c *Controller) syncSecrets(ctx context.Context, key string, job *appsv1beta1.ImagePullJob) ([]appsv1beta1.ReferenceObject, error) {
 	if len(job.Spec.PullSecrets) == 0 {
 		return nil, nil
 	}
-	var refs []appsv1alpha1.ReferenceObject
+	var refs []appsv1beta1.ReferenceObject
 	if job.Namespace == c.secretsNamespace {
 		for _, name := range job.Spec.PullSecrets {
 			if _, err := c.secrets.Secrets(job.Namespace).Get(name); err == nil {
-				refs = append(refs, appsv1alpha1.ReferenceObject{Namespace: job.Namespace, Name: name})
+				refs = append(refs, appsv1beta1.ReferenceObject{Namespace: job.Namespace, Name: name})
 			}
 		}
 		return refs, nil
@@ -64,7 +64,7 @@ func (c *Controller) syncSecrets(ctx context.Context, key string, job *appsv1alp
 		if err != nil {
 			return nil, err
 		}
-		refs = append(refs, appsv1alpha1.ReferenceObject{Namespace: c.secretsNamespace, Name: copyName})
+		refs = append(refs, appsv1beta1.ReferenceObject{Namespace: c.secretsNamespace, Name: copyName})
 	}
 	return refs, nil
 }
@@ -75,7 +75,7 @@ func copyOf(copies []*corev1.Secret, source *corev1.Secret, jobKey string) *core
 	sourceKey := source.Namespace + "/" + source.Name
 	var found *corev1.Secret
 	for _, s := range copies {
-		if s.Annotations[appsv1alpha1.ImagePullSecretSourceKeyAnnotation] != sourceKey || s.DeletionTimestamp != nil {
+		if s.Annotations[appsv1beta1.ImagePullSecretSourceKeyAnnotation] != sourceKey || s.DeletionTimestamp != nil {
 			continue
 		}
 		if slices.Contains(secretReferences(s), jobKey) {
@@ -99,9 +99,9 @@ func (c *Controller) syncSecretCopy(ctx context.Context, key string, source, exi
 					Namespace: c.secretsNamespace,
 					Name:      copyName(source.Name),
 					Annotations: map[string]string{
-						appsv1alpha1.ImagePullSecretSourceKeyAnnotation:  source.Namespace + "/" + source.Name,
-						appsv1alpha1.ImagePullSecretReferencesAnnotation: key,
-						appsv1alpha1.ImagePullSecretModeAnnotation:       appsv1alpha1.ImagePullSecretModeBatch,
+						appsv1beta1.ImagePullSecretSourceKeyAnnotation:  source.Namespace + "/" + source.Name,
+						appsv1beta1.ImagePullSecretReferencesAnnotation: key,
+						appsv1beta1.ImagePullSecretModeAnnotation:       appsv1beta1.ImagePullSecretModeBatch,
 					},
 				},
 				Type: source.Type,
@@ -127,14 +127,14 @@ func (c *Controller) syncSecretCopy(ctx context.Context, key string, source, exi
 	}
 	slices.Sort(refs)
 	joined := strings.Join(refs, ",")
-	if existing.Annotations[appsv1alpha1.ImagePullSecretReferencesAnnotation] == joined &&
-		existing.Annotations[appsv1alpha1.ImagePullSecretModeAnnotation] == appsv1alpha1.ImagePullSecretModeBatch &&
+	if existing.Annotations[appsv1beta1.ImagePullSecretReferencesAnnotation] == joined &&
+		existing.Annotations[appsv1beta1.ImagePullSecretModeAnnotation] == appsv1beta1.ImagePullSecretModeBatch &&
 		existing.Type == source.Type && semanticEqual(existing.Data, source.Data) {
 		return existing.Name, nil
 	}
 	updated := existing.DeepCopy()
-	updated.Annotations[appsv1alpha1.ImagePullSecretReferencesAnnotation] = joined
-	updated.Annotations[appsv1alpha1.ImagePullSecretModeAnnotation] = appsv1alpha1.ImagePullSecretModeBatch
+	updated.Annotations[appsv1beta1.ImagePullSecretReferencesAnnotation] = joined
+	updated.Annotations[appsv1beta1.ImagePullSecretModeAnnotation] = appsv1beta1.ImagePullSecretModeBatch
 	updated.Data = maps.Clone(source.Data)
 	if updated.Type != source.Type {
 		// The type of a secret cannot change; a copy of another type must be replaced.
@@ -165,7 +165,7 @@ func copyName(source string) string {
 
 // releaseSecrets removes the job from the references of every copy naming it, deleting
 // the copies no job references any more.
-func (c *Controller) releaseSecrets(ctx context.Context, key string, job *appsv1alpha1.ImagePullJob) error {
+func (c *Controller) releaseSecrets(ctx context.Context, key string, job *appsv1beta1.ImagePullJob) error {
 	if job.Namespace == c.secretsNamespace {
 		return nil
 	}
@@ -175,7 +175,7 @@ func (c *Controller) releaseSecrets(ctx context.Context, key string, job *appsv1
 	}
 	secrets := c.client.CoreV1().Secrets(c.secretsNamespace)
 	for _, s := range copies {
-		if _, isCopy := s.Annotations[appsv1alpha1.ImagePullSecretSourceKeyAnnotation]; !isCopy {
+		if _, isCopy := s.Annotations[appsv1beta1.ImagePullSecretSourceKeyAnnotation]; !isCopy {
 			continue
 		}
 		refs := secretReferences(s)
@@ -194,7 +194,7 @@ func (c *Controller) releaseSecrets(ctx context.Context, key string, job *appsv1
 			continue
 		}
 		updated := s.DeepCopy()
-		updated.Annotations[appsv1alpha1.ImagePullSecretReferencesAnnotation] = strings.Join(refs, ",")
+		updated.Annotations[appsv1beta1.ImagePullSecretReferencesAnnotation] = strings.Join(refs, ",")
 		result, err := secrets.Update(ctx, updated, metav1.UpdateOptions{})
 		if err != nil {
 			return fmt.Errorf("removing ImagePullJob %s from the references of secret %s/%s: %w", key, s.Namespace, s.Name, err)

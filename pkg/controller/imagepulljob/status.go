@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
@@ -36,7 +36,7 @@ type targetNode struct {
 }
 
 // classifyNodes returns the state of every target, in the targets' order.
-func classifyNodes(job *appsv1alpha1.ImagePullJob, targets []*appsv1alpha1.NodeImage, image, tag string, secretRefs []appsv1alpha1.ReferenceObject) []targetNode {
+func classifyNodes(job *appsv1beta1.ImagePullJob, targets []*appsv1beta1.NodeImage, image, tag string, secretRefs []appsv1beta1.ReferenceObject) []targetNode {
 	want := jobutil.TagPullPolicy(job, func(int64) int64 { return 0 })
 	out := make([]targetNode, 0, len(targets))
 	for _, ni := range targets {
@@ -50,9 +50,9 @@ func classifyNodes(job *appsv1alpha1.ImagePullJob, targets []*appsv1alpha1.NodeI
 		node.state = pulling
 		if st := tagStatus(ni, image, tag); st != nil && st.Version == tagSpec.Version {
 			switch st.Phase {
-			case appsv1alpha1.ImagePhaseSucceeded:
+			case appsv1beta1.ImagePhaseSucceeded:
 				node.state = succeeded
-			case appsv1alpha1.ImagePhaseFailed:
+			case appsv1beta1.ImagePhaseFailed:
 				node.state = failed
 			}
 		}
@@ -72,8 +72,8 @@ func classifyNodes(job *appsv1alpha1.ImagePullJob, targets []*appsv1alpha1.NodeI
 
 // computeStatus counts the nodes into the job's status and decides whether the job
 // completes now.
-func computeStatus(job *appsv1alpha1.ImagePullJob, nodes []targetNode, now time.Time) appsv1alpha1.ImagePullJobStatus {
-	status := appsv1alpha1.ImagePullJobStatus{Desired: int32(len(nodes))}
+func computeStatus(job *appsv1beta1.ImagePullJob, nodes []targetNode, now time.Time) appsv1beta1.ImagePullJobStatus {
+	status := appsv1beta1.ImagePullJobStatus{Desired: int32(len(nodes))}
 	if job.Status.StartTime != nil {
 		status.StartTime = job.Status.StartTime.DeepCopy()
 	} else {
@@ -116,13 +116,13 @@ func computeStatus(job *appsv1alpha1.ImagePullJob, nodes []targetNode, now time.
 }
 
 // updateStatus writes status when it differs from the job's.
-func (c *Controller) updateStatus(ctx context.Context, key string, job *appsv1alpha1.ImagePullJob, status appsv1alpha1.ImagePullJobStatus) error {
+func (c *Controller) updateStatus(ctx context.Context, key string, job *appsv1beta1.ImagePullJob, status appsv1beta1.ImagePullJobStatus) error {
 	if semanticEqual(job.Status, status) {
 		return nil
 	}
 	updated := job.DeepCopy()
 	updated.Status = status
-	result, err := c.bosunClient.AppsV1alpha1().ImagePullJobs(job.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	result, err := c.bosunClient.AppsV1beta1().ImagePullJobs(job.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
 	if err != nil {
 		return fmt.Errorf("updating the status of ImagePullJob %s: %w", key, err)
 	}
@@ -133,7 +133,7 @@ func (c *Controller) updateStatus(ctx context.Context, key string, job *appsv1al
 }
 
 // findTag returns the entry of tag in tags, nil when there is none.
-func findTag(tags []appsv1alpha1.ImageTagSpec, tag string) *appsv1alpha1.ImageTagSpec {
+func findTag(tags []appsv1beta1.ImageTagSpec, tag string) *appsv1beta1.ImageTagSpec {
 	for i := range tags {
 		if tags[i].Tag == tag {
 			return &tags[i]
@@ -143,7 +143,7 @@ func findTag(tags []appsv1alpha1.ImageTagSpec, tag string) *appsv1alpha1.ImageTa
 }
 
 // tagStatus returns the status the node reports for the tag, nil when there is none.
-func tagStatus(ni *appsv1alpha1.NodeImage, image, tag string) *appsv1alpha1.ImageTagStatus {
+func tagStatus(ni *appsv1beta1.NodeImage, image, tag string) *appsv1beta1.ImageTagStatus {
 	status, ok := ni.Status.ImageStatuses[image]
 	if !ok {
 		return nil
@@ -157,7 +157,7 @@ func tagStatus(ni *appsv1alpha1.NodeImage, image, tag string) *appsv1alpha1.Imag
 }
 
 // hasSecrets reports whether have holds every reference of want.
-func hasSecrets(have, want []appsv1alpha1.ReferenceObject) bool {
+func hasSecrets(have, want []appsv1beta1.ReferenceObject) bool {
 	for _, ref := range want {
 		if !slices.Contains(have, ref) {
 			return false

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -104,22 +104,22 @@ func (c *Controller) forget(key string) {
 }
 
 // finalize releases the job's secret copies, then removes its deletion protection.
-func (c *Controller) finalize(ctx context.Context, key string, job *appsv1alpha1.ImagePullJob) error {
+func (c *Controller) finalize(ctx context.Context, key string, job *appsv1beta1.ImagePullJob) error {
 	if err := c.releaseSecrets(ctx, key, job); err != nil {
 		return err
 	}
-	i := slices.Index(job.Finalizers, appsv1alpha1.ImagePullJobProtectionFinalizer)
+	i := slices.Index(job.Finalizers, appsv1beta1.ImagePullJobProtectionFinalizer)
 	if i < 0 {
 		return nil
 	}
 	updated := job.DeepCopy()
 	updated.Finalizers = slices.Delete(updated.Finalizers, i, i+1)
-	result, err := c.bosunClient.AppsV1alpha1().ImagePullJobs(job.Namespace).Update(ctx, updated, metav1.UpdateOptions{})
+	result, err := c.bosunClient.AppsV1beta1().ImagePullJobs(job.Namespace).Update(ctx, updated, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("removing finalizer %s from ImagePullJob %s: %w", appsv1alpha1.ImagePullJobProtectionFinalizer, key, err)
+		return fmt.Errorf("removing finalizer %s from ImagePullJob %s: %w", appsv1beta1.ImagePullJobProtectionFinalizer, key, err)
 	}
 	klog.FromContext(ctx).V(2).Info("Removed the deletion protection finalizer")
 	c.jobVersions.Expect(key, result)
@@ -129,15 +129,15 @@ func (c *Controller) finalize(ctx context.Context, key string, job *appsv1alpha1
 // ensureFinalizer adds the deletion protection to a running job that lacks it (one
 // created while the webhook was not called), so that its secret copies are released when
 // it is deleted.
-func (c *Controller) ensureFinalizer(ctx context.Context, key string, job *appsv1alpha1.ImagePullJob) (*appsv1alpha1.ImagePullJob, error) {
-	if slices.Contains(job.Finalizers, appsv1alpha1.ImagePullJobProtectionFinalizer) {
+func (c *Controller) ensureFinalizer(ctx context.Context, key string, job *appsv1beta1.ImagePullJob) (*appsv1beta1.ImagePullJob, error) {
+	if slices.Contains(job.Finalizers, appsv1beta1.ImagePullJobProtectionFinalizer) {
 		return job, nil
 	}
 	updated := job.DeepCopy()
-	updated.Finalizers = append(updated.Finalizers, appsv1alpha1.ImagePullJobProtectionFinalizer)
-	result, err := c.bosunClient.AppsV1alpha1().ImagePullJobs(job.Namespace).Update(ctx, updated, metav1.UpdateOptions{})
+	updated.Finalizers = append(updated.Finalizers, appsv1beta1.ImagePullJobProtectionFinalizer)
+	result, err := c.bosunClient.AppsV1beta1().ImagePullJobs(job.Namespace).Update(ctx, updated, metav1.UpdateOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("adding finalizer %s to ImagePullJob %s: %w", appsv1alpha1.ImagePullJobProtectionFinalizer, key, err)
+		return nil, fmt.Errorf("adding finalizer %s to ImagePullJob %s: %w", appsv1beta1.ImagePullJobProtectionFinalizer, key, err)
 	}
 	c.jobVersions.Expect(key, result)
 	return result, nil
@@ -146,7 +146,7 @@ func (c *Controller) ensureFinalizer(ctx context.Context, key string, job *appsv
 // deleteAfterTTL deletes a completed job once ttlSecondsAfterFinished has passed since its
 // completion, or looks at it again then. A job an ImageListPullJob controls is left to its
 // owner, whatever its own time to live says.
-func (c *Controller) deleteAfterTTL(ctx context.Context, job *appsv1alpha1.ImagePullJob) error {
+func (c *Controller) deleteAfterTTL(ctx context.Context, job *appsv1beta1.ImagePullJob) error {
 	ttl := job.Spec.CompletionPolicy.TTLSecondsAfterFinished
 	if ttl == nil {
 		return nil
@@ -163,7 +163,7 @@ func (c *Controller) deleteAfterTTL(ctx context.Context, job *appsv1alpha1.Image
 		return nil
 	}
 	uid := job.UID
-	err := c.bosunClient.AppsV1alpha1().ImagePullJobs(job.Namespace).Delete(ctx, job.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	err := c.bosunClient.AppsV1beta1().ImagePullJobs(job.Namespace).Delete(ctx, job.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting ImagePullJob %s/%s after its ttlSecondsAfterFinished: %w", job.Namespace, job.Name, err)
 	}
@@ -173,11 +173,11 @@ func (c *Controller) deleteAfterTTL(ctx context.Context, job *appsv1alpha1.Image
 
 // controlledByListJob reports whether the job's controller is an apps.kruise.io
 // ImageListPullJob, of any version.
-func controlledByListJob(job *appsv1alpha1.ImagePullJob) bool {
+func controlledByListJob(job *appsv1beta1.ImagePullJob) bool {
 	ref := metav1.GetControllerOfNoCopy(job)
 	if ref == nil || ref.Kind != listJobKind {
 		return false
 	}
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	return err == nil && gv.Group == appsv1alpha1.SchemeGroupVersion.Group
+	return err == nil && gv.Group == appsv1beta1.SchemeGroupVersion.Group
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -30,7 +30,7 @@ func (f *fixture) unfinishedHolders(uid string, image, tag string, nodes ...stri
 			continue
 		}
 		st := tagStatus(ni, image, tag)
-		if st == nil || st.Version != t.Version || (st.Phase != appsv1alpha1.ImagePhaseSucceeded && st.Phase != appsv1alpha1.ImagePhaseFailed) {
+		if st == nil || st.Version != t.Version || (st.Phase != appsv1beta1.ImagePhaseSucceeded && st.Phase != appsv1beta1.ImagePhaseFailed) {
 			out = append(out, node)
 		}
 	}
@@ -47,7 +47,7 @@ func TestFanOutRespectsParallelismAndCompletes(t *testing.T) {
 		t.Fatalf("after the first sync the unfinished holders are %v, want [n1]", got)
 	}
 	tag := f.jobTag("n1", "nginx", "1.25")
-	if tag.Version != 0 || tag.CreatedAt == nil || !tag.CreatedAt.Time.Equal(t0) || tag.ImagePullPolicy != appsv1alpha1.PullIfNotPresent {
+	if tag.Version != 0 || tag.CreatedAt == nil || !tag.CreatedAt.Time.Equal(t0) || tag.ImagePullPolicy != appsv1beta1.PullIfNotPresent {
 		t.Errorf("tag = %+v, want version 0, createdAt now, IfNotPresent", tag)
 	}
 	if want := jobutil.OwnerReference(f.job("job")); !slices.Equal(tag.OwnerReferences, []corev1.ObjectReference{want}) {
@@ -71,7 +71,7 @@ func TestFanOutRespectsParallelismAndCompletes(t *testing.T) {
 	}
 
 	for i, node := range nodes {
-		f.setTagStatus(node, "nginx", "1.25", 0, appsv1alpha1.ImagePhaseSucceeded)
+		f.setTagStatus(node, "nginx", "1.25", 0, appsv1beta1.ImagePhaseSucceeded)
 		f.sync("job")
 		holders := f.unfinishedHolders("uid-job", "nginx", "1.25", nodes...)
 		if i < 2 && !slices.Equal(holders, []string{nodes[i+1]}) {
@@ -92,7 +92,7 @@ func TestFanOutRespectsParallelismAndCompletes(t *testing.T) {
 
 func TestParallelismZeroPauses(t *testing.T) {
 	zero := intstr.FromString("0")
-	f := newFixture(t, newNodeImage("n1", nil), newJob("job", "nginx", func(j *appsv1alpha1.ImagePullJob) { j.Spec.Parallelism = &zero }))
+	f := newFixture(t, newNodeImage("n1", nil), newJob("job", "nginx", func(j *appsv1beta1.ImagePullJob) { j.Spec.Parallelism = &zero }))
 	f.sync("job")
 	if tag := f.jobTag("n1", "nginx", "latest"); tag != nil {
 		t.Errorf("a paused job added tag %+v", tag)
@@ -106,7 +106,7 @@ func TestDeadlineFailsUnfinishedNodes(t *testing.T) {
 	if d := f.queue.Delayed(); !slices.Contains(d, queuetest.Delayed{Key: "ns/job", Delay: 15 * time.Second}) {
 		t.Errorf("delayed keys = %v, want ns/job after 15s (the deadline)", d)
 	}
-	f.setTagStatus("n1", "nginx", "1.25", 0, appsv1alpha1.ImagePhaseSucceeded)
+	f.setTagStatus("n1", "nginx", "1.25", 0, appsv1beta1.ImagePhaseSucceeded)
 	f.sync("job") // n2 gets the tag and pulls forever
 	f.clock.Step(16 * time.Second)
 	f.sync("job")
@@ -198,7 +198,7 @@ func TestAddsMissingFinalizer(t *testing.T) {
 	job.Finalizers = nil
 	f := newFixture(t, job)
 	f.sync("job")
-	if got := f.job("job").Finalizers; !slices.Equal(got, []string{appsv1alpha1.ImagePullJobProtectionFinalizer}) {
+	if got := f.job("job").Finalizers; !slices.Equal(got, []string{appsv1beta1.ImagePullJobProtectionFinalizer}) {
 		t.Errorf("finalizers = %v", got)
 	}
 }
@@ -206,22 +206,22 @@ func TestAddsMissingFinalizer(t *testing.T) {
 func TestSharedTagBumpsVersion(t *testing.T) {
 	ni := newNodeImage("n1", nil)
 	other := newJob("other", "nginx:1.25")
-	ni.Spec.Images = map[string]appsv1alpha1.ImageSpec{"nginx": {Tags: []appsv1alpha1.ImageTagSpec{{
+	ni.Spec.Images = map[string]appsv1beta1.ImageSpec{"nginx": {Tags: []appsv1beta1.ImageTagSpec{{
 		Tag: "1.25", Version: 2, CreatedAt: &metav1.Time{Time: t0.Add(-time.Hour)},
 		OwnerReferences: []corev1.ObjectReference{jobutil.OwnerReference(other)},
-		PullPolicy:      &appsv1alpha1.ImageTagPullPolicy{TimeoutSeconds: ptr.To[int32](600), BackoffLimit: ptr.To[int32](3), TTLSecondsAfterFinished: ptr.To[int32](1000)},
+		PullPolicy:      &appsv1beta1.ImageTagPullPolicy{TimeoutSeconds: ptr.To[int32](600), BackoffLimit: ptr.To[int32](3), TTLSecondsAfterFinished: ptr.To[int32](1000)},
 	}}}}
-	f := newFixture(t, ni, other, newJob("job", "docker.io/library/nginx:1.25", func(j *appsv1alpha1.ImagePullJob) {
-		j.Spec.ImagePullPolicy = appsv1alpha1.PullAlways
+	f := newFixture(t, ni, other, newJob("job", "docker.io/library/nginx:1.25", func(j *appsv1beta1.ImagePullJob) {
+		j.Spec.ImagePullPolicy = appsv1beta1.PullAlways
 	}))
-	f.setTagStatus("n1", "nginx", "1.25", 2, appsv1alpha1.ImagePhaseSucceeded)
+	f.setTagStatus("n1", "nginx", "1.25", 2, appsv1beta1.ImagePhaseSucceeded)
 	f.sync("job")
 	tag := f.jobTag("n1", "nginx", "1.25")
-	if tag.Version != 3 || len(tag.OwnerReferences) != 2 || !tag.CreatedAt.Time.Equal(t0) || tag.ImagePullPolicy != appsv1alpha1.PullAlways {
+	if tag.Version != 3 || len(tag.OwnerReferences) != 2 || !tag.CreatedAt.Time.Equal(t0) || tag.ImagePullPolicy != appsv1beta1.PullAlways {
 		t.Fatalf("tag = %+v, want version 3, two owners, createdAt now, Always", tag)
 	}
 	// Both jobs count the new status.
-	f.setTagStatus("n1", "nginx", "1.25", 3, appsv1alpha1.ImagePhaseSucceeded)
+	f.setTagStatus("n1", "nginx", "1.25", 3, appsv1beta1.ImagePhaseSucceeded)
 	f.sync("job")
 	f.sync("other")
 	for _, name := range []string{"job", "other"} {
@@ -233,7 +233,7 @@ func TestSharedTagBumpsVersion(t *testing.T) {
 
 func TestNewTagVersionFollowsLeftoverStatus(t *testing.T) {
 	ni := newNodeImage("n1", nil)
-	ni.Status.ImageStatuses = map[string]appsv1alpha1.ImageStatus{"nginx": {Tags: []appsv1alpha1.ImageTagStatus{{Tag: "latest", Version: 4, Phase: appsv1alpha1.ImagePhaseSucceeded}}}}
+	ni.Status.ImageStatuses = map[string]appsv1beta1.ImageStatus{"nginx": {Tags: []appsv1beta1.ImageTagStatus{{Tag: "latest", Version: 4, Phase: appsv1beta1.ImagePhaseSucceeded}}}}
 	f := newFixture(t, ni, newJob("job", "nginx"))
 	f.sync("job")
 	if tag := f.jobTag("n1", "nginx", "latest"); tag == nil || tag.Version != 5 {
@@ -242,17 +242,17 @@ func TestNewTagVersionFollowsLeftoverStatus(t *testing.T) {
 }
 
 func TestPolicyChangeReachesOwnedTags(t *testing.T) {
-	f := newFixture(t, newNodeImage("n1", nil), newNodeImage("n2", nil), newJob("job", "nginx", func(j *appsv1alpha1.ImagePullJob) {
+	f := newFixture(t, newNodeImage("n1", nil), newNodeImage("n2", nil), newJob("job", "nginx", func(j *appsv1beta1.ImagePullJob) {
 		j.Spec.Parallelism = ptr.To(intstr.FromInt32(2))
 	}))
 	f.sync("job")
-	f.setTagStatus("n1", "nginx", "latest", 0, appsv1alpha1.ImagePhaseSucceeded)
-	f.setTagStatus("n2", "nginx", "latest", 0, appsv1alpha1.ImagePhaseFailed)
+	f.setTagStatus("n1", "nginx", "latest", 0, appsv1beta1.ImagePhaseSucceeded)
+	f.setTagStatus("n2", "nginx", "latest", 0, appsv1beta1.ImagePhaseFailed)
 	ttlBefore := *f.jobTag("n1", "nginx", "latest").PullPolicy.TTLSecondsAfterFinished
 
 	job := f.job("job")
 	job.Spec.PullPolicy.TimeoutSeconds = ptr.To[int32](1200)
-	_, err := f.bosunClient.AppsV1alpha1().ImagePullJobs(testNamespace).Update(f.ctx, job, metav1.UpdateOptions{})
+	_, err := f.bosunClient.AppsV1beta1().ImagePullJobs(testNamespace).Update(f.ctx, job, metav1.UpdateOptions{})
 	f.must(err)
 	f.observe()
 	f.sync("job")
@@ -272,14 +272,14 @@ func TestPolicyChangeReachesOwnedTags(t *testing.T) {
 func TestSelectors(t *testing.T) {
 	f := newFixture(t,
 		newNodeImage("n1", map[string]string{"pool": "a"}), newNodeImage("n2", map[string]string{"pool": "b"}), newNodeImage("n3", nil),
-		newJob("names", "nginx", func(j *appsv1alpha1.ImagePullJob) {
-			j.Spec.Selector = &appsv1alpha1.ImagePullJobNodeSelector{Names: []string{"n2", "missing"}}
+		newJob("names", "nginx", func(j *appsv1beta1.ImagePullJob) {
+			j.Spec.Selector = &appsv1beta1.ImagePullJobNodeSelector{Names: []string{"n2", "missing"}}
 		}),
-		newJob("labels", "nginx", func(j *appsv1alpha1.ImagePullJob) {
-			j.Spec.Selector = &appsv1alpha1.ImagePullJobNodeSelector{LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"pool": "a"}}}
+		newJob("labels", "nginx", func(j *appsv1beta1.ImagePullJob) {
+			j.Spec.Selector = &appsv1beta1.ImagePullJobNodeSelector{LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"pool": "a"}}}
 		}),
-		newJob("pods", "nginx", func(j *appsv1alpha1.ImagePullJob) {
-			j.Spec.PodSelector = &appsv1alpha1.ImagePullJobPodSelector{LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}
+		newJob("pods", "nginx", func(j *appsv1beta1.ImagePullJob) {
+			j.Spec.PodSelector = &appsv1beta1.ImagePullJobPodSelector{LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}
 		}),
 		newJob("all", "nginx"),
 		newPod("web-1", "n3", map[string]string{"app": "web"}, corev1.PodRunning),
@@ -344,7 +344,7 @@ func TestSecretsAreCopiedReferencedAndReleased(t *testing.T) {
 		t.Errorf("copy data/type = %v/%s", cp.Data, cp.Type)
 	}
 	refs := f.nodeImage("n1").Spec.Images["reg.io/app"].PullSecrets
-	if !slices.Equal(refs, []appsv1alpha1.ReferenceObject{{Namespace: secretsNamespace, Name: cp.Name}}) {
+	if !slices.Equal(refs, []appsv1beta1.ReferenceObject{{Namespace: secretsNamespace, Name: cp.Name}}) {
 		t.Errorf("NodeImage pull secrets = %v, want the copy", refs)
 	}
 
@@ -369,7 +369,7 @@ func TestSecretsAreCopiedReferencedAndReleased(t *testing.T) {
 	for i, name := range []string{"a", "b"} {
 		job := f.job(name)
 		job.DeletionTimestamp = &metav1.Time{Time: t0}
-		_, err := f.bosunClient.AppsV1alpha1().ImagePullJobs(testNamespace).Update(f.ctx, job, metav1.UpdateOptions{})
+		_, err := f.bosunClient.AppsV1beta1().ImagePullJobs(testNamespace).Update(f.ctx, job, metav1.UpdateOptions{})
 		f.must(err)
 		f.observe()
 		f.sync(name)
@@ -400,7 +400,7 @@ func TestWaitsForItsNodeImageWrites(t *testing.T) {
 	f := newFixture(t, newNodeImage("n1", nil), newNodeImage("n2", nil), newJob("job", "nginx"))
 	// The API server gives every update a new resource version.
 	f.bosunClient.PrependReactor("update", "nodeimages", func(action clienttesting.Action) (bool, runtime.Object, error) {
-		obj := action.(clienttesting.UpdateAction).GetObject().(*appsv1alpha1.NodeImage)
+		obj := action.(clienttesting.UpdateAction).GetObject().(*appsv1beta1.NodeImage)
 		rv, _ := strconv.Atoi(obj.ResourceVersion)
 		obj.ResourceVersion = strconv.Itoa(rv + 1)
 		return false, nil, nil
@@ -424,5 +424,101 @@ func TestWaitsForItsNodeImageWrites(t *testing.T) {
 	f.sync("job")
 	if d := f.queue.Delayed(); len(d) != 0 {
 		t.Errorf("delayed = %v after the write was observed", d)
+	}
+}
+
+// ownedInV1alpha1 is the reference an older bosun, or OpenKruise before 1.9, put on the
+// tags of job.
+func ownedInV1alpha1(job *appsv1beta1.ImagePullJob) corev1.ObjectReference {
+	ref := jobutil.OwnerReference(job)
+	ref.APIVersion = "apps.kruise.io/v1alpha1"
+	return ref
+}
+
+// nodeImageWrites returns the writes the controller made to NodeImages.
+func (f *fixture) nodeImageWrites() []clienttesting.Action {
+	var out []clienttesting.Action
+	for _, a := range f.bosunClient.Actions() {
+		if a.GetResource().Resource == "nodeimages" && (a.GetVerb() == "update" || a.GetVerb() == "patch") {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// A tag the job owns through a v1alpha1 reference is the job's: the job counts its status
+// and leaves the NodeImage alone, reference and all.
+func TestTagOwnedThroughV1alpha1ReferenceIsTheJobs(t *testing.T) {
+	job := newJob("job", "nginx:1.25")
+	ni := newNodeImage("n1", nil)
+	ni.Spec.Images = map[string]appsv1beta1.ImageSpec{"nginx": {Tags: []appsv1beta1.ImageTagSpec{{
+		Tag: "1.25", Version: 1, CreatedAt: &metav1.Time{Time: t0.Add(-time.Minute)},
+		OwnerReferences: []corev1.ObjectReference{ownedInV1alpha1(job)},
+		ImagePullPolicy: jobutil.ImagePullPolicy(job),
+		PullPolicy:      jobutil.TagPullPolicy(job, func(int64) int64 { return 0 }),
+	}}}}
+	f := newFixture(t, ni, job)
+	f.setTagStatus("n1", "nginx", "1.25", 1, appsv1beta1.ImagePhaseSucceeded)
+	f.bosunClient.ClearActions()
+
+	f.sync("job")
+	if writes := f.nodeImageWrites(); len(writes) != 0 {
+		t.Errorf("NodeImage writes = %v, want none: the tag is the job's already", writes)
+	}
+	tag := f.jobTag("n1", "nginx", "1.25")
+	if want := []corev1.ObjectReference{ownedInV1alpha1(job)}; !slices.Equal(tag.OwnerReferences, want) || tag.Version != 1 {
+		t.Errorf("tag = %+v, want version 1 and owner references %v", tag, want)
+	}
+	if st := f.job("job").Status; st.Desired != 1 || st.Succeeded != 1 || st.CompletionTime == nil {
+		t.Errorf("status = %+v, want the node's success counted and the job completed", st)
+	}
+}
+
+// A write the job makes for another reason (its policy changed) keeps the v1alpha1
+// reference it found: the job is not added a second time, and the version of a reference
+// is never rewritten.
+func TestPolicyChangeKeepsV1alpha1Reference(t *testing.T) {
+	job := newJob("job", "nginx:1.25")
+	ni := newNodeImage("n1", nil)
+	ni.Spec.Images = map[string]appsv1beta1.ImageSpec{"nginx": {Tags: []appsv1beta1.ImageTagSpec{{
+		Tag: "1.25", Version: 1, CreatedAt: &metav1.Time{Time: t0.Add(-time.Minute)},
+		OwnerReferences: []corev1.ObjectReference{ownedInV1alpha1(job)},
+		ImagePullPolicy: jobutil.ImagePullPolicy(job),
+		PullPolicy:      &appsv1beta1.ImageTagPullPolicy{TimeoutSeconds: ptr.To[int32](300), BackoffLimit: ptr.To[int32](3), TTLSecondsAfterFinished: ptr.To[int32](1000)},
+	}}}}
+	f := newFixture(t, ni, job)
+	f.setTagStatus("n1", "nginx", "1.25", 1, appsv1beta1.ImagePhaseFailed)
+
+	f.sync("job")
+	tag := f.jobTag("n1", "nginx", "1.25")
+	if want := []corev1.ObjectReference{ownedInV1alpha1(job)}; !slices.Equal(tag.OwnerReferences, want) {
+		t.Errorf("owner references = %v, want %v", tag.OwnerReferences, want)
+	}
+	if ptr.Deref(tag.PullPolicy.TimeoutSeconds, 0) != 600 || tag.Version != 2 {
+		t.Errorf("tag = %+v (policy %+v), want the job's timeout 600 and version 2 (a new pull after the failure)", tag, tag.PullPolicy)
+	}
+}
+
+// A job joining a tag another job owns through a v1alpha1 reference adds itself in
+// v1beta1 and leaves the other's reference as it is.
+func TestJoiningTagKeepsOthersV1alpha1Reference(t *testing.T) {
+	other := newJob("other", "nginx:1.25")
+	ni := newNodeImage("n1", nil)
+	ni.Spec.Images = map[string]appsv1beta1.ImageSpec{"nginx": {Tags: []appsv1beta1.ImageTagSpec{{
+		Tag: "1.25", Version: 2, CreatedAt: &metav1.Time{Time: t0.Add(-time.Hour)},
+		OwnerReferences: []corev1.ObjectReference{ownedInV1alpha1(other)},
+		PullPolicy:      &appsv1beta1.ImageTagPullPolicy{TimeoutSeconds: ptr.To[int32](600), BackoffLimit: ptr.To[int32](3), TTLSecondsAfterFinished: ptr.To[int32](1000)},
+	}}}}
+	f := newFixture(t, ni, other, newJob("job", "nginx:1.25"))
+	f.setTagStatus("n1", "nginx", "1.25", 2, appsv1beta1.ImagePhaseSucceeded)
+
+	f.sync("job")
+	tag := f.jobTag("n1", "nginx", "1.25")
+	want := []corev1.ObjectReference{ownedInV1alpha1(other), jobutil.OwnerReference(f.job("job"))}
+	if !slices.Equal(tag.OwnerReferences, want) || tag.Version != 3 {
+		t.Errorf("tag = %+v, want version 3 and owner references %v", tag, want)
+	}
+	if want[1].APIVersion != "apps.kruise.io/v1beta1" {
+		t.Errorf("the joining job names itself in %s, want apps.kruise.io/v1beta1", want[1].APIVersion)
 	}
 }

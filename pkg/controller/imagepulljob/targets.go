@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,13 +19,13 @@ import (
 // its tag: by name, except for a pod-selecting job that a workload controls, whose nodes
 // follow the workload's pods from the oldest, so that the nodes of the pods it made first
 // get the image first.
-func (c *Controller) targets(job *appsv1alpha1.ImagePullJob) ([]*appsv1alpha1.NodeImage, error) {
+func (c *Controller) targets(job *appsv1beta1.ImagePullJob) ([]*appsv1beta1.NodeImage, error) {
 	spec := &job.Spec
 	switch {
 	case spec.PodSelector != nil:
 		return c.podSelectorTargets(job)
 	case spec.Selector != nil && len(spec.Selector.Names) > 0:
-		var out []*appsv1alpha1.NodeImage
+		var out []*appsv1beta1.NodeImage
 		for _, name := range sets.List(sets.New(spec.Selector.Names...)) {
 			ni, err := c.nodeImages.Get(name)
 			if apierrors.IsNotFound(err) {
@@ -49,13 +49,13 @@ func (c *Controller) targets(job *appsv1alpha1.ImagePullJob) ([]*appsv1alpha1.No
 	if err != nil {
 		return nil, fmt.Errorf("listing NodeImages: %w", err)
 	}
-	slices.SortFunc(out, func(a, b *appsv1alpha1.NodeImage) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b *appsv1beta1.NodeImage) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
 // podSelectorTargets returns the NodeImages of the nodes running active pods the job
 // selects, each once.
-func (c *Controller) podSelectorTargets(job *appsv1alpha1.ImagePullJob) ([]*appsv1alpha1.NodeImage, error) {
+func (c *Controller) podSelectorTargets(job *appsv1beta1.ImagePullJob) ([]*appsv1beta1.NodeImage, error) {
 	selector, err := metav1.LabelSelectorAsSelector(&job.Spec.PodSelector.LabelSelector)
 	if err != nil {
 		return nil, fmt.Errorf("parsing the podSelector of ImagePullJob %s/%s: %w", job.Namespace, job.Name, err)
@@ -78,7 +78,7 @@ func (c *Controller) podSelectorTargets(job *appsv1alpha1.ImagePullJob) ([]*apps
 		slices.SortFunc(pods, func(a, b *corev1.Pod) int { return strings.Compare(a.Spec.NodeName, b.Spec.NodeName) })
 	}
 	seen := sets.New[string]()
-	var out []*appsv1alpha1.NodeImage
+	var out []*appsv1beta1.NodeImage
 	for _, pod := range pods {
 		if seen.Has(pod.Spec.NodeName) {
 			continue

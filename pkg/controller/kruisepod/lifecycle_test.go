@@ -6,14 +6,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 )
 
 func TestLifecycleHooks(t *testing.T) {
-	hook := &appsv1alpha1.LifecycleHook{LabelsHandler: map[string]string{"hold": "true"}, FinalizersHandler: []string{"example.com/drain"}}
+	hook := &appsv1beta1.LifecycleHook{LabelsHandler: map[string]string{"hold": "true"}, FinalizersHandler: []string{"example.com/drain"}}
 	for _, tc := range []struct {
 		name      string
-		hook      *appsv1alpha1.LifecycleHook
+		hook      *appsv1beta1.LifecycleHook
 		meta      metav1.ObjectMeta
 		hooked    bool
 		preparing bool
@@ -23,9 +23,9 @@ func TestLifecycleHooks(t *testing.T) {
 		{"label with another value", hook, metav1.ObjectMeta{Labels: map[string]string{"hold": "false"}}, false, false},
 		{"finalizer", hook, metav1.ObjectMeta{Finalizers: []string{"other", "example.com/drain"}}, true, false},
 		{"preparing delete", hook, metav1.ObjectMeta{Labels: map[string]string{
-			appsv1alpha1.LifecycleStateKey: string(appsv1alpha1.LifecycleStatePreparingDelete)}}, false, true},
+			appsv1beta1.LifecycleStateKey: string(appsv1beta1.LifecycleStatePreparingDelete)}}, false, true},
 		{"another state", hook, metav1.ObjectMeta{Labels: map[string]string{
-			appsv1alpha1.LifecycleStateKey: string(appsv1alpha1.LifecycleStateNormal)}}, false, false},
+			appsv1beta1.LifecycleStateKey: string(appsv1beta1.LifecycleStateNormal)}}, false, false},
 	} {
 		pod := &corev1.Pod{ObjectMeta: tc.meta}
 		if got := IsHooked(tc.hook, pod); got != tc.hooked {

@@ -20,10 +20,10 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	bosunclientset "github.com/bosun-dev/client-go/clientset/versioned"
-	appsinformers "github.com/bosun-dev/client-go/informers/externalversions/apps/v1alpha1"
-	appslisters "github.com/bosun-dev/client-go/listers/apps/v1alpha1"
+	appsinformers "github.com/bosun-dev/client-go/informers/externalversions/apps/v1beta1"
+	appslisters "github.com/bosun-dev/client-go/listers/apps/v1beta1"
 
 	"github.com/bosun-dev/bosun/pkg/controller/informers"
 	"github.com/bosun-dev/bosun/pkg/controller/options"
@@ -217,7 +217,7 @@ func (c *Controller) deleteNode(ctx context.Context, obj any) {
 }
 
 func (c *Controller) addNodeImage(ctx context.Context, obj any) {
-	if ni, ok := obj.(*appsv1alpha1.NodeImage); ok {
+	if ni, ok := obj.(*appsv1beta1.NodeImage); ok {
 		klog.FromContext(ctx).V(5).Info("NodeImage added", "nodeImage", klog.KObj(ni))
 		c.queue.Add(ni.Name)
 	}
@@ -226,8 +226,8 @@ func (c *Controller) addNodeImage(ctx context.Context, obj any) {
 // updateNodeImage queues the node on every change of its NodeImage, status writes of the
 // agent included: statuses of dropped tags and the counts follow them.
 func (c *Controller) updateNodeImage(ctx context.Context, old, cur any) {
-	oldNI, ok1 := old.(*appsv1alpha1.NodeImage)
-	curNI, ok2 := cur.(*appsv1alpha1.NodeImage)
+	oldNI, ok1 := old.(*appsv1beta1.NodeImage)
+	curNI, ok2 := cur.(*appsv1beta1.NodeImage)
 	if !ok1 || !ok2 || oldNI.ResourceVersion == curNI.ResourceVersion {
 		return
 	}
@@ -236,7 +236,7 @@ func (c *Controller) updateNodeImage(ctx context.Context, old, cur any) {
 }
 
 func (c *Controller) deleteNodeImage(ctx context.Context, obj any) {
-	ni, ok := queue.FromTombstone[*appsv1alpha1.NodeImage](obj)
+	ni, ok := queue.FromTombstone[*appsv1beta1.NodeImage](obj)
 	if !ok {
 		utilruntime.HandleErrorWithContext(ctx, nil, "NodeImage event carries an unexpected object", "type", fmt.Sprintf("%T", obj))
 		return
@@ -249,7 +249,7 @@ func (c *Controller) deleteNodeImage(ctx context.Context, obj any) {
 // deleteJob queues the nodes whose NodeImage has a tag the deleted ImagePullJob owns, so
 // that its references (and the tags it alone asked for) go.
 func (c *Controller) deleteJob(ctx context.Context, obj any) {
-	job, ok := queue.FromTombstone[*appsv1alpha1.ImagePullJob](obj)
+	job, ok := queue.FromTombstone[*appsv1beta1.ImagePullJob](obj)
 	if !ok {
 		utilruntime.HandleErrorWithContext(ctx, nil, "ImagePullJob event carries an unexpected object", "type", fmt.Sprintf("%T", obj))
 		return

@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	bosunfake "github.com/bosun-dev/client-go/clientset/versioned/fake"
 	bosuninformers "github.com/bosun-dev/client-go/informers/externalversions"
 
@@ -42,9 +42,9 @@ func TestHandlers(t *testing.T) {
 		}
 	}
 
-	owned := newNodeImage("owned", nil, map[string]appsv1alpha1.ImageSpec{"nginx": {Tags: []appsv1alpha1.ImageTagSpec{tag("1", t0, 60, jobRef("j", "j-uid"))}}})
+	owned := newNodeImage("owned", nil, map[string]appsv1beta1.ImageSpec{"nginx": {Tags: []appsv1beta1.ImageTagSpec{tag("1", t0, 60, jobRef("j", "j-uid"))}}})
 	f.addNodeImage(owned)
-	f.addNodeImage(newNodeImage("other", nil, map[string]appsv1alpha1.ImageSpec{"nginx": {Tags: []appsv1alpha1.ImageTagSpec{tag("1", t0, 60, jobRef("k", "k-uid"))}}}))
+	f.addNodeImage(newNodeImage("other", nil, map[string]appsv1beta1.ImageSpec{"nginx": {Tags: []appsv1beta1.ImageTagSpec{tag("1", t0, 60, jobRef("k", "k-uid"))}}}))
 	f.queue.Reset()
 	f.c.deleteJob(f.ctx, job("j", "j-uid"))
 	if got := f.queue.AddedKeys(); !slices.Equal(got, []string{"owned"}) {
@@ -116,7 +116,7 @@ func TestNewControllerTimings(t *testing.T) {
 			bosun := bosunfake.NewSimpleClientset() //nolint:staticcheck
 			factory := informers.NewSharedInformerFactory(kube, 0)
 			bosunInf := bosuninformers.NewSharedInformerFactory(bosun, 0)
-			c, err := NewController(ctx, factory.Core().V1().Nodes(), bosunInf.Apps().V1alpha1().NodeImages(), nil,
+			c, err := NewController(ctx, factory.Core().V1().Nodes(), bosunInf.Apps().V1beta1().NodeImages(), nil,
 				kube, bosun, &eventRecorder{}, tt.opts...)
 			if err != nil {
 				t.Fatal(err)

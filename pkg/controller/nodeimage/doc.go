@@ -1,8 +1,9 @@
-// Package nodeimage implements the manager side of apps.kruise.io/v1alpha1 NodeImages: one
-// NodeImage per node, named after it, listing the images the node agent on that node is to
-// pull. The agent (pkg/daemon/controller/nodeimage) pulls and writes the status; this
-// controller keeps the object itself in order. Work is keyed by node name; informer
-// handlers only enqueue, and sync does, for one node:
+// Package nodeimage implements the manager side of apps.kruise.io NodeImages (on v1beta1,
+// the stored version; both versions have one schema): one NodeImage per node, named
+// after it, listing the images the node agent on that node is to pull. The agent
+// (pkg/daemon/controller/nodeimage) pulls and writes the status; this controller keeps
+// the object itself in order. Work is keyed by node name; informer handlers only enqueue,
+// and sync does, for one node:
 //
 //  1. the node is gone or being deleted: its NodeImage is deleted, unless it carries the
 //     apps.kruise.io/fake-nodeimage label (NodeImages made by hand for tests and tools);
@@ -12,9 +13,10 @@
 //     when the delay is over;
 //  3. the spec is rewritten (read-modify-write, retried on conflicts) when it has to be:
 //     labels equal to the node's; tags without createdAt dropped; ImagePullJob owner
-//     references whose job is gone, or is a new job under the same name (matched by UID),
-//     dropped, and with them the tags no owner remains on (owners of other kinds are kept
-//     as they are); tags whose current status completed more than ttlSecondsAfterFinished
+//     references (of any apps.kruise.io version) whose job is gone, or is a new job under
+//     the same name (matched by UID), dropped, and with them the tags no owner remains on
+//     (owners of other kinds are kept as they are, and kept references keep their
+//     version); tags whose current status completed more than ttlSecondsAfterFinished
 //     ago dropped; pull-secret references whose Secret no longer exists dropped; images
 //     left without tags dropped. A rewrite ends the sync: its own update event brings the
 //     node back;

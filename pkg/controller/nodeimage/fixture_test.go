@@ -21,10 +21,10 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	bosunfake "github.com/bosun-dev/client-go/clientset/versioned/fake"
 	bosuninformers "github.com/bosun-dev/client-go/informers/externalversions"
-	appsinformers "github.com/bosun-dev/client-go/informers/externalversions/apps/v1alpha1"
+	appsinformers "github.com/bosun-dev/client-go/informers/externalversions/apps/v1beta1"
 
 	"github.com/bosun-dev/bosun/pkg/controller/options"
 	"github.com/bosun-dev/bosun/pkg/controller/queue/queuetest"
@@ -80,12 +80,12 @@ func buildFixture(t *testing.T, withJobs bool, opts ...options.Option) *fixture 
 	f.bosunInf = bosuninformers.NewSharedInformerFactory(f.bosun, 0)
 	var jobs appsinformers.ImagePullJobInformer
 	if withJobs {
-		jobs = f.bosunInf.Apps().V1alpha1().ImagePullJobs()
+		jobs = f.bosunInf.Apps().V1beta1().ImagePullJobs()
 	}
 	q, wrapQueue := queuetest.Wrapping()
 	opts = append([]options.Option{options.WithClock(f.clock), WithCreationDelay(testCreationDelay), WithResponseTimeout(testResponseTimeout),
 		withRequeueJitter(func() time.Duration { return fixedJitter }), wrapQueue}, opts...)
-	c, err := NewController(ctx, f.factory.Core().V1().Nodes(), f.bosunInf.Apps().V1alpha1().NodeImages(),
+	c, err := NewController(ctx, f.factory.Core().V1().Nodes(), f.bosunInf.Apps().V1beta1().NodeImages(),
 		jobs, f.kube, f.bosun, f.recorder, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -108,26 +108,26 @@ func (f *fixture) addNode(node *corev1.Node) {
 }
 
 // addNodeImage puts ni into the cache and on the server.
-func (f *fixture) addNodeImage(ni *appsv1alpha1.NodeImage) {
+func (f *fixture) addNodeImage(ni *appsv1beta1.NodeImage) {
 	f.t.Helper()
-	if err := f.bosunInf.Apps().V1alpha1().NodeImages().Informer().GetIndexer().Add(ni); err != nil {
+	if err := f.bosunInf.Apps().V1beta1().NodeImages().Informer().GetIndexer().Add(ni); err != nil {
 		f.t.Fatal(err)
 	}
-	if _, err := f.bosun.AppsV1alpha1().NodeImages().Create(f.ctx, ni, metav1.CreateOptions{}); err != nil {
+	if _, err := f.bosun.AppsV1beta1().NodeImages().Create(f.ctx, ni, metav1.CreateOptions{}); err != nil {
 		f.t.Fatal(err)
 	}
 }
 
 // addJob puts job into the cache (when cached) and on the server (when live).
-func (f *fixture) addJob(job *appsv1alpha1.ImagePullJob, cached, live bool) {
+func (f *fixture) addJob(job *appsv1beta1.ImagePullJob, cached, live bool) {
 	f.t.Helper()
 	if cached {
-		if err := f.bosunInf.Apps().V1alpha1().ImagePullJobs().Informer().GetIndexer().Add(job); err != nil {
+		if err := f.bosunInf.Apps().V1beta1().ImagePullJobs().Informer().GetIndexer().Add(job); err != nil {
 			f.t.Fatal(err)
 		}
 	}
 	if live {
-		if _, err := f.bosun.AppsV1alpha1().ImagePullJobs(job.Namespace).Create(f.ctx, job, metav1.CreateOptions{}); err != nil {
+		if _, err := f.bosun.AppsV1beta1().ImagePullJobs(job.Namespace).Create(f.ctx, job, metav1.CreateOptions{}); err != nil {
 			f.t.Fatal(err)
 		}
 	}
@@ -158,22 +158,22 @@ func (f *fixture) removeNode(node *corev1.Node) {
 
 // cacheNodeImage makes the cache hold the NodeImage the server holds, as its update event
 // would.
-func (f *fixture) cacheNodeImage(name string) *appsv1alpha1.NodeImage {
+func (f *fixture) cacheNodeImage(name string) *appsv1beta1.NodeImage {
 	f.t.Helper()
 	ni := f.nodeImage(name)
 	if ni == nil {
 		f.t.Fatalf("no NodeImage %s on the server", name)
 	}
-	if err := f.bosunInf.Apps().V1alpha1().NodeImages().Informer().GetIndexer().Update(ni); err != nil {
+	if err := f.bosunInf.Apps().V1beta1().NodeImages().Informer().GetIndexer().Update(ni); err != nil {
 		f.t.Fatal(err)
 	}
 	return ni
 }
 
 // nodeImage returns the NodeImage on the server, or nil.
-func (f *fixture) nodeImage(name string) *appsv1alpha1.NodeImage {
+func (f *fixture) nodeImage(name string) *appsv1beta1.NodeImage {
 	f.t.Helper()
-	ni, err := f.bosun.AppsV1alpha1().NodeImages().Get(f.ctx, name, metav1.GetOptions{})
+	ni, err := f.bosun.AppsV1beta1().NodeImages().Get(f.ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -232,19 +232,19 @@ func readyNode(name string, labels map[string]string, readySince time.Time) *cor
 	}
 }
 
-func newNodeImage(name string, labels map[string]string, images map[string]appsv1alpha1.ImageSpec) *appsv1alpha1.NodeImage {
-	return &appsv1alpha1.NodeImage{
+func newNodeImage(name string, labels map[string]string, images map[string]appsv1beta1.ImageSpec) *appsv1beta1.NodeImage {
+	return &appsv1beta1.NodeImage{
 		ObjectMeta: metav1.ObjectMeta{Name: name, UID: "ni-uid", Labels: labels},
-		Spec:       appsv1alpha1.NodeImageSpec{Images: images},
+		Spec:       appsv1beta1.NodeImageSpec{Images: images},
 	}
 }
 
 // tag returns a defaulted tag created at createdAt with the given TTL and owners.
-func tag(name string, createdAt time.Time, ttl int32, owners ...corev1.ObjectReference) appsv1alpha1.ImageTagSpec {
-	return appsv1alpha1.ImageTagSpec{
+func tag(name string, createdAt time.Time, ttl int32, owners ...corev1.ObjectReference) appsv1beta1.ImageTagSpec {
+	return appsv1beta1.ImageTagSpec{
 		Tag:       name,
 		CreatedAt: ptr.To(metav1.NewTime(createdAt)),
-		PullPolicy: &appsv1alpha1.ImageTagPullPolicy{
+		PullPolicy: &appsv1beta1.ImageTagPullPolicy{
 			TimeoutSeconds: ptr.To[int32](600), BackoffLimit: ptr.To[int32](3), TTLSecondsAfterFinished: &ttl,
 		},
 		OwnerReferences: owners,
@@ -255,8 +255,8 @@ func jobRef(name, uid string) corev1.ObjectReference {
 	return corev1.ObjectReference{APIVersion: "apps.kruise.io/v1alpha1", Kind: "ImagePullJob", Namespace: "ns", Name: name, UID: types.UID(uid)}
 }
 
-func job(name, uid string) *appsv1alpha1.ImagePullJob {
-	return &appsv1alpha1.ImagePullJob{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(uid)}}
+func job(name, uid string) *appsv1beta1.ImagePullJob {
+	return &appsv1beta1.ImagePullJob{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(uid)}}
 }
 
 // eventRecorder records events as "<type> <reason> <kind>/<name>: <message>".
@@ -272,7 +272,7 @@ func (r *eventRecorder) record(object runtime.Object, eventtype, reason, message
 	switch o := object.(type) {
 	case *corev1.ObjectReference:
 		target = o.Kind + "/" + o.Namespace + "/" + o.Name
-	case *appsv1alpha1.NodeImage:
+	case *appsv1beta1.NodeImage:
 		target = "NodeImage/" + o.Name
 	default:
 		target = fmt.Sprintf("%T", object)
@@ -299,7 +299,7 @@ func (r *eventRecorder) all() []string {
 }
 
 // equalStatus compares statuses field by field, times by instant.
-func equalStatus(a, b appsv1alpha1.NodeImageStatus) bool {
+func equalStatus(a, b appsv1beta1.NodeImageStatus) bool {
 	if a.Desired != b.Desired || a.Succeeded != b.Succeeded || a.Failed != b.Failed || a.Pulling != b.Pulling || a.Waiting != b.Waiting ||
 		len(a.ImageStatuses) != len(b.ImageStatuses) {
 		return false

@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 
 	"github.com/bosun-dev/bosun/pkg/controller/nodeimage/nodeimageutil"
 )
@@ -23,7 +23,7 @@ import (
 // is written.
 type tagFailure struct {
 	image   string
-	tag     appsv1alpha1.ImageTagSpec
+	tag     appsv1beta1.ImageTagSpec
 	message string
 }
 
@@ -31,20 +31,20 @@ type tagFailure struct {
 // one, re-reading the NodeImage on conflicts (the agent writes the status too), then
 // records a PullImageFailed warning per failure it wrote. It returns the earliest time a
 // timeout falls due.
-func (c *Controller) syncStatus(ctx context.Context, cached *appsv1alpha1.NodeImage) (time.Time, error) {
+func (c *Controller) syncStatus(ctx context.Context, cached *appsv1beta1.NodeImage) (time.Time, error) {
 	var failures []tagFailure
 	var next time.Time
-	var written *appsv1alpha1.NodeImage
+	var written *appsv1beta1.NodeImage
 	current := cached
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if current == nil {
-			fresh, err := c.bosunClient.AppsV1alpha1().NodeImages().Get(ctx, cached.Name, metav1.GetOptions{})
+			fresh, err := c.bosunClient.AppsV1beta1().NodeImages().Get(ctx, cached.Name, metav1.GetOptions{})
 			if err != nil {
 				return err
 			}
 			current = fresh
 		}
-		var status appsv1alpha1.NodeImageStatus
+		var status appsv1beta1.NodeImageStatus
 		status, failures, next = computeStatus(current, c.clock.Now(), c.responseTimeout)
 		if apiequality.Semantic.DeepEqual(status, current.Status) {
 			written = nil
@@ -53,7 +53,7 @@ func (c *Controller) syncStatus(ctx context.Context, cached *appsv1alpha1.NodeIm
 		updated := current.DeepCopy()
 		updated.Status = status
 		var err error
-		written, err = c.bosunClient.AppsV1alpha1().NodeImages().UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+		written, err = c.bosunClient.AppsV1beta1().NodeImages().UpdateStatus(ctx, updated, metav1.UpdateOptions{})
 		if err != nil {
 			current = nil
 		}
@@ -77,7 +77,7 @@ func (c *Controller) syncStatus(ctx context.Context, cached *appsv1alpha1.NodeIm
 
 // recordFailure records a PullImageFailed warning on the NodeImage and on every owner of
 // the tag.
-func (c *Controller) recordFailure(ni *appsv1alpha1.NodeImage, f tagFailure) {
+func (c *Controller) recordFailure(ni *appsv1beta1.NodeImage, f tagFailure) {
 	message := fmt.Sprintf("Image %s:%s failed to pull on node %s: %s", f.image, f.tag.Tag, ni.Name, f.message)
 	c.recorder.Event(ni, corev1.EventTypeWarning, PullImageFailedReason, message)
 	for i := range f.tag.OwnerReferences {
@@ -89,17 +89,17 @@ func (c *Controller) recordFailure(ni *appsv1alpha1.NodeImage, f tagFailure) {
 // tags (in spec order), with the tags the agent has not answered within responseTimeout,
 // and those past their deadline, marked Failed; the counts recomputed over them. It also
 // returns the failures it marked and the earliest time another one falls due.
-func computeStatus(ni *appsv1alpha1.NodeImage, now time.Time, responseTimeout time.Duration) (appsv1alpha1.NodeImageStatus, []tagFailure, time.Time) {
-	status := appsv1alpha1.NodeImageStatus{FirstSyncStatus: ni.Status.FirstSyncStatus.DeepCopy()}
+func computeStatus(ni *appsv1beta1.NodeImage, now time.Time, responseTimeout time.Duration) (appsv1beta1.NodeImageStatus, []tagFailure, time.Time) {
+	status := appsv1beta1.NodeImageStatus{FirstSyncStatus: ni.Status.FirstSyncStatus.DeepCopy()}
 	var failures []tagFailure
 	var next time.Time
 	nowTime := metav1.NewTime(now)
 	for _, image := range slices.Sorted(maps.Keys(ni.Spec.Images)) {
 		reported := ni.Status.ImageStatuses[image].Tags
-		var tags []appsv1alpha1.ImageTagStatus
+		var tags []appsv1beta1.ImageTagStatus
 		for _, tag := range ni.Spec.Images[image].Tags {
 			status.Desired++
-			var tagStatus *appsv1alpha1.ImageTagStatus
+			var tagStatus *appsv1beta1.ImageTagStatus
 			if found := nodeimageutil.FindTagStatus(reported, tag.Tag); found != nil {
 				tagStatus = found.DeepCopy()
 			}
@@ -119,9 +119,9 @@ func computeStatus(ni *appsv1alpha1.NodeImage, now time.Time, responseTimeout ti
 						next = earliest(next, due)
 					} else {
 						if tagStatus == nil || !current {
-							tagStatus = &appsv1alpha1.ImageTagStatus{Tag: tag.Tag, Version: tag.Version}
+							tagStatus = &appsv1beta1.ImageTagStatus{Tag: tag.Tag, Version: tag.Version}
 						}
-						tagStatus.Phase = appsv1alpha1.ImagePhaseFailed
+						tagStatus.Phase = appsv1beta1.ImagePhaseFailed
 						tagStatus.CompletionTime = nowTime.DeepCopy()
 						tagStatus.Message = message
 						failures = append(failures, tagFailure{image: image, tag: tag, message: message})
@@ -138,9 +138,9 @@ func computeStatus(ni *appsv1alpha1.NodeImage, now time.Time, responseTimeout ti
 		// have the agent write it back.
 		if _, reportedImage := ni.Status.ImageStatuses[image]; len(tags) > 0 || reportedImage {
 			if status.ImageStatuses == nil {
-				status.ImageStatuses = map[string]appsv1alpha1.ImageStatus{}
+				status.ImageStatuses = map[string]appsv1beta1.ImageStatus{}
 			}
-			status.ImageStatuses[image] = appsv1alpha1.ImageStatus{Tags: tags}
+			status.ImageStatuses[image] = appsv1beta1.ImageStatus{Tags: tags}
 		}
 	}
 	// Waiting is the agent's to count (it alone knows which pulls wait for a slot); the
@@ -150,6 +150,6 @@ func computeStatus(ni *appsv1alpha1.NodeImage, now time.Time, responseTimeout ti
 }
 
 // finished reports whether a pull in phase is over.
-func finished(phase appsv1alpha1.ImagePullPhase) bool {
-	return phase == appsv1alpha1.ImagePhaseSucceeded || phase == appsv1alpha1.ImagePhaseFailed
+func finished(phase appsv1beta1.ImagePullPhase) bool {
+	return phase == appsv1beta1.ImagePhaseSucceeded || phase == appsv1beta1.ImagePhaseFailed
 }

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 
 	"github.com/bosun-dev/bosun/pkg/controller/queue/queuetest"
 )
@@ -25,19 +25,19 @@ func TestFailsTagsTheAgentNeverAnswered(t *testing.T) {
 	waiting := tag("waiting", t0.Add(-time.Minute), 60)
 	stale := tag("stale", created, 60)
 	stale.Version = 1
-	ni := newNodeImage("n1", nil, map[string]appsv1alpha1.ImageSpec{"nginx": {Tags: []appsv1alpha1.ImageTagSpec{
+	ni := newNodeImage("n1", nil, map[string]appsv1beta1.ImageSpec{"nginx": {Tags: []appsv1beta1.ImageTagSpec{
 		tag("silent", created, 60, jobRef("j", "j-uid")), deadline, waiting, stale,
 		tag("done", created, 7200),
 	}}})
 	started := metav1.NewTime(t0.Add(-time.Hour))
-	ni.Status = appsv1alpha1.NodeImageStatus{Desired: 9, Waiting: 1, ImageStatuses: map[string]appsv1alpha1.ImageStatus{
-		"nginx": {Tags: []appsv1alpha1.ImageTagStatus{
-			{Tag: "deadline", Phase: appsv1alpha1.ImagePhasePulling, Version: 2, StartTime: &started},
-			{Tag: "done", Phase: appsv1alpha1.ImagePhaseSucceeded, CompletionTime: &started, ImageID: "nginx@sha256:1"},
-			{Tag: "stale", Phase: appsv1alpha1.ImagePhaseSucceeded, Version: 0, CompletionTime: &started},
-			{Tag: "removed", Phase: appsv1alpha1.ImagePhaseSucceeded},
+	ni.Status = appsv1beta1.NodeImageStatus{Desired: 9, Waiting: 1, ImageStatuses: map[string]appsv1beta1.ImageStatus{
+		"nginx": {Tags: []appsv1beta1.ImageTagStatus{
+			{Tag: "deadline", Phase: appsv1beta1.ImagePhasePulling, Version: 2, StartTime: &started},
+			{Tag: "done", Phase: appsv1beta1.ImagePhaseSucceeded, CompletionTime: &started, ImageID: "nginx@sha256:1"},
+			{Tag: "stale", Phase: appsv1beta1.ImagePhaseSucceeded, Version: 0, CompletionTime: &started},
+			{Tag: "removed", Phase: appsv1beta1.ImagePhaseSucceeded},
 		}},
-		"removed": {Tags: []appsv1alpha1.ImageTagStatus{{Tag: "1", Phase: appsv1alpha1.ImagePhasePulling}}},
+		"removed": {Tags: []appsv1beta1.ImageTagStatus{{Tag: "1", Phase: appsv1beta1.ImagePhasePulling}}},
 	}}
 	f.addNodeImage(ni)
 	f.clearActions()
@@ -49,12 +49,12 @@ func TestFailsTagsTheAgentNeverAnswered(t *testing.T) {
 	}
 	got := f.nodeImage("n1").Status
 	now := metav1.NewTime(t0)
-	want := appsv1alpha1.NodeImageStatus{Desired: 5, Succeeded: 1, Failed: 3, Waiting: 1, ImageStatuses: map[string]appsv1alpha1.ImageStatus{
-		"nginx": {Tags: []appsv1alpha1.ImageTagStatus{
-			{Tag: "silent", Phase: appsv1alpha1.ImagePhaseFailed, CompletionTime: &now, Message: NotRespondedMessage},
-			{Tag: "deadline", Phase: appsv1alpha1.ImagePhaseFailed, Version: 2, StartTime: &started, CompletionTime: &now, Message: DeadlineExceededMessage},
-			{Tag: "stale", Phase: appsv1alpha1.ImagePhaseFailed, Version: 1, CompletionTime: &now, Message: NotRespondedMessage},
-			{Tag: "done", Phase: appsv1alpha1.ImagePhaseSucceeded, CompletionTime: &started, ImageID: "nginx@sha256:1"},
+	want := appsv1beta1.NodeImageStatus{Desired: 5, Succeeded: 1, Failed: 3, Waiting: 1, ImageStatuses: map[string]appsv1beta1.ImageStatus{
+		"nginx": {Tags: []appsv1beta1.ImageTagStatus{
+			{Tag: "silent", Phase: appsv1beta1.ImagePhaseFailed, CompletionTime: &now, Message: NotRespondedMessage},
+			{Tag: "deadline", Phase: appsv1beta1.ImagePhaseFailed, Version: 2, StartTime: &started, CompletionTime: &now, Message: DeadlineExceededMessage},
+			{Tag: "stale", Phase: appsv1beta1.ImagePhaseFailed, Version: 1, CompletionTime: &now, Message: NotRespondedMessage},
+			{Tag: "done", Phase: appsv1beta1.ImagePhaseSucceeded, CompletionTime: &started, ImageID: "nginx@sha256:1"},
 		}},
 	}}
 	if !equalStatus(got, want) {
@@ -83,7 +83,7 @@ func TestFailsAnUnansweredTagAfterTheResponseTimeout(t *testing.T) {
 	f := newFixture(t, WithResponseTimeout(2*time.Minute))
 	f.addNode(readyNode("n1", nil, t0.Add(-time.Hour)))
 	f.addJob(job("j", "j-uid"), true, true)
-	ni := newNodeImage("n1", nil, map[string]appsv1alpha1.ImageSpec{"nginx": {Tags: []appsv1alpha1.ImageTagSpec{
+	ni := newNodeImage("n1", nil, map[string]appsv1beta1.ImageSpec{"nginx": {Tags: []appsv1beta1.ImageTagSpec{
 		tag("1", t0, 60, jobRef("j", "j-uid")),
 	}}})
 	ni.Status.Desired = 1
@@ -105,8 +105,8 @@ func TestFailsAnUnansweredTagAfterTheResponseTimeout(t *testing.T) {
 		t.Fatalf("writes = %v, want %v", got, want)
 	}
 	now := metav1.NewTime(t0.Add(2 * time.Minute))
-	want := appsv1alpha1.NodeImageStatus{Desired: 1, Failed: 1, ImageStatuses: map[string]appsv1alpha1.ImageStatus{
-		"nginx": {Tags: []appsv1alpha1.ImageTagStatus{{Tag: "1", Phase: appsv1alpha1.ImagePhaseFailed, CompletionTime: &now, Message: NotRespondedMessage}}},
+	want := appsv1beta1.NodeImageStatus{Desired: 1, Failed: 1, ImageStatuses: map[string]appsv1beta1.ImageStatus{
+		"nginx": {Tags: []appsv1beta1.ImageTagStatus{{Tag: "1", Phase: appsv1beta1.ImagePhaseFailed, CompletionTime: &now, Message: NotRespondedMessage}}},
 	}}
 	if got := f.nodeImage("n1").Status; !equalStatus(got, want) {
 		t.Errorf("status =\n%+v\nwant\n%+v", got, want)
@@ -144,22 +144,22 @@ func TestStatusCounts(t *testing.T) {
 	f.addNode(readyNode("n1", nil, t0.Add(-time.Hour)))
 	created := t0.Add(-time.Minute)
 	done := metav1.NewTime(t0.Add(-30 * time.Second))
-	ni := newNodeImage("n1", nil, map[string]appsv1alpha1.ImageSpec{
-		"nginx": {Tags: []appsv1alpha1.ImageTagSpec{
+	ni := newNodeImage("n1", nil, map[string]appsv1beta1.ImageSpec{
+		"nginx": {Tags: []appsv1beta1.ImageTagSpec{
 			tag("pulling", created, 600), tag("ok", created, 600), tag("bad", created, 600),
 			tag("queued", created, 600), tag("unreported", created, 600),
 		}},
-		"redis": {Tags: []appsv1alpha1.ImageTagSpec{tag("7", created, 600)}},
+		"redis": {Tags: []appsv1beta1.ImageTagSpec{tag("7", created, 600)}},
 	})
-	pulling := appsv1alpha1.ImageTagStatus{Tag: "pulling", Phase: appsv1alpha1.ImagePhasePulling}
-	ok := appsv1alpha1.ImageTagStatus{Tag: "ok", Phase: appsv1alpha1.ImagePhaseSucceeded, CompletionTime: &done, ImageID: "nginx@sha256:1"}
-	bad := appsv1alpha1.ImageTagStatus{Tag: "bad", Phase: appsv1alpha1.ImagePhaseFailed, CompletionTime: &done, Message: "manifest unknown"}
-	queued := appsv1alpha1.ImageTagStatus{Tag: "queued", Phase: appsv1alpha1.ImagePhaseWaiting}
-	redis := appsv1alpha1.ImageTagStatus{Tag: "7", Phase: appsv1alpha1.ImagePhaseSucceeded, CompletionTime: &done}
-	ni.Status = appsv1alpha1.NodeImageStatus{Desired: 2, Pulling: 9, Waiting: 3, ImageStatuses: map[string]appsv1alpha1.ImageStatus{
-		"nginx": {Tags: []appsv1alpha1.ImageTagStatus{bad, queued, {Tag: "dropped", Phase: appsv1alpha1.ImagePhaseSucceeded}, pulling, ok}},
-		"redis": {Tags: []appsv1alpha1.ImageTagStatus{redis}},
-		"gone":  {Tags: []appsv1alpha1.ImageTagStatus{{Tag: "1", Phase: appsv1alpha1.ImagePhasePulling}}},
+	pulling := appsv1beta1.ImageTagStatus{Tag: "pulling", Phase: appsv1beta1.ImagePhasePulling}
+	ok := appsv1beta1.ImageTagStatus{Tag: "ok", Phase: appsv1beta1.ImagePhaseSucceeded, CompletionTime: &done, ImageID: "nginx@sha256:1"}
+	bad := appsv1beta1.ImageTagStatus{Tag: "bad", Phase: appsv1beta1.ImagePhaseFailed, CompletionTime: &done, Message: "manifest unknown"}
+	queued := appsv1beta1.ImageTagStatus{Tag: "queued", Phase: appsv1beta1.ImagePhaseWaiting}
+	redis := appsv1beta1.ImageTagStatus{Tag: "7", Phase: appsv1beta1.ImagePhaseSucceeded, CompletionTime: &done}
+	ni.Status = appsv1beta1.NodeImageStatus{Desired: 2, Pulling: 9, Waiting: 3, ImageStatuses: map[string]appsv1beta1.ImageStatus{
+		"nginx": {Tags: []appsv1beta1.ImageTagStatus{bad, queued, {Tag: "dropped", Phase: appsv1beta1.ImagePhaseSucceeded}, pulling, ok}},
+		"redis": {Tags: []appsv1beta1.ImageTagStatus{redis}},
+		"gone":  {Tags: []appsv1beta1.ImageTagStatus{{Tag: "1", Phase: appsv1beta1.ImagePhasePulling}}},
 	}}
 	f.addNodeImage(ni)
 	f.clearActions()
@@ -168,10 +168,10 @@ func TestStatusCounts(t *testing.T) {
 	if got, want := f.writes(), []string{"update/status"}; !slices.Equal(got, want) {
 		t.Fatalf("writes = %v, want %v", got, want)
 	}
-	want := appsv1alpha1.NodeImageStatus{Desired: 6, Pulling: 1, Succeeded: 2, Failed: 1, Waiting: 3, ImageStatuses: map[string]appsv1alpha1.ImageStatus{
+	want := appsv1beta1.NodeImageStatus{Desired: 6, Pulling: 1, Succeeded: 2, Failed: 1, Waiting: 3, ImageStatuses: map[string]appsv1beta1.ImageStatus{
 		// In spec order.
-		"nginx": {Tags: []appsv1alpha1.ImageTagStatus{pulling, ok, bad, queued}},
-		"redis": {Tags: []appsv1alpha1.ImageTagStatus{redis}},
+		"nginx": {Tags: []appsv1beta1.ImageTagStatus{pulling, ok, bad, queued}},
+		"redis": {Tags: []appsv1beta1.ImageTagStatus{redis}},
 	}}
 	if got := f.nodeImage("n1").Status; !equalStatus(got, want) {
 		t.Errorf("status =\n%+v\nwant\n%+v", got, want)
@@ -195,10 +195,10 @@ func TestFailsATagPastItsDeadline(t *testing.T) {
 	f.addNode(readyNode("n1", nil, t0.Add(-time.Hour)))
 	slow := tag("slow", t0, 60)
 	slow.PullPolicy.ActiveDeadlineSeconds = ptr.To[int64](120)
-	ni := newNodeImage("n1", nil, map[string]appsv1alpha1.ImageSpec{"nginx": {Tags: []appsv1alpha1.ImageTagSpec{slow}}})
+	ni := newNodeImage("n1", nil, map[string]appsv1beta1.ImageSpec{"nginx": {Tags: []appsv1beta1.ImageTagSpec{slow}}})
 	started := metav1.NewTime(t0)
-	ni.Status = appsv1alpha1.NodeImageStatus{Desired: 1, Pulling: 1, ImageStatuses: map[string]appsv1alpha1.ImageStatus{
-		"nginx": {Tags: []appsv1alpha1.ImageTagStatus{{Tag: "slow", Phase: appsv1alpha1.ImagePhasePulling, StartTime: &started}}},
+	ni.Status = appsv1beta1.NodeImageStatus{Desired: 1, Pulling: 1, ImageStatuses: map[string]appsv1beta1.ImageStatus{
+		"nginx": {Tags: []appsv1beta1.ImageTagStatus{{Tag: "slow", Phase: appsv1beta1.ImagePhasePulling, StartTime: &started}}},
 	}}
 	f.addNodeImage(ni)
 	f.clock.Step(2 * time.Minute)
@@ -215,8 +215,8 @@ func TestFailsATagPastItsDeadline(t *testing.T) {
 	f.clock.Step(time.Minute)
 	f.sync("n1")
 	now := metav1.NewTime(t0.Add(3 * time.Minute))
-	want := appsv1alpha1.NodeImageStatus{Desired: 1, Failed: 1, ImageStatuses: map[string]appsv1alpha1.ImageStatus{
-		"nginx": {Tags: []appsv1alpha1.ImageTagStatus{{Tag: "slow", Phase: appsv1alpha1.ImagePhaseFailed, StartTime: &started, CompletionTime: &now, Message: DeadlineExceededMessage}}},
+	want := appsv1beta1.NodeImageStatus{Desired: 1, Failed: 1, ImageStatuses: map[string]appsv1beta1.ImageStatus{
+		"nginx": {Tags: []appsv1beta1.ImageTagStatus{{Tag: "slow", Phase: appsv1beta1.ImagePhaseFailed, StartTime: &started, CompletionTime: &now, Message: DeadlineExceededMessage}}},
 	}}
 	if got := f.nodeImage("n1").Status; !equalStatus(got, want) {
 		t.Errorf("status =\n%+v\nwant\n%+v", got, want)

@@ -10,12 +10,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 
 	"github.com/bosun-dev/bosun/pkg/controller/nodeimage/nodeimageutil"
 )
@@ -63,15 +62,15 @@ func (c *Controller) syncNodeImage(ctx context.Context, name string) error {
 
 // deleteOrphan deletes the NodeImage of a node that is gone or going, unless it is marked
 // as not belonging to a real node.
-func (c *Controller) deleteOrphan(ctx context.Context, ni *appsv1alpha1.NodeImage) error {
+func (c *Controller) deleteOrphan(ctx context.Context, ni *appsv1beta1.NodeImage) error {
 	if ni == nil || ni.DeletionTimestamp != nil {
 		return nil
 	}
-	if _, fake := ni.Labels[appsv1alpha1.FakeNodeImageLabelKey]; fake {
+	if _, fake := ni.Labels[appsv1beta1.FakeNodeImageLabelKey]; fake {
 		return nil
 	}
 	c.forgetSecretCheck(ni.Name)
-	err := c.bosunClient.AppsV1alpha1().NodeImages().Delete(ctx, ni.Name, metav1.DeleteOptions{
+	err := c.bosunClient.AppsV1beta1().NodeImages().Delete(ctx, ni.Name, metav1.DeleteOptions{
 		Preconditions: &metav1.Preconditions{UID: &ni.UID},
 	})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
@@ -97,8 +96,8 @@ func (c *Controller) createWhenReady(ctx context.Context, node *corev1.Node) err
 		c.queue.AddAfter(node.Name, wait)
 		return nil
 	}
-	ni := &appsv1alpha1.NodeImage{ObjectMeta: metav1.ObjectMeta{Name: node.Name, Labels: maps.Clone(node.Labels)}}
-	_, err := c.bosunClient.AppsV1alpha1().NodeImages().Create(ctx, ni, metav1.CreateOptions{})
+	ni := &appsv1beta1.NodeImage{ObjectMeta: metav1.ObjectMeta{Name: node.Name, Labels: maps.Clone(node.Labels)}}
+	_, err := c.bosunClient.AppsV1beta1().NodeImages().Create(ctx, ni, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		return nil
 	}
@@ -112,14 +111,14 @@ func (c *Controller) createWhenReady(ctx context.Context, node *corev1.Node) err
 // rewriteSpec writes the NodeImage's labels and spec when cleanSpec changes them,
 // re-reading it on conflicts. It reports whether it wrote, and the earliest time a TTL or
 // secret check falls due.
-func (c *Controller) rewriteSpec(ctx context.Context, node *corev1.Node, cached *appsv1alpha1.NodeImage) (bool, time.Time, error) {
+func (c *Controller) rewriteSpec(ctx context.Context, node *corev1.Node, cached *appsv1beta1.NodeImage) (bool, time.Time, error) {
 	lookups := &referenceLookups{c: c, jobs: map[types.UID]bool{}, secrets: map[string]bool{}}
 	var changed bool
 	var next time.Time
 	current := cached
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if current == nil {
-			fresh, err := c.bosunClient.AppsV1alpha1().NodeImages().Get(ctx, cached.Name, metav1.GetOptions{})
+			fresh, err := c.bosunClient.AppsV1beta1().NodeImages().Get(ctx, cached.Name, metav1.GetOptions{})
 			if err != nil {
 				return err
 			}
@@ -131,7 +130,7 @@ func (c *Controller) rewriteSpec(ctx context.Context, node *corev1.Node, cached 
 		if err != nil || !changed {
 			return err
 		}
-		if _, err := c.bosunClient.AppsV1alpha1().NodeImages().Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
+		if _, err := c.bosunClient.AppsV1beta1().NodeImages().Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
 			current = nil
 			return err
 		}
@@ -156,7 +155,7 @@ func (c *Controller) rewriteSpec(ctx context.Context, node *corev1.Node, cached 
 
 // cleanSpec changes ni in place as the package documentation describes and reports
 // whether it changed anything and the earliest time a TTL expires.
-func (c *Controller) cleanSpec(ctx context.Context, node *corev1.Node, ni *appsv1alpha1.NodeImage, lookups *referenceLookups) (bool, time.Time, error) {
+func (c *Controller) cleanSpec(ctx context.Context, node *corev1.Node, ni *appsv1beta1.NodeImage, lookups *referenceLookups) (bool, time.Time, error) {
 	changed := false
 	if !labelsEqual(ni.Labels, node.Labels) {
 		ni.Labels = maps.Clone(node.Labels)
@@ -167,7 +166,7 @@ func (c *Controller) cleanSpec(ctx context.Context, node *corev1.Node, ni *appsv
 	checkSecrets := c.secretCheckDue(ni.Name, now)
 	for _, image := range slices.Sorted(maps.Keys(ni.Spec.Images)) {
 		spec := ni.Spec.Images[image]
-		var tags []appsv1alpha1.ImageTagSpec
+		var tags []appsv1beta1.ImageTagSpec
 		for _, tag := range spec.Tags {
 			if tag.CreatedAt == nil {
 				changed = true
@@ -218,7 +217,7 @@ func (c *Controller) cleanSpec(ctx context.Context, node *corev1.Node, ni *appsv
 
 // ttlExpiry returns when the tag leaves the spec: ttlSecondsAfterFinished after the
 // completion of its current status. ok is false while there is no such time.
-func ttlExpiry(ni *appsv1alpha1.NodeImage, image string, tag appsv1alpha1.ImageTagSpec) (time.Time, bool) {
+func ttlExpiry(ni *appsv1beta1.NodeImage, image string, tag appsv1beta1.ImageTagSpec) (time.Time, bool) {
 	if tag.PullPolicy == nil || tag.PullPolicy.TTLSecondsAfterFinished == nil {
 		return time.Time{}, false
 	}
@@ -242,8 +241,6 @@ type referenceLookups struct {
 	checkedAt      time.Time
 }
 
-var imagePullJobGroupKind = appsv1alpha1.SchemeGroupVersion.WithKind("ImagePullJob").GroupKind()
-
 // liveOwners returns the owner references to keep: every reference to something other
 // than an ImagePullJob, and those to ImagePullJobs that exist with the referenced UID.
 func (l *referenceLookups) liveOwners(ctx context.Context, refs []corev1.ObjectReference) ([]corev1.ObjectReference, error) {
@@ -252,7 +249,7 @@ func (l *referenceLookups) liveOwners(ctx context.Context, refs []corev1.ObjectR
 	}
 	kept := refs[:0:0]
 	for _, ref := range refs {
-		if !isImagePullJob(ref) {
+		if !nodeimageutil.IsImagePullJobReference(ref) {
 			kept = append(kept, ref)
 			continue
 		}
@@ -265,11 +262,6 @@ func (l *referenceLookups) liveOwners(ctx context.Context, refs []corev1.ObjectR
 		}
 	}
 	return kept, nil
-}
-
-func isImagePullJob(ref corev1.ObjectReference) bool {
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	return err == nil && gv.Group == imagePullJobGroupKind.Group && ref.Kind == imagePullJobGroupKind.Kind
 }
 
 // jobExists reports whether the referenced ImagePullJob exists with the referenced UID.
@@ -285,7 +277,7 @@ func (l *referenceLookups) jobExists(ctx context.Context, ref corev1.ObjectRefer
 	case err == nil && job.UID == ref.UID:
 		exists = true
 	case err == nil || apierrors.IsNotFound(err):
-		live, err := l.c.bosunClient.AppsV1alpha1().ImagePullJobs(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		live, err := l.c.bosunClient.AppsV1beta1().ImagePullJobs(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return false, fmt.Errorf("getting ImagePullJob %s/%s: %w", ref.Namespace, ref.Name, err)
 		}
@@ -298,7 +290,7 @@ func (l *referenceLookups) jobExists(ctx context.Context, ref corev1.ObjectRefer
 }
 
 // existingSecrets returns the references whose Secret exists, read from the API server.
-func (l *referenceLookups) existingSecrets(ctx context.Context, refs []appsv1alpha1.ReferenceObject, now time.Time) ([]appsv1alpha1.ReferenceObject, error) {
+func (l *referenceLookups) existingSecrets(ctx context.Context, refs []appsv1beta1.ReferenceObject, now time.Time) ([]appsv1beta1.ReferenceObject, error) {
 	l.secretsChecked, l.checkedAt = true, now
 	kept := refs[:0:0]
 	for _, ref := range refs {
@@ -346,7 +338,7 @@ func (c *Controller) forgetSecretCheck(name string) {
 	delete(c.secretsChecked, name)
 }
 
-func hasSecretRefs(ni *appsv1alpha1.NodeImage) bool {
+func hasSecretRefs(ni *appsv1beta1.NodeImage) bool {
 	for _, image := range ni.Spec.Images {
 		if len(image.PullSecrets) > 0 {
 			return true
@@ -355,12 +347,13 @@ func hasSecretRefs(ni *appsv1alpha1.NodeImage) bool {
 	return false
 }
 
-// ownsAnyTag reports whether an owner reference of some tag of ni has uid.
-func ownsAnyTag(ni *appsv1alpha1.NodeImage, uid types.UID) bool {
+// ownsAnyTag reports whether the ImagePullJob with uid owns some tag of ni, through a
+// reference of any version.
+func ownsAnyTag(ni *appsv1beta1.NodeImage, uid types.UID) bool {
 	for _, image := range ni.Spec.Images {
 		for _, tag := range image.Tags {
 			for _, ref := range tag.OwnerReferences {
-				if ref.UID == uid {
+				if nodeimageutil.RefersToImagePullJob(ref, uid) {
 					return true
 				}
 			}

@@ -7,12 +7,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 
 	"github.com/bosun-dev/bosun/pkg/controller/queue/queuetest"
 )
@@ -62,7 +63,7 @@ func TestNoNodeImageForANodeThatIsNotReady(t *testing.T) {
 func TestDeletesTheNodeImageOfAGoneNode(t *testing.T) {
 	f := newFixture(t)
 	f.addNodeImage(newNodeImage("gone", nil, nil))
-	f.addNodeImage(newNodeImage("fake", map[string]string{appsv1alpha1.FakeNodeImageLabelKey: "true"}, nil))
+	f.addNodeImage(newNodeImage("fake", map[string]string{appsv1beta1.FakeNodeImageLabelKey: "true"}, nil))
 	deleting := readyNode("deleting", nil, t0.Add(-time.Hour))
 	deleting.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
 	f.addNode(deleting)
@@ -76,7 +77,7 @@ func TestDeletesTheNodeImageOfAGoneNode(t *testing.T) {
 		t.Error("the NodeImage of a missing or deleting node is still there")
 	}
 	if f.nodeImage("fake") == nil {
-		t.Errorf("the NodeImage labelled %s was deleted", appsv1alpha1.FakeNodeImageLabelKey)
+		t.Errorf("the NodeImage labelled %s was deleted", appsv1beta1.FakeNodeImageLabelKey)
 	}
 	// Deleting one that is already gone is not an error.
 	f.sync("gone")
@@ -97,10 +98,10 @@ func TestRewritesTheSpec(t *testing.T) {
 	noCreatedAt.CreatedAt = nil
 	expired := tag("expired", t0.Add(-time.Hour), 60, jobRef("kept", "kept-uid"))
 	expiring := tag("expiring", t0.Add(-time.Hour), 600, jobRef("kept", "kept-uid"))
-	ni := newNodeImage("n1", map[string]string{"zone": "a", "stray": "x"}, map[string]appsv1alpha1.ImageSpec{
+	ni := newNodeImage("n1", map[string]string{"zone": "a", "stray": "x"}, map[string]appsv1beta1.ImageSpec{
 		"app": {
-			PullSecrets: []appsv1alpha1.ReferenceObject{{Namespace: "kruise-daemon-config", Name: "present"}, {Namespace: "kruise-daemon-config", Name: "absent"}},
-			Tags: []appsv1alpha1.ImageTagSpec{
+			PullSecrets: []appsv1beta1.ReferenceObject{{Namespace: "kruise-daemon-config", Name: "present"}, {Namespace: "kruise-daemon-config", Name: "absent"}},
+			Tags: []appsv1beta1.ImageTagSpec{
 				tag("kept", t0, 60, jobRef("kept", "kept-uid"), jobRef("gone", "gone-uid")),
 				tag("fresh", t0, 60, jobRef("fresh", "fresh-uid")),
 				tag("replaced", t0, 60, jobRef("replaced", "old-uid")),
@@ -111,12 +112,12 @@ func TestRewritesTheSpec(t *testing.T) {
 				expiring,
 			},
 		},
-		"only-gone": {Tags: []appsv1alpha1.ImageTagSpec{tag("1", t0, 60, jobRef("gone", "gone-uid"))}},
+		"only-gone": {Tags: []appsv1beta1.ImageTagSpec{tag("1", t0, 60, jobRef("gone", "gone-uid"))}},
 	})
 	completed := metav1.NewTime(t0.Add(-2 * time.Minute))
-	ni.Status.ImageStatuses = map[string]appsv1alpha1.ImageStatus{"app": {Tags: []appsv1alpha1.ImageTagStatus{
-		{Tag: "expired", Phase: appsv1alpha1.ImagePhaseSucceeded, CompletionTime: &completed},
-		{Tag: "expiring", Phase: appsv1alpha1.ImagePhaseFailed, CompletionTime: &completed},
+	ni.Status.ImageStatuses = map[string]appsv1beta1.ImageStatus{"app": {Tags: []appsv1beta1.ImageTagStatus{
+		{Tag: "expired", Phase: appsv1beta1.ImagePhaseSucceeded, CompletionTime: &completed},
+		{Tag: "expiring", Phase: appsv1beta1.ImagePhaseFailed, CompletionTime: &completed},
 	}}}
 	f.addNodeImage(ni)
 	f.clearActions()
@@ -145,14 +146,14 @@ func TestRewritesTheSpec(t *testing.T) {
 	if want := []string{"kept(kept-uid)", "fresh(fresh-uid)", "other-owner(other-uid)", "no-owner()", "expiring(kept-uid)"}; !slices.Equal(tags, want) {
 		t.Errorf("tags = %v, want %v", tags, want)
 	}
-	if want := []appsv1alpha1.ReferenceObject{{Namespace: "kruise-daemon-config", Name: "present"}}; !slices.Equal(app.PullSecrets, want) {
+	if want := []appsv1beta1.ReferenceObject{{Namespace: "kruise-daemon-config", Name: "present"}}; !slices.Equal(app.PullSecrets, want) {
 		t.Errorf("pullSecrets = %v, want %v", app.PullSecrets, want)
 	}
 
 	// Synced again with nothing left to rewrite, it writes nothing to the spec and comes
 	// back for the next look at the secrets, before "expiring" expires (completed 2 min ago
 	// with a 10 min TTL).
-	if err := f.bosunInf.Apps().V1alpha1().NodeImages().Informer().GetIndexer().Update(got); err != nil {
+	if err := f.bosunInf.Apps().V1beta1().NodeImages().Informer().GetIndexer().Update(got); err != nil {
 		t.Fatal(err)
 	}
 	f.clearActions()
@@ -169,7 +170,7 @@ func TestRewritesTheSpec(t *testing.T) {
 func TestRequeuesNoSoonerThanTheFloor(t *testing.T) {
 	f := newFixture(t)
 	f.addNode(readyNode("n1", nil, t0.Add(-time.Hour)))
-	ni := newNodeImage("n1", nil, map[string]appsv1alpha1.ImageSpec{"nginx": {Tags: []appsv1alpha1.ImageTagSpec{
+	ni := newNodeImage("n1", nil, map[string]appsv1beta1.ImageSpec{"nginx": {Tags: []appsv1beta1.ImageTagSpec{
 		tag("soon", t0.Add(-testResponseTimeout+time.Second), 60),
 	}}})
 	ni.Status.Desired = 1
@@ -188,9 +189,9 @@ func TestChecksSecretsAtMostOncePerInterval(t *testing.T) {
 	f := newFixture(t)
 	f.addNode(readyNode("n1", nil, t0.Add(-time.Hour)))
 	f.addSecret("kruise-daemon-config", "s")
-	ni := newNodeImage("n1", nil, map[string]appsv1alpha1.ImageSpec{"nginx": {
-		PullSecrets: []appsv1alpha1.ReferenceObject{{Namespace: "kruise-daemon-config", Name: "s"}},
-		Tags:        []appsv1alpha1.ImageTagSpec{tag("1", t0, 60)},
+	ni := newNodeImage("n1", nil, map[string]appsv1beta1.ImageSpec{"nginx": {
+		PullSecrets: []appsv1beta1.ReferenceObject{{Namespace: "kruise-daemon-config", Name: "s"}},
+		Tags:        []appsv1beta1.ImageTagSpec{tag("1", t0, 60)},
 	}})
 	f.addNodeImage(ni)
 	secretGets := func() int {
@@ -310,14 +311,14 @@ func TestNodeDeletedDeletesItsNodeImage(t *testing.T) {
 func TestPrunesATagWhenItsTTLExpires(t *testing.T) {
 	f := newFixture(t)
 	f.addNode(readyNode("n1", nil, t0.Add(-time.Hour)))
-	ni := newNodeImage("n1", nil, map[string]appsv1alpha1.ImageSpec{
-		"nginx": {Tags: []appsv1alpha1.ImageTagSpec{tag("1", t0.Add(-time.Hour), 300)}},
-		"redis": {Tags: []appsv1alpha1.ImageTagSpec{tag("7", t0.Add(-time.Hour), 3600)}},
+	ni := newNodeImage("n1", nil, map[string]appsv1beta1.ImageSpec{
+		"nginx": {Tags: []appsv1beta1.ImageTagSpec{tag("1", t0.Add(-time.Hour), 300)}},
+		"redis": {Tags: []appsv1beta1.ImageTagSpec{tag("7", t0.Add(-time.Hour), 3600)}},
 	})
 	completed := metav1.NewTime(t0.Add(-time.Minute))
-	ni.Status = appsv1alpha1.NodeImageStatus{Desired: 2, Succeeded: 2, ImageStatuses: map[string]appsv1alpha1.ImageStatus{
-		"nginx": {Tags: []appsv1alpha1.ImageTagStatus{{Tag: "1", Phase: appsv1alpha1.ImagePhaseSucceeded, CompletionTime: &completed}}},
-		"redis": {Tags: []appsv1alpha1.ImageTagStatus{{Tag: "7", Phase: appsv1alpha1.ImagePhaseSucceeded, CompletionTime: &completed}}},
+	ni.Status = appsv1beta1.NodeImageStatus{Desired: 2, Succeeded: 2, ImageStatuses: map[string]appsv1beta1.ImageStatus{
+		"nginx": {Tags: []appsv1beta1.ImageTagStatus{{Tag: "1", Phase: appsv1beta1.ImagePhaseSucceeded, CompletionTime: &completed}}},
+		"redis": {Tags: []appsv1beta1.ImageTagStatus{{Tag: "7", Phase: appsv1beta1.ImagePhaseSucceeded, CompletionTime: &completed}}},
 	}}
 	f.addNodeImage(ni)
 	f.clearActions()
@@ -349,8 +350,8 @@ func TestPrunesATagWhenItsTTLExpires(t *testing.T) {
 		t.Fatalf("writes = %v, want %v", got, want)
 	}
 	status := f.nodeImage("n1").Status
-	want := appsv1alpha1.NodeImageStatus{Desired: 1, Succeeded: 1, ImageStatuses: map[string]appsv1alpha1.ImageStatus{
-		"redis": {Tags: []appsv1alpha1.ImageTagStatus{{Tag: "7", Phase: appsv1alpha1.ImagePhaseSucceeded, CompletionTime: &completed}}},
+	want := appsv1beta1.NodeImageStatus{Desired: 1, Succeeded: 1, ImageStatuses: map[string]appsv1beta1.ImageStatus{
+		"redis": {Tags: []appsv1beta1.ImageTagStatus{{Tag: "7", Phase: appsv1beta1.ImagePhaseSucceeded, CompletionTime: &completed}}},
 	}}
 	if !equalStatus(status, want) {
 		t.Errorf("status =\n%+v\nwant\n%+v", status, want)
@@ -365,7 +366,7 @@ func TestWithoutImagePullJobsOwnerReferencesStay(t *testing.T) {
 		t.Errorf("%d caches waited for, want 2 (nodes and NodeImages)", got)
 	}
 	f.addNode(readyNode("n1", nil, t0.Add(-time.Hour)))
-	ni := newNodeImage("n1", nil, map[string]appsv1alpha1.ImageSpec{"nginx": {Tags: []appsv1alpha1.ImageTagSpec{
+	ni := newNodeImage("n1", nil, map[string]appsv1beta1.ImageSpec{"nginx": {Tags: []appsv1beta1.ImageTagSpec{
 		tag("1", t0, 60, jobRef("gone", "gone-uid")),
 	}}})
 	ni.Status.Desired = 1
@@ -382,5 +383,61 @@ func TestWithoutImagePullJobsOwnerReferencesStay(t *testing.T) {
 	}
 	if owners := f.nodeImage("n1").Spec.Images["nginx"].Tags[0].OwnerReferences; len(owners) != 1 || owners[0].UID != "gone-uid" {
 		t.Errorf("owners = %+v, want the job's reference kept", owners)
+	}
+}
+
+// betaJobRef is jobRef as this release and OpenKruise 1.9 write it.
+func betaJobRef(name, uid string) corev1.ObjectReference {
+	ref := jobRef(name, uid)
+	ref.APIVersion = "apps.kruise.io/v1beta1"
+	return ref
+}
+
+// Owner references of both versions name their jobs alike: live jobs keep their tags
+// through either, a gone job loses its reference through either, and what is kept keeps
+// its version (the spec is never rewritten just for a version).
+func TestOwnersOfAnyVersion(t *testing.T) {
+	f := newFixture(t)
+	f.addNode(readyNode("n1", nil, t0.Add(-time.Hour)))
+	f.addJob(job("alpha", "alpha-uid"), true, true)
+	f.addJob(job("beta", "beta-uid"), true, true)
+	images := map[string]appsv1beta1.ImageSpec{"app": {Tags: []appsv1beta1.ImageTagSpec{
+		tag("a", t0, 60, jobRef("alpha", "alpha-uid")),
+		tag("b", t0, 60, betaJobRef("beta", "beta-uid")),
+		tag("ab", t0, 60, jobRef("alpha", "alpha-uid"), betaJobRef("beta", "beta-uid")),
+	}}}
+	ni := newNodeImage("n1", nil, images)
+	ni.Status.Desired = 3
+	f.addNodeImage(ni)
+	f.clearActions()
+
+	f.sync("n1")
+	if w := f.writes(); slices.Contains(w, "update") {
+		t.Errorf("writes = %v, want no spec rewrite: every owner is alive", w)
+	}
+	if got := f.nodeImage("n1").Spec.Images; !apiequality.Semantic.DeepEqual(got, images) {
+		t.Errorf("images = %+v, want them unchanged", got)
+	}
+
+	f.queue.Reset()
+	f.c.deleteJob(f.ctx, job("beta", "beta-uid"))
+	if got := f.queue.AddedKeys(); !slices.Equal(got, []string{"n1"}) {
+		t.Errorf("deleting a job owning tags through v1beta1 references queued %v, want n1", got)
+	}
+
+	// beta goes; alpha's v1alpha1 references stay as they are.
+	if err := f.bosunInf.Apps().V1beta1().ImagePullJobs().Informer().GetIndexer().Delete(job("beta", "beta-uid")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.bosun.AppsV1beta1().ImagePullJobs("ns").Delete(f.ctx, "beta", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.sync("n1")
+	want := []appsv1beta1.ImageTagSpec{
+		tag("a", t0, 60, jobRef("alpha", "alpha-uid")),
+		tag("ab", t0, 60, jobRef("alpha", "alpha-uid")),
+	}
+	if got := f.nodeImage("n1").Spec.Images["app"].Tags; !apiequality.Semantic.DeepEqual(got, want) {
+		t.Errorf("tags = %+v, want %+v", got, want)
 	}
 }

@@ -28,12 +28,12 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
-	kruiseappsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
-	policyv1alpha1 "github.com/bosun-dev/api/policy/v1alpha1"
+	kruiseappsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
+	policyv1beta1 "github.com/bosun-dev/api/policy/v1beta1"
 	bosunclientset "github.com/bosun-dev/client-go/clientset/versioned"
-	kruiseappsinformers "github.com/bosun-dev/client-go/informers/externalversions/apps/v1alpha1"
-	policyinformers "github.com/bosun-dev/client-go/informers/externalversions/policy/v1alpha1"
-	policylisters "github.com/bosun-dev/client-go/listers/policy/v1alpha1"
+	kruiseappsinformers "github.com/bosun-dev/client-go/informers/externalversions/apps/v1beta1"
+	policyinformers "github.com/bosun-dev/client-go/informers/externalversions/policy/v1beta1"
+	policylisters "github.com/bosun-dev/client-go/listers/policy/v1beta1"
 
 	"github.com/bosun-dev/bosun/pkg/controller/informers"
 	"github.com/bosun-dev/bosun/pkg/controller/options"
@@ -68,13 +68,13 @@ const (
 )
 
 // budgetKind is the kind of the objects this controller manages.
-var budgetKind = policyv1alpha1.SchemeGroupVersion.WithKind("PodUnavailableBudget")
+var budgetKind = policyv1beta1.SchemeGroupVersion.WithKind("PodUnavailableBudget")
 
 // The workload kinds whose changes the controller watches.
 var (
 	deploymentKind  = appsv1.SchemeGroupVersion.WithKind("Deployment").GroupKind()
 	statefulSetKind = appsv1.SchemeGroupVersion.WithKind("StatefulSet").GroupKind()
-	daemonSetKind   = kruiseappsv1alpha1.SchemeGroupVersion.WithKind("DaemonSet").GroupKind()
+	daemonSetKind   = kruiseappsv1beta1.SchemeGroupVersion.WithKind("DaemonSet").GroupKind()
 	replicaSetKind  = appsv1.SchemeGroupVersion.WithKind("ReplicaSet").GroupKind()
 )
 
@@ -110,13 +110,14 @@ type Controller struct {
 	chains workqueue.TypedRateLimitingInterface[chainLookup]
 }
 
-// NewController builds the PodUnavailableBudget controller on the given informers.
-// daemonSets is optional: nil when the API server does not serve apps.kruise.io
-// DaemonSets, which are then neither watched nor waited for.
+// NewController builds the PodUnavailableBudget controller on the given informers, all of
+// budgets and Advanced DaemonSets in v1beta1. daemonSets is optional: nil when the API
+// server does not serve apps.kruise.io/v1beta1 DaemonSets, which are then neither watched
+// nor waited for.
 // finder resolves workloads (built with the owner-chain and DaemonSet-replicas gates);
 // budgetCache is the process-wide write-through budget cache, shared with the pod webhook;
-// client patches pods, bosunClient writes budget status. Events are recorded through
-// recorder, whose source should be ControllerName. Of the options it reads the clock
+// client patches pods, bosunClient writes budget status (in v1beta1). Events are recorded
+// through recorder, whose source should be ControllerName. Of the options it reads the clock
 // (disruption expiry), the feature gate (PodUnavailableBudgetOwnerChain, to know which
 // pods need their controller chain looked up), the resync period (0: none) and the queue
 // wrapper (of the budget queue).
@@ -199,7 +200,7 @@ func (c *Controller) enqueue(namespace, name string, delay time.Duration) {
 }
 
 func (c *Controller) addBudget(ctx context.Context, obj any) {
-	pub, ok := obj.(*policyv1alpha1.PodUnavailableBudget)
+	pub, ok := obj.(*policyv1beta1.PodUnavailableBudget)
 	if !ok {
 		return
 	}
@@ -210,8 +211,8 @@ func (c *Controller) addBudget(ctx context.Context, obj any) {
 // updateBudget queues the budget on every update, status-only ones included: a status
 // written by the webhook may carry disruption entries whose expiry must be scheduled.
 func (c *Controller) updateBudget(ctx context.Context, old, cur any) {
-	oldPub, ok1 := old.(*policyv1alpha1.PodUnavailableBudget)
-	curPub, ok2 := cur.(*policyv1alpha1.PodUnavailableBudget)
+	oldPub, ok1 := old.(*policyv1beta1.PodUnavailableBudget)
+	curPub, ok2 := cur.(*policyv1beta1.PodUnavailableBudget)
 	if !ok1 || !ok2 {
 		return
 	}
@@ -227,7 +228,7 @@ func (c *Controller) updateBudget(ctx context.Context, old, cur any) {
 // deleteBudget queues the deleted budget's key, so that the sync sees it gone and drops it
 // from the cache. obj may be a tombstone.
 func (c *Controller) deleteBudget(ctx context.Context, obj any) {
-	pub, ok := queue.FromTombstone[*policyv1alpha1.PodUnavailableBudget](obj)
+	pub, ok := queue.FromTombstone[*policyv1beta1.PodUnavailableBudget](obj)
 	if !ok {
 		utilruntime.HandleErrorWithContext(ctx, nil, "PodUnavailableBudget event carries an unexpected object", "type", fmt.Sprintf("%T", obj))
 		return
@@ -351,7 +352,7 @@ func (c *Controller) budgetExists(namespace, name string) bool {
 // budgetsCovering returns the budgets of pod's namespace whose selector matches the pod or
 // whose targetRef names one of its owners or, through the controller chain (see
 // followsChain), a workload above its controller.
-func (c *Controller) budgetsCovering(ctx context.Context, pod *corev1.Pod) []*policyv1alpha1.PodUnavailableBudget {
+func (c *Controller) budgetsCovering(ctx context.Context, pod *corev1.Pod) []*policyv1beta1.PodUnavailableBudget {
 	ref := metav1.GetControllerOfNoCopy(pod)
 	if ref != nil && !c.followsChain(ref) {
 		ref = nil
@@ -368,12 +369,12 @@ func (c *Controller) budgetsCovering(ctx context.Context, pod *corev1.Pod) []*po
 // and queues the budgets it leads to. A chain that cannot be read is logged and leaves the
 // budgets it would have decided unmatched: the periodic resync catches up with them.
 func (c *Controller) budgetsMatching(ctx context.Context, namespace string, podLabels map[string]string,
-	owners []metav1.OwnerReference, chainFrom *metav1.OwnerReference) []*policyv1alpha1.PodUnavailableBudget {
+	owners []metav1.OwnerReference, chainFrom *metav1.OwnerReference) []*policyv1beta1.PodUnavailableBudget {
 	all, err := c.budgets.PodUnavailableBudgets(namespace).List(labels.Everything())
 	if err != nil {
 		return nil
 	}
-	var matching, undecided []*policyv1alpha1.PodUnavailableBudget
+	var matching, undecided []*policyv1beta1.PodUnavailableBudget
 	for _, pub := range all {
 		switch {
 		case pub.Spec.TargetReference == nil:
@@ -445,7 +446,7 @@ func workloadChangeOf(obj any) (workloadChange, bool) {
 		return workloadChange{deploymentKind, w, w.Spec.Template.Labels, ptr.Deref(w.Spec.Replicas, 1)}, true
 	case *appsv1.StatefulSet:
 		return workloadChange{statefulSetKind, w, w.Spec.Template.Labels, ptr.Deref(w.Spec.Replicas, 1)}, true
-	case *kruiseappsv1alpha1.DaemonSet:
+	case *kruiseappsv1beta1.DaemonSet:
 		return workloadChange{daemonSetKind, w, w.Spec.Template.Labels, w.Status.DesiredNumberScheduled}, true
 	}
 	return workloadChange{}, false
@@ -573,7 +574,7 @@ func (c *Controller) enqueueForWorkload(ctx context.Context, w workloadChange, w
 
 // targets reports whether pub's targetRef names the workload of kind and name. The API
 // version is ignored: any version of a kind names the same object.
-func targets(pub *policyv1alpha1.PodUnavailableBudget, kind schema.GroupKind, name string) bool {
+func targets(pub *policyv1beta1.PodUnavailableBudget, kind schema.GroupKind, name string) bool {
 	ref := pub.Spec.TargetReference
 	return ref != nil && ref.Name == name && groupKindOf(ref.APIVersion, ref.Kind) == kind
 }
@@ -581,14 +582,14 @@ func targets(pub *policyv1alpha1.PodUnavailableBudget, kind schema.GroupKind, na
 // selects reports whether pub's selector matches set. A selector that does not parse or is
 // empty matches nothing: the budget webhook refuses both, and a budget over every pod of a
 // namespace is never what was meant.
-func selects(pub *policyv1alpha1.PodUnavailableBudget, set map[string]string) bool {
+func selects(pub *policyv1beta1.PodUnavailableBudget, set map[string]string) bool {
 	selector, err := budgetSelector(pub)
 	return err == nil && selector.Matches(labels.Set(set))
 }
 
 // budgetSelector returns pub's selector; an error when it has none, it does not parse, or
 // it is empty.
-func budgetSelector(pub *policyv1alpha1.PodUnavailableBudget) (labels.Selector, error) {
+func budgetSelector(pub *policyv1beta1.PodUnavailableBudget) (labels.Selector, error) {
 	if pub.Spec.Selector == nil {
 		return nil, fmt.Errorf("the budget has neither selector nor targetRef")
 	}
@@ -615,7 +616,7 @@ func groupKindOf(apiVersion, kind string) schema.GroupKind {
 
 // eventObject returns pub with its type set, so that events name it even where the
 // recorder's scheme does not know policy.kruise.io.
-func eventObject(pub *policyv1alpha1.PodUnavailableBudget) *policyv1alpha1.PodUnavailableBudget {
+func eventObject(pub *policyv1beta1.PodUnavailableBudget) *policyv1beta1.PodUnavailableBudget {
 	if pub.Kind != "" {
 		return pub
 	}

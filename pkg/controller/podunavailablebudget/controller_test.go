@@ -16,7 +16,7 @@ import (
 	"k8s.io/component-base/featuregate"
 	"k8s.io/utils/ptr"
 
-	policyv1alpha1 "github.com/bosun-dev/api/policy/v1alpha1"
+	policyv1beta1 "github.com/bosun-dev/api/policy/v1beta1"
 
 	"github.com/bosun-dev/bosun/pkg/features"
 
@@ -178,10 +178,10 @@ func TestUpdatePod(t *testing.T) {
 		{name: "turned not ready", old: base, cur: next(func(pod *corev1.Pod) { notReady(pod) }),
 			want: []string{"ns/tagged"}},
 		{name: "labelled unavailable", old: base, cur: next(func(pod *corev1.Pod) {
-			pod.Labels = map[string]string{"app": "web", policyv1alpha1.PubUnavailablePodLabelPrefix + "drain": "true"}
+			pod.Labels = map[string]string{"app": "web", policyv1beta1.PubUnavailablePodLabelPrefix + "drain": "true"}
 		}), want: []string{"ns/by-deployment", "ns/by-label", "ns/tagged"}},
 		{name: "tagged with another budget", old: base, cur: next(func(pod *corev1.Pod) {
-			pod.Annotations[policyv1alpha1.PodRelatedPubAnnotationNew] = "by-label"
+			pod.Annotations[policyv1beta1.PodRelatedPubAnnotationNew] = "by-label"
 		}), want: []string{"ns/by-label", "ns/tagged"}},
 		{name: "relabelled", old: base, cur: next(func(pod *corev1.Pod) { pod.Labels = map[string]string{"app": "other"} }),
 			want: []string{"ns/by-deployment", "ns/by-label", "ns/unrelated"}},

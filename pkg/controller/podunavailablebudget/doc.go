@@ -1,10 +1,16 @@
 // Package podunavailablebudget implements bosun's PodUnavailableBudget controller: for every
-// policy.kruise.io/v1alpha1 PodUnavailableBudget it keeps the status (how many covered pods
-// are available, how many must stay available, how many more may be made unavailable now)
-// in line with the pods, and tags the pods the budget covers with its name, so that the
+// policy.kruise.io PodUnavailableBudget it keeps the status (how many covered pods are
+// available, how many must stay available, how many more may be made unavailable now) in
+// line with the pods, and tags the pods the budget covers with its name, so that the
 // validating pod webhook (pkg/webhook/pod) knows which budget to spend when a pod is
 // deleted, evicted or updated. Objects, annotations and events are OpenKruise's, so either
 // implementation can take over a cluster from the other.
+//
+// It reads and writes budgets in v1beta1, the version they are stored in, whatever version
+// each was written in, and Advanced DaemonSets in v1beta1 too. A budget written in
+// v1alpha1 keeps its expected pod count in the pub.kruise.io/protect-total-replicas
+// annotation, which counts when spec.protectTotalReplicas is unset (pubutil's effective
+// values; a count below 1 is no count). The controller writes status only.
 //
 // Informer handlers read only the informer caches and enqueue budget keys; all work happens
 // in syncBudget, one key at a time per worker:
@@ -14,8 +20,7 @@
 //  2. the covered pods and the expected pod count are resolved (pods.go): for a targetRef,
 //     the pods of the workload (through its ReplicaSets for a Deployment) and its replica
 //     count; for a selector, the active pods it matches and the sum of their owners'
-//     replica counts. The pub.kruise.io/protect-total-replicas annotation replaces the
-//     count;
+//     replica counts. spec.protectTotalReplicas (or its annotation) replaces the count;
 //  3. covered pods without a related-pub annotation get both spellings of it, by a
 //     strategic-merge patch; a budget covering no pod gets a NoPods event instead;
 //  4. desiredAvailable is computed from maxUnavailable or minAvailable and the count; a
@@ -80,8 +85,8 @@
 //
 // Kept from OpenKruise on purpose: in selector mode an owner without a replica count
 // (a kind without /scale, such as an Advanced DaemonSet without the feature above) counts
-// as -1 pod, so a maxUnavailable budget over such pods protects nothing unless it carries
-// pub.kruise.io/protect-total-replicas; a targetRef to a workload scaled to zero covers no
+// as -1 pod, so a maxUnavailable budget over such pods protects nothing unless it sets
+// spec.protectTotalReplicas (or pub.kruise.io/protect-total-replicas); a targetRef to a workload scaled to zero covers no
 // pods; pods are tagged only when they carry no related-pub annotation at all (a pod tagged
 // with another budget keeps its tag).
 //
@@ -91,8 +96,11 @@
 // maintains any more (with feature PodUnavailableBudgetOwnerChain, any workload whose
 // controller is gone).
 //
+// Pods a budget exempts (pub.kruise.io/no-protect, spec.ignoredPodSelector) are counted like
+// the others: only the webhook lets them go without spending the budget.
+//
 // Choices where OpenKruise has no clear answer: in targetRef mode a workload without a
-// replica count expects zero pods unless the annotation says otherwise, but its pods are
-// still covered (so a minAvailable budget over them, or one with the annotation, protects
+// replica count expects zero pods unless the budget sets a total, but its pods are
+// still covered (so a minAvailable budget over them, or one setting a total, protects
 // them); in selector mode an owner that is being deleted adds nothing to the count.
 package podunavailablebudget

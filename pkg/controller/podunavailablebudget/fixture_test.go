@@ -29,8 +29,8 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
-	kruiseappsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
-	policyv1alpha1 "github.com/bosun-dev/api/policy/v1alpha1"
+	kruiseappsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
+	policyv1beta1 "github.com/bosun-dev/api/policy/v1beta1"
 	bosuninformers "github.com/bosun-dev/client-go/informers/externalversions"
 
 	"github.com/bosun-dev/bosun/pkg/controller/options"
@@ -92,13 +92,13 @@ func newFixture(t *testing.T, opt fixtureOption, objects ...runtime.Object) *fix
 	factory := informers.NewSharedInformerFactory(kubeClient, 0)
 	bosunFactory := bosuninformers.NewSharedInformerFactory(server, 0)
 
-	budgetInformer := bosunFactory.Policy().V1alpha1().PodUnavailableBudgets()
+	budgetInformer := bosunFactory.Policy().V1beta1().PodUnavailableBudgets()
 	podInformer := factory.Core().V1().Pods()
 	deployInformer := factory.Apps().V1().Deployments()
 	stsInformer := factory.Apps().V1().StatefulSets()
 	rsInformer := factory.Apps().V1().ReplicaSets()
 	rcInformer := factory.Core().V1().ReplicationControllers()
-	dsInformer := bosunFactory.Apps().V1alpha1().DaemonSets()
+	dsInformer := bosunFactory.Apps().V1beta1().DaemonSets()
 
 	gates := features.NewFeatureGate()
 	for name, on := range opt.gates {
@@ -175,7 +175,7 @@ func (f *fixture) add(obj runtime.Object) runtime.Object {
 	f.t.Helper()
 	var indexer string
 	switch o := obj.(type) {
-	case *policyv1alpha1.PodUnavailableBudget:
+	case *policyv1beta1.PodUnavailableBudget:
 		obj, indexer = f.server.Put(o), "budget"
 	case *corev1.Pod:
 		indexer = "pod"
@@ -191,7 +191,7 @@ func (f *fixture) add(obj runtime.Object) runtime.Object {
 		indexer = "statefulset"
 	case *appsv1.ReplicaSet:
 		indexer = "replicaset"
-	case *kruiseappsv1alpha1.DaemonSet:
+	case *kruiseappsv1beta1.DaemonSet:
 		indexer = "daemonset"
 	default:
 		f.t.Fatalf("no cache for %T", obj)
@@ -207,7 +207,7 @@ func (f *fixture) remove(obj runtime.Object) {
 	f.t.Helper()
 	var indexer string
 	switch o := obj.(type) {
-	case *policyv1alpha1.PodUnavailableBudget:
+	case *policyv1beta1.PodUnavailableBudget:
 		f.server.Delete(o.Namespace, o.Name)
 		indexer = "budget"
 	case *corev1.Pod:
@@ -226,7 +226,7 @@ func (f *fixture) remove(obj runtime.Object) {
 
 // refreshBudget copies the API server's budget into the informer cache, as a watch
 // event would.
-func (f *fixture) refreshBudget(name string) *policyv1alpha1.PodUnavailableBudget {
+func (f *fixture) refreshBudget(name string) *policyv1beta1.PodUnavailableBudget {
 	f.t.Helper()
 	pub := f.server.Budget(testNamespace, name)
 	if pub == nil {
@@ -247,7 +247,7 @@ func (f *fixture) sync(name string) {
 }
 
 // status returns the stored status of the budget name.
-func (f *fixture) status(name string) policyv1alpha1.PodUnavailableBudgetStatus {
+func (f *fixture) status(name string) policyv1beta1.PodUnavailableBudgetStatus {
 	f.t.Helper()
 	pub := f.server.Budget(testNamespace, name)
 	if pub == nil {
@@ -293,7 +293,7 @@ type counts struct {
 	Total, Desired, Current, Allowed int32
 }
 
-func countsOf(s policyv1alpha1.PodUnavailableBudgetStatus) counts {
+func countsOf(s policyv1beta1.PodUnavailableBudgetStatus) counts {
 	return counts{Total: s.TotalReplicas, Desired: s.DesiredAvailable, Current: s.CurrentAvailable, Allowed: s.UnavailableAllowed}
 }
 
@@ -304,7 +304,7 @@ func testMapper() meta.RESTMapper {
 		appsv1.SchemeGroupVersion.WithKind("Deployment"),
 		appsv1.SchemeGroupVersion.WithKind("StatefulSet"),
 		corev1.SchemeGroupVersion.WithKind("ReplicationController"),
-		kruiseappsv1alpha1.SchemeGroupVersion.WithKind("DaemonSet"),
+		kruiseappsv1beta1.SchemeGroupVersion.WithKind("DaemonSet"),
 		widgetKind,
 	}
 	var preferred []schema.GroupVersion
@@ -344,7 +344,7 @@ func (r *eventRecorder) Event(object runtime.Object, eventType, reason, message 
 	switch object.(type) {
 	case *corev1.Pod:
 		kind = "Pod"
-	case *policyv1alpha1.PodUnavailableBudget:
+	case *policyv1beta1.PodUnavailableBudget:
 		kind = "PodUnavailableBudget"
 	}
 	r.events = append(r.events, event{object: object, eventType: eventType, reason: reason, message: message, objectName: accessor.GetName(), objKind: kind})
@@ -380,7 +380,7 @@ var (
 	deploymentGVK  = appsv1.SchemeGroupVersion.WithKind("Deployment")
 	replicaSetGVK  = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
 	statefulSetGVK = appsv1.SchemeGroupVersion.WithKind("StatefulSet")
-	daemonSetGVK   = kruiseappsv1alpha1.SchemeGroupVersion.WithKind("DaemonSet")
+	daemonSetGVK   = kruiseappsv1beta1.SchemeGroupVersion.WithKind("DaemonSet")
 )
 
 // newDeployment returns Deployment name with replicas, selecting and templating app=name.
@@ -422,15 +422,15 @@ func newStatefulSet(name string, replicas int32) *appsv1.StatefulSet {
 }
 
 // newDaemonSet returns Advanced DaemonSet name wanting desired pods, templating app=name.
-func newDaemonSet(name string, desired int32) *kruiseappsv1alpha1.DaemonSet {
+func newDaemonSet(name string, desired int32) *kruiseappsv1beta1.DaemonSet {
 	labels := map[string]string{"app": name}
-	return &kruiseappsv1alpha1.DaemonSet{
+	return &kruiseappsv1beta1.DaemonSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNamespace, UID: types.UID("uid-" + name), ResourceVersion: "1"},
-		Spec: kruiseappsv1alpha1.DaemonSetSpec{
+		Spec: kruiseappsv1beta1.DaemonSetSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}},
 		},
-		Status: kruiseappsv1alpha1.DaemonSetStatus{DesiredNumberScheduled: desired},
+		Status: kruiseappsv1beta1.DaemonSetStatus{DesiredNumberScheduled: desired},
 	}
 }
 
@@ -464,8 +464,8 @@ func podsOf(prefix, app string, n int, owner *metav1.OwnerReference) []*corev1.P
 // tagged returns pod annotated with both related-pub keys naming pub.
 func tagged(pod *corev1.Pod, pub string) *corev1.Pod {
 	pod.Annotations = map[string]string{
-		policyv1alpha1.PodRelatedPubAnnotation:    pub,
-		policyv1alpha1.PodRelatedPubAnnotationNew: pub,
+		policyv1beta1.PodRelatedPubAnnotation:    pub,
+		policyv1beta1.PodRelatedPubAnnotationNew: pub,
 	}
 	return pod
 }
@@ -476,10 +476,10 @@ func notReady(pod *corev1.Pod) *corev1.Pod {
 }
 
 // newBudget returns budget name with maxUnavailable (an int or "N%") selecting app=app.
-func selectorBudget(name, app string, maxUnavailable intstr.IntOrString) *policyv1alpha1.PodUnavailableBudget {
-	return &policyv1alpha1.PodUnavailableBudget{
+func selectorBudget(name, app string, maxUnavailable intstr.IntOrString) *policyv1beta1.PodUnavailableBudget {
+	return &policyv1beta1.PodUnavailableBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNamespace, UID: types.UID("uid-" + name), Generation: 1},
-		Spec: policyv1alpha1.PodUnavailableBudgetSpec{
+		Spec: policyv1beta1.PodUnavailableBudgetSpec{
 			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
 			MaxUnavailable: ptr.To(maxUnavailable),
 		},
@@ -487,18 +487,18 @@ func selectorBudget(name, app string, maxUnavailable intstr.IntOrString) *policy
 }
 
 // targetBudget returns budget name with maxUnavailable targeting the workload gvk/target.
-func targetBudget(name string, gvk schema.GroupVersionKind, target string, maxUnavailable intstr.IntOrString) *policyv1alpha1.PodUnavailableBudget {
-	return &policyv1alpha1.PodUnavailableBudget{
+func targetBudget(name string, gvk schema.GroupVersionKind, target string, maxUnavailable intstr.IntOrString) *policyv1beta1.PodUnavailableBudget {
+	return &policyv1beta1.PodUnavailableBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNamespace, UID: types.UID("uid-" + name), Generation: 1},
-		Spec: policyv1alpha1.PodUnavailableBudgetSpec{
-			TargetReference: &policyv1alpha1.TargetReference{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: target},
+		Spec: policyv1beta1.PodUnavailableBudgetSpec{
+			TargetReference: &policyv1beta1.TargetReference{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: target},
 			MaxUnavailable:  ptr.To(maxUnavailable),
 		},
 	}
 }
 
 // withAnnotation sets annotation key=value on pub.
-func withAnnotation(pub *policyv1alpha1.PodUnavailableBudget, key, value string) *policyv1alpha1.PodUnavailableBudget {
+func withAnnotation(pub *policyv1beta1.PodUnavailableBudget, key, value string) *policyv1beta1.PodUnavailableBudget {
 	if pub.Annotations == nil {
 		pub.Annotations = map[string]string{}
 	}

@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	kruiseappsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
-	policyv1alpha1 "github.com/bosun-dev/api/policy/v1alpha1"
+	kruiseappsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
+	policyv1beta1 "github.com/bosun-dev/api/policy/v1beta1"
 
 	"github.com/bosun-dev/bosun/pkg/controller/podunavailablebudget/pubutil"
 	"github.com/bosun-dev/bosun/pkg/controller/workload"
@@ -31,9 +31,9 @@ var ownedPodsOnly = map[schema.GroupKind]bool{
 	replicaSetKind:  true,
 	deploymentKind:  true,
 	statefulSetKind: true,
-	{Group: corev1.GroupName, Kind: "ReplicationController"}:   true,
-	{Group: kruiseappsv1alpha1.GroupName, Kind: "CloneSet"}:    true,
-	{Group: kruiseappsv1alpha1.GroupName, Kind: "StatefulSet"}: true,
+	{Group: corev1.GroupName, Kind: "ReplicationController"}:  true,
+	{Group: kruiseappsv1beta1.GroupName, Kind: "CloneSet"}:    true,
+	{Group: kruiseappsv1beta1.GroupName, Kind: "StatefulSet"}: true,
 }
 
 // coverage is what one sync found a budget to cover.
@@ -45,9 +45,9 @@ type coverage struct {
 }
 
 // resolveCoverage finds the active pods pub covers and the number of pods it expects.
-// override is the protect-total-replicas annotation's count, nil when absent; it replaces
+// override is the expected pod count the budget sets, nil when it sets none; it replaces
 // the computed count.
-func (c *Controller) resolveCoverage(ctx context.Context, pub *policyv1alpha1.PodUnavailableBudget, override *int32) (coverage, error) {
+func (c *Controller) resolveCoverage(ctx context.Context, pub *policyv1beta1.PodUnavailableBudget, override *int32) (coverage, error) {
 	if pub.Spec.TargetReference != nil {
 		return c.targetCoverage(ctx, pub, override)
 	}
@@ -58,8 +58,8 @@ func (c *Controller) resolveCoverage(ctx context.Context, pub *policyv1alpha1.Po
 // replica count. A target that is missing or being deleted covers nothing; one scaled to
 // zero too (its pods are on their way out). A target without a replica count (a kind
 // without /scale) expects zero pods unless override says otherwise, but its pods are still
-// covered, so that a budget with the annotation or a minAvailable count protects them.
-func (c *Controller) targetCoverage(ctx context.Context, pub *policyv1alpha1.PodUnavailableBudget, override *int32) (coverage, error) {
+// covered, so that a budget setting a total or a minAvailable count protects them.
+func (c *Controller) targetCoverage(ctx context.Context, pub *policyv1beta1.PodUnavailableBudget, override *int32) (coverage, error) {
 	ref := pub.Spec.TargetReference
 	logger := klog.FromContext(ctx)
 	target, err := c.finder.Get(ctx, pub.Namespace, metav1.OwnerReference{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name})
@@ -172,7 +172,7 @@ func ownedBy(pod *corev1.Pod, uid types.UID) bool {
 // Deployment was just deleted, which the garbage collector is about to delete with its
 // pods: its replicas must not keep those pods protected, and OpenKruise too stops counting
 // them once the Deployment is gone). With override the owners are not looked up at all.
-func (c *Controller) selectorCoverage(ctx context.Context, pub *policyv1alpha1.PodUnavailableBudget, override *int32) (coverage, error) {
+func (c *Controller) selectorCoverage(ctx context.Context, pub *policyv1beta1.PodUnavailableBudget, override *int32) (coverage, error) {
 	selector, err := budgetSelector(pub)
 	if err != nil {
 		return coverage{}, err

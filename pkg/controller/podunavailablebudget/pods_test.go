@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
-	policyv1alpha1 "github.com/bosun-dev/api/policy/v1alpha1"
+	policyv1beta1 "github.com/bosun-dev/api/policy/v1beta1"
 )
 
 // resolve runs resolveCoverage on the cached budget name and returns the pod names
@@ -84,7 +84,7 @@ func TestTargetCoverage(t *testing.T) {
 		targetBudget("leaving", deploymentGVK, "leaving", intstr.FromInt32(1)),
 		targetBudget("missing", deploymentGVK, "missing", intstr.FromInt32(1)),
 		withAnnotation(targetBudget("missing-with-total", deploymentGVK, "missing", intstr.FromInt32(1)),
-			policyv1alpha1.PubProtectTotalReplicasAnnotation, "4"),
+			policyv1beta1.PubProtectTotalReplicasAnnotation, "4"),
 		targetBudget("db", statefulSetGVK, "db", intstr.FromInt32(1)),
 		targetBudget("widget", widgetKind, "w", intstr.FromInt32(1)),
 		targetBudget("selecting-widget", widgetKind, "sw", intstr.FromInt32(1)),
@@ -161,7 +161,7 @@ func TestSelectorCoverage(t *testing.T) {
 	}
 	objects = append(objects,
 		selectorBudget("mix", "mix", intstr.FromInt32(1)),
-		withAnnotation(selectorBudget("mix-with-total", "mix", intstr.FromInt32(1)), policyv1alpha1.PubProtectTotalReplicasAnnotation, "20"),
+		withAnnotation(selectorBudget("mix-with-total", "mix", intstr.FromInt32(1)), policyv1beta1.PubProtectTotalReplicasAnnotation, "20"),
 		selectorBudget("web-only", "mix", intstr.FromInt32(1)),
 	)
 	f := newFixture(t, fixtureOption{

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
-	policyv1alpha1 "github.com/bosun-dev/api/policy/v1alpha1"
+	policyv1beta1 "github.com/bosun-dev/api/policy/v1beta1"
 
 	"github.com/bosun-dev/bosun/pkg/controller/podunavailablebudget/pubutil"
 )
@@ -19,7 +19,7 @@ import (
 // computedStatus is the status one attempt computed, with what the sync does after writing
 // it.
 type computedStatus struct {
-	status policyv1alpha1.PodUnavailableBudgetStatus
+	status policyv1beta1.PodUnavailableBudgetStatus
 	// notDeleted are the covered pods, sorted by name, whose disruption entry expired while
 	// they are still there: their deletion was admitted but did not happen.
 	notDeleted []*corev1.Pod
@@ -32,7 +32,7 @@ type computedStatus struct {
 // number of pods that must stay available. pub's disruption and update entries are kept
 // only for covered pods whose entry has not expired; those pods do not count as available
 // whatever their state, because the webhook has already spent the budget on them.
-func calculateStatus(pub *policyv1alpha1.PodUnavailableBudget, cov coverage, desired int32, now time.Time) computedStatus {
+func calculateStatus(pub *policyv1beta1.PodUnavailableBudget, cov coverage, desired int32, now time.Time) computedStatus {
 	covered := make(map[string]*corev1.Pod, len(cov.pods))
 	for _, pod := range cov.pods {
 		covered[pod.Name] = pod
@@ -69,6 +69,9 @@ func calculateStatus(pub *policyv1alpha1.PodUnavailableBudget, cov coverage, des
 	unavailable := keep(pub.Status.UnavailablePods, pubutil.UpdatedDelayCheckTime, nil)
 	slices.SortFunc(result.notDeleted, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
 
+	// Pods the budget exempts (pubutil.Exempt) count like the others: they are available
+	// until they go, and their going costs nothing because the webhook records none of
+	// their disruptions.
 	var available int32
 	for _, pod := range cov.pods {
 		_, isDisrupted := disrupted[pod.Name]
@@ -77,7 +80,7 @@ func calculateStatus(pub *policyv1alpha1.PodUnavailableBudget, cov coverage, des
 			available++
 		}
 	}
-	result.status = policyv1alpha1.PodUnavailableBudgetStatus{
+	result.status = policyv1beta1.PodUnavailableBudgetStatus{
 		ObservedGeneration: pub.Generation,
 		DisruptedPods:      disrupted,
 		UnavailablePods:    unavailable,
@@ -91,7 +94,7 @@ func calculateStatus(pub *policyv1alpha1.PodUnavailableBudget, cov coverage, des
 
 // statusEqual reports whether two statuses say the same; a nil map equals an empty one,
 // and times are compared as instants.
-func statusEqual(a, b policyv1alpha1.PodUnavailableBudgetStatus) bool {
+func statusEqual(a, b policyv1beta1.PodUnavailableBudgetStatus) bool {
 	return a.ObservedGeneration == b.ObservedGeneration &&
 		a.UnavailableAllowed == b.UnavailableAllowed &&
 		a.CurrentAvailable == b.CurrentAvailable &&
@@ -117,10 +120,10 @@ func entriesEqual(a, b map[string]metav1.Time) bool {
 // writeStatus recomputes pub's status on the freshest copy of the budget (the webhook may
 // have spent it since the informer saw it) and writes it when it changed, retrying on
 // conflicts through the shared cache. It returns what the last attempt computed.
-func (c *Controller) writeStatus(ctx context.Context, pub *policyv1alpha1.PodUnavailableBudget, cov coverage, desired int32) (computedStatus, error) {
+func (c *Controller) writeStatus(ctx context.Context, pub *policyv1beta1.PodUnavailableBudget, cov coverage, desired int32) (computedStatus, error) {
 	logger := klog.FromContext(ctx)
 	var result computedStatus
-	_, err := c.cache.UpdateStatus(ctx, c.bosunClient, pub, func(fresh *policyv1alpha1.PodUnavailableBudget) (bool, error) {
+	_, err := c.cache.UpdateStatus(ctx, c.bosunClient, pub, func(fresh *policyv1beta1.PodUnavailableBudget) (bool, error) {
 		result = calculateStatus(fresh, cov, desired, c.clock.Now())
 		if statusEqual(fresh.Status, result.status) {
 			return false, nil
@@ -136,7 +139,7 @@ func (c *Controller) writeStatus(ctx context.Context, pub *policyv1alpha1.PodUna
 }
 
 // statusSummary renders a status for the log.
-func statusSummary(s policyv1alpha1.PodUnavailableBudgetStatus) string {
+func statusSummary(s policyv1beta1.PodUnavailableBudgetStatus) string {
 	return fmt.Sprintf("total=%d desired=%d current=%d allowed=%d disrupted=%d unavailable=%d generation=%d",
 		s.TotalReplicas, s.DesiredAvailable, s.CurrentAvailable, s.UnavailableAllowed,
 		len(s.DisruptedPods), len(s.UnavailablePods), s.ObservedGeneration)

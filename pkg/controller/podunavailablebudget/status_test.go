@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	policyv1alpha1 "github.com/bosun-dev/api/policy/v1alpha1"
+	policyv1beta1 "github.com/bosun-dev/api/policy/v1beta1"
 )
 
 func TestCalculateStatus(t *testing.T) {
@@ -32,7 +32,7 @@ func TestCalculateStatus(t *testing.T) {
 	}
 	got := calculateStatus(pub, coverage{pods: pods, expected: 5}, 3, t0)
 
-	want := policyv1alpha1.PodUnavailableBudgetStatus{
+	want := policyv1beta1.PodUnavailableBudgetStatus{
 		ObservedGeneration: 7,
 		DisruptedPods:      map[string]metav1.Time{"p-1": at(-19 * time.Second)},
 		UnavailablePods:    map[string]metav1.Time{"p-2": at(-9 * time.Second), "p-1": at(-5 * time.Second), "p-4": at(time.Hour)},
@@ -69,7 +69,7 @@ func TestCalculateStatusWithoutRecords(t *testing.T) {
 }
 
 func TestStatusEqual(t *testing.T) {
-	base := policyv1alpha1.PodUnavailableBudgetStatus{
+	base := policyv1beta1.PodUnavailableBudgetStatus{
 		ObservedGeneration: 1, UnavailableAllowed: 1, CurrentAvailable: 4, DesiredAvailable: 3, TotalReplicas: 4,
 		DisruptedPods: map[string]metav1.Time{"a": metav1.NewTime(t0)},
 	}
@@ -80,19 +80,19 @@ func TestStatusEqual(t *testing.T) {
 	if !statusEqual(base, same) {
 		t.Error("equal statuses (empty map vs nil, same instant) differ")
 	}
-	for name, change := range map[string]func(s *policyv1alpha1.PodUnavailableBudgetStatus){
-		"generation": func(s *policyv1alpha1.PodUnavailableBudgetStatus) { s.ObservedGeneration = 2 },
-		"allowed":    func(s *policyv1alpha1.PodUnavailableBudgetStatus) { s.UnavailableAllowed = 0 },
-		"current":    func(s *policyv1alpha1.PodUnavailableBudgetStatus) { s.CurrentAvailable = 3 },
-		"desired":    func(s *policyv1alpha1.PodUnavailableBudgetStatus) { s.DesiredAvailable = 2 },
-		"total":      func(s *policyv1alpha1.PodUnavailableBudgetStatus) { s.TotalReplicas = 5 },
-		"entry time": func(s *policyv1alpha1.PodUnavailableBudgetStatus) {
+	for name, change := range map[string]func(s *policyv1beta1.PodUnavailableBudgetStatus){
+		"generation": func(s *policyv1beta1.PodUnavailableBudgetStatus) { s.ObservedGeneration = 2 },
+		"allowed":    func(s *policyv1beta1.PodUnavailableBudgetStatus) { s.UnavailableAllowed = 0 },
+		"current":    func(s *policyv1beta1.PodUnavailableBudgetStatus) { s.CurrentAvailable = 3 },
+		"desired":    func(s *policyv1beta1.PodUnavailableBudgetStatus) { s.DesiredAvailable = 2 },
+		"total":      func(s *policyv1beta1.PodUnavailableBudgetStatus) { s.TotalReplicas = 5 },
+		"entry time": func(s *policyv1beta1.PodUnavailableBudgetStatus) {
 			s.DisruptedPods["a"] = metav1.NewTime(t0.Add(time.Second))
 		},
-		"entry name": func(s *policyv1alpha1.PodUnavailableBudgetStatus) {
+		"entry name": func(s *policyv1beta1.PodUnavailableBudgetStatus) {
 			s.DisruptedPods = map[string]metav1.Time{"b": metav1.NewTime(t0)}
 		},
-		"unavailable pods": func(s *policyv1alpha1.PodUnavailableBudgetStatus) {
+		"unavailable pods": func(s *policyv1beta1.PodUnavailableBudgetStatus) {
 			s.UnavailablePods = map[string]metav1.Time{"a": metav1.NewTime(t0)}
 		},
 	} {

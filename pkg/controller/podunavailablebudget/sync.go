@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	policyv1alpha1 "github.com/bosun-dev/api/policy/v1alpha1"
+	policyv1beta1 "github.com/bosun-dev/api/policy/v1beta1"
 
 	"github.com/bosun-dev/bosun/pkg/controller/podunavailablebudget/pubutil"
 	"github.com/bosun-dev/bosun/pkg/controller/queue"
@@ -102,9 +102,10 @@ func (c *Controller) forget(key, namespace, name string) {
 	c.clearNoPods(key)
 }
 
-// totalReplicasOverride returns the expected pod count pub's protect-total-replicas
-// annotation sets, nil without the annotation.
-func totalReplicasOverride(pub *policyv1alpha1.PodUnavailableBudget) (*int32, error) {
+// totalReplicasOverride returns the expected pod count pub sets (spec.protectTotalReplicas,
+// or the pub.kruise.io/protect-total-replicas annotation of a budget written in v1alpha1),
+// nil when it sets none.
+func totalReplicasOverride(pub *policyv1beta1.PodUnavailableBudget) (*int32, error) {
 	n, ok, err := pubutil.ProtectTotalReplicas(pub)
 	if err != nil || !ok {
 		return nil, err
@@ -131,7 +132,7 @@ func (c *Controller) scheduleNextSync(ctx context.Context, key string, nextExpir
 // reportNoPods records a NoPods event on pub unless one was recorded for this budget since
 // it last covered pods: with a periodic resync, recording one per sync would flood the
 // events of every budget whose workload is scaled to zero.
-func (c *Controller) reportNoPods(pub *policyv1alpha1.PodUnavailableBudget, key string) {
+func (c *Controller) reportNoPods(pub *policyv1beta1.PodUnavailableBudget, key string) {
 	c.noPodsMu.Lock()
 	reported := c.noPods[key] == pub.UID
 	c.noPods[key] = pub.UID
@@ -153,7 +154,7 @@ func (c *Controller) clearNoPods(key string) {
 // validating webhook protects only tagged pods. Pods tagged with another budget keep their
 // tag. A pod deleted meanwhile is skipped; other failures are returned together after every
 // pod was tried.
-func (c *Controller) tagPods(ctx context.Context, pub *policyv1alpha1.PodUnavailableBudget, pods []*corev1.Pod) error {
+func (c *Controller) tagPods(ctx context.Context, pub *policyv1beta1.PodUnavailableBudget, pods []*corev1.Pod) error {
 	var untagged []*corev1.Pod
 	for _, pod := range pods {
 		if pubutil.RelatedBudget(pod) == "" {

@@ -14,12 +14,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/utils/ptr"
 
-	policyv1alpha1 "github.com/bosun-dev/api/policy/v1alpha1"
+	policyv1beta1 "github.com/bosun-dev/api/policy/v1beta1"
 
 	"github.com/bosun-dev/bosun/pkg/controller/podunavailablebudget/pubutil"
 	"github.com/bosun-dev/bosun/pkg/controller/queue/queuetest"
@@ -43,12 +44,12 @@ func deploymentWithPods(name string, replicas int32, n int) []runtime.Object {
 func TestSyncStatusOfDeploymentBudget(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		pub  *policyv1alpha1.PodUnavailableBudget
+		pub  *policyv1beta1.PodUnavailableBudget
 		want counts
 	}{
 		{"targetRef maxUnavailable 25%", targetBudget("pub", deploymentGVK, "web", intstr.FromString("25%")), counts{4, 3, 4, 1}},
 		{"selector maxUnavailable 25%", selectorBudget("pub", "web", intstr.FromString("25%")), counts{4, 3, 4, 1}},
-		{"targetRef minAvailable 50%", func() *policyv1alpha1.PodUnavailableBudget {
+		{"targetRef minAvailable 50%", func() *policyv1beta1.PodUnavailableBudget {
 			pub := targetBudget("pub", deploymentGVK, "web", intstr.FromInt32(0))
 			pub.Spec.MaxUnavailable, pub.Spec.MinAvailable = nil, ptr.To(intstr.FromString("50%"))
 			return pub
@@ -77,7 +78,7 @@ func TestSyncTagsUntaggedPods(t *testing.T) {
 	// web-0 is tagged with both keys already, web-1 only with the key older OpenKruise
 	// writes (for another budget): neither is patched.
 	tagged(objects[2].(*corev1.Pod), "pub")
-	objects[3].(*corev1.Pod).Annotations = map[string]string{policyv1alpha1.PodRelatedPubAnnotation: "other"}
+	objects[3].(*corev1.Pod).Annotations = map[string]string{policyv1beta1.PodRelatedPubAnnotation: "other"}
 	f := newFixture(t, fixtureOption{}, append(objects, selectorBudget("pub", "web", intstr.FromInt32(1)))...)
 	f.sync("pub")
 
@@ -92,7 +93,7 @@ func TestSyncTagsUntaggedPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pubutil.RelatedBudget(live) != "pub" || live.Annotations[policyv1alpha1.PodRelatedPubAnnotation] != "pub" {
+	if pubutil.RelatedBudget(live) != "pub" || live.Annotations[policyv1beta1.PodRelatedPubAnnotation] != "pub" {
 		t.Errorf("web-2 annotations after the patch: %v", live.Annotations)
 	}
 }
@@ -216,14 +217,14 @@ func TestSyncFollowsScaleDown(t *testing.T) {
 func TestSyncTotalReplicasOverride(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		pub  *policyv1alpha1.PodUnavailableBudget
+		pub  *policyv1beta1.PodUnavailableBudget
 		want counts
 	}{
 		{"selector", selectorBudget("pub", "web", intstr.FromInt32(1)), counts{6, 5, 4, 0}},
 		{"targetRef", targetBudget("pub", deploymentGVK, "web", intstr.FromInt32(1)), counts{6, 5, 4, 0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pub := withAnnotation(tc.pub, policyv1alpha1.PubProtectTotalReplicasAnnotation, "6")
+			pub := withAnnotation(tc.pub, policyv1beta1.PubProtectTotalReplicasAnnotation, "6")
 			f := newFixture(t, fixtureOption{}, append(deploymentWithPods("web", 4, 4), pub)...)
 			f.sync("pub")
 			if got := countsOf(f.status("pub")); got != tc.want {
@@ -233,7 +234,7 @@ func TestSyncTotalReplicasOverride(t *testing.T) {
 	}
 
 	t.Run("invalid", func(t *testing.T) {
-		pub := withAnnotation(selectorBudget("pub", "web", intstr.FromInt32(1)), policyv1alpha1.PubProtectTotalReplicasAnnotation, "abc")
+		pub := withAnnotation(selectorBudget("pub", "web", intstr.FromInt32(1)), policyv1beta1.PubProtectTotalReplicasAnnotation, "abc")
 		f := newFixture(t, fixtureOption{}, append(deploymentWithPods("web", 4, 4), pub)...)
 		if err := f.c.syncBudget(f.ctx, "ns/pub"); err == nil {
 			t.Error("sync with an invalid protect-total-replicas succeeded")
@@ -246,6 +247,69 @@ func TestSyncTotalReplicasOverride(t *testing.T) {
 			t.Error("status written")
 		}
 	})
+}
+
+// spec.protectTotalReplicas replaces the computed count and decides over the annotation a
+// v1alpha1 writer left; a count below 1 is no count.
+func TestSyncTotalReplicasField(t *testing.T) {
+	withTotal := func(pub *policyv1beta1.PodUnavailableBudget, total int32) *policyv1beta1.PodUnavailableBudget {
+		pub.Spec.ProtectTotalReplicas = ptr.To(total)
+		return pub
+	}
+	for _, tc := range []struct {
+		name string
+		pub  *policyv1beta1.PodUnavailableBudget
+		want counts
+	}{
+		{"field", withTotal(selectorBudget("pub", "web", intstr.FromInt32(1)), 6), counts{6, 5, 4, 0}},
+		{"field over the annotation", withTotal(withAnnotation(selectorBudget("pub", "web", intstr.FromInt32(1)),
+			policyv1beta1.PubProtectTotalReplicasAnnotation, "3"), 6), counts{6, 5, 4, 0}},
+		{"field over an invalid annotation", withTotal(withAnnotation(targetBudget("pub", deploymentGVK, "web", intstr.FromInt32(1)),
+			policyv1beta1.PubProtectTotalReplicasAnnotation, "abc"), 6), counts{6, 5, 4, 0}},
+		{"annotation zero is no override", withAnnotation(selectorBudget("pub", "web", intstr.FromInt32(1)),
+			policyv1beta1.PubProtectTotalReplicasAnnotation, "0"), counts{4, 3, 4, 1}},
+		{"annotation negative is no override", withAnnotation(targetBudget("pub", deploymentGVK, "web", intstr.FromInt32(1)),
+			policyv1beta1.PubProtectTotalReplicasAnnotation, "-1"), counts{4, 3, 4, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, fixtureOption{}, append(deploymentWithPods("web", 4, 4), tc.pub)...)
+			f.sync("pub")
+			if got := countsOf(f.status("pub")); got != tc.want {
+				t.Errorf("status %+v, want %+v", got, tc.want)
+			}
+			if events := f.recorder.take(); len(events) != 0 {
+				t.Errorf("events %v, want none", events)
+			}
+		})
+	}
+}
+
+// Pods a budget exempts, by its ignoredPodSelector or their no-protect annotation, are
+// counted like the others: only the pod webhook lets them go for free.
+func TestSyncCountsExemptPods(t *testing.T) {
+	objects := deploymentWithPods("web", 3, 3)
+	for _, obj := range objects {
+		pod, ok := obj.(*corev1.Pod)
+		if !ok {
+			continue
+		}
+		switch pod.Name {
+		case "web-0":
+			pod.Labels["force-deletable"] = "true"
+		case "web-1":
+			pod.Annotations = map[string]string{policyv1beta1.PodPubNoProtectionAnnotation: "true"}
+		}
+	}
+	pub := selectorBudget("pub", "web", intstr.FromInt32(0))
+	pub.Spec.IgnoredPodSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"force-deletable": "true"}}
+	f := newFixture(t, fixtureOption{}, append(objects, pub)...)
+	f.sync("pub")
+	if got := countsOf(f.status("pub")); got != (counts{3, 3, 3, 0}) {
+		t.Errorf("status %+v, want total 3 desired 3 current 3 allowed 0", got)
+	}
+	if got := len(f.patchedPods()); got != 3 {
+		t.Errorf("%d pods tagged, want all 3", got)
+	}
 }
 
 func TestSyncCalculateExpectedPodCountFailed(t *testing.T) {
@@ -276,17 +340,17 @@ func TestSyncDaemonSetPods(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		gates map[featuregate.Feature]bool
-		pub   *policyv1alpha1.PodUnavailableBudget
+		pub   *policyv1beta1.PodUnavailableBudget
 		want  counts
 	}{
 		// OpenKruise's answer: an owner without a count counts -1, nothing is protected.
 		{"selector", nil, selectorBudget("pub", "agent", intstr.FromInt32(1)), counts{-1, 0, 3, 3}},
 		{"selector with total 3", nil, withAnnotation(selectorBudget("pub", "agent", intstr.FromInt32(1)),
-			policyv1alpha1.PubProtectTotalReplicasAnnotation, "3"), counts{3, 2, 3, 1}},
+			policyv1beta1.PubProtectTotalReplicasAnnotation, "3"), counts{3, 2, 3, 1}},
 		{"selector with the gate", withGate, selectorBudget("pub", "agent", intstr.FromInt32(1)), counts{3, 2, 3, 1}},
 		{"targetRef", nil, targetBudget("pub", daemonSetGVK, "agent", intstr.FromInt32(1)), counts{0, 0, 3, 3}},
 		{"targetRef with total 3", nil, withAnnotation(targetBudget("pub", daemonSetGVK, "agent", intstr.FromInt32(1)),
-			policyv1alpha1.PubProtectTotalReplicasAnnotation, "3"), counts{3, 2, 3, 1}},
+			policyv1beta1.PubProtectTotalReplicasAnnotation, "3"), counts{3, 2, 3, 1}},
 		{"targetRef with the gate", withGate, targetBudget("pub", daemonSetGVK, "agent", intstr.FromInt32(1)), counts{3, 2, 3, 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -297,6 +361,34 @@ func TestSyncDaemonSetPods(t *testing.T) {
 			}
 			if got := len(f.patchedPods()); got != 3 {
 				t.Errorf("%d pods tagged, want 3", got)
+			}
+		})
+	}
+}
+
+// Owner references and targetRefs written with apps.kruise.io/v1alpha1, before the
+// DaemonSet was cached in v1beta1, still name it: kinds are matched by group and kind.
+func TestSyncDaemonSetNamedInV1alpha1(t *testing.T) {
+	v1alpha1DaemonSet := schema.GroupVersionKind{Group: daemonSetGVK.Group, Version: "v1alpha1", Kind: daemonSetGVK.Kind}
+	ds := newDaemonSet("agent", 3)
+	dsRef := controllerRef(v1alpha1DaemonSet, ds.Name, ds.UID)
+	objects := []runtime.Object{ds}
+	for _, pod := range podsOf("agent", "agent", 3, &dsRef) {
+		objects = append(objects, pod)
+	}
+	withGate := fixtureOption{gates: map[featuregate.Feature]bool{features.PodUnavailableBudgetDaemonSetReplicas: true}}
+	for _, tc := range []struct {
+		name string
+		pub  *policyv1beta1.PodUnavailableBudget
+	}{
+		{"selector", selectorBudget("pub", "agent", intstr.FromInt32(1))},
+		{"targetRef", targetBudget("pub", v1alpha1DaemonSet, "agent", intstr.FromInt32(1))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, withGate, append(slices.Clone(objects), tc.pub)...)
+			f.sync("pub")
+			if got := countsOf(f.status("pub")); got != (counts{3, 2, 3, 1}) {
+				t.Errorf("status %+v, want the DaemonSet's 3 pods out of 3", got)
 			}
 		})
 	}
@@ -403,7 +495,7 @@ func TestSyncExpiresUnavailablePods(t *testing.T) {
 func TestSyncRecomputesOnFreshestCopy(t *testing.T) {
 	f := newFixture(t, fixtureOption{}, append(deploymentWithPods("web", 4, 4), targetBudget("pub", deploymentGVK, "web", intstr.FromInt32(1)))...)
 	spent := f.server.Budget(testNamespace, "pub")
-	spent.Status = policyv1alpha1.PodUnavailableBudgetStatus{
+	spent.Status = policyv1beta1.PodUnavailableBudgetStatus{
 		DisruptedPods: map[string]metav1.Time{"web-2": metav1.NewTime(t0)},
 		TotalReplicas: 4, DesiredAvailable: 3, CurrentAvailable: 4, UnavailableAllowed: 0,
 	}
@@ -453,7 +545,7 @@ func TestSyncCountsOnlyAvailablePods(t *testing.T) {
 	rs := newReplicaSet("web-rs", 6, &dRef)
 	rsRef := controllerRef(replicaSetGVK, rs.Name, rs.UID)
 	pods := podsOf("web", "web", 6, &rsRef)
-	pods[1].Labels[policyv1alpha1.PubUnavailablePodLabelPrefix+"drain"] = "true"
+	pods[1].Labels[policyv1beta1.PubUnavailablePodLabelPrefix+"drain"] = "true"
 	notReady(pods[2])
 	pods[3].Status.Phase = corev1.PodPending
 	pods[4].Status.Phase = corev1.PodSucceeded // inactive: not covered at all

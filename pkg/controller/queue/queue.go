@@ -43,6 +43,7 @@ const (
 	NameNodeImage                     = "nodeimage"
 	NameImagePullJob                  = "imagepulljob"
 	NameImageListPullJob              = "imagelistpulljob"
+	NameStorageVersionMigrator        = "storage_version_migrator"
 	// The manager's webhook configuration writer.
 	NameWebhookConfiguration = "webhook_configuration"
 	// bosun-daemon's controllers.

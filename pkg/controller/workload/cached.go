@@ -3,7 +3,7 @@ package workload
 import (
 	"fmt"
 
-	kruiseappsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	kruiseappsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -35,7 +35,7 @@ func (f *Finder) fromCache(namespace string, gk schema.GroupKind, name string) (
 		w, err = fromLister(namespace, name, f.listers.StatefulSets.StatefulSets(namespace).Get, statefulSetWorkload)
 	case gk == schema.GroupKind{Group: corev1.GroupName, Kind: kindReplicationController} && f.listers.ReplicationControllers != nil:
 		w, err = fromLister(namespace, name, f.listers.ReplicationControllers.ReplicationControllers(namespace).Get, replicationControllerWorkload)
-	case gk == schema.GroupKind{Group: kruiseappsv1alpha1.GroupName, Kind: kindDaemonSet} && f.listers.DaemonSets != nil:
+	case gk == schema.GroupKind{Group: kruiseappsv1beta1.GroupName, Kind: kindDaemonSet} && f.listers.DaemonSets != nil:
 		w, err = fromLister(namespace, name, f.listers.DaemonSets.DaemonSets(namespace).Get, f.daemonSetWorkload)
 	default:
 		return nil, false, nil
@@ -90,8 +90,8 @@ func replicationControllerWorkload(rc *corev1.ReplicationController) *Workload {
 // daemonSetWorkload counts an Advanced DaemonSet's pods only when asked to: it has no
 // replicas field and no /scale, and OpenKruise gives it no count, so budgets over its pods
 // protect nothing unless they state their total themselves.
-func (f *Finder) daemonSetWorkload(ds *kruiseappsv1alpha1.DaemonSet) *Workload {
-	w := newWorkload(kruiseappsv1alpha1.SchemeGroupVersion.WithKind(kindDaemonSet), ds)
+func (f *Finder) daemonSetWorkload(ds *kruiseappsv1beta1.DaemonSet) *Workload {
+	w := newWorkload(kruiseappsv1beta1.SchemeGroupVersion.WithKind(kindDaemonSet), ds)
 	if f.daemonSetReplicas {
 		w.Replicas, w.HasReplicas = ds.Status.DesiredNumberScheduled, true
 	}

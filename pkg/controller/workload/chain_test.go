@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	kruiseappsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	kruiseappsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,9 +42,9 @@ func chainCluster() cluster {
 			rs("loop-b", controllerRef(deploymentKind, "loop-a", "uid-loop-a")),
 			deployment("loop-a", controllerRef(replicaSetKind, "loop-b", "uid-loop-b")),
 			&appsv1.StatefulSet{ObjectMeta: objectMeta("db", "uid-db", nil)},
-			&kruiseappsv1alpha1.DaemonSet{
+			&kruiseappsv1beta1.DaemonSet{
 				ObjectMeta: objectMeta("agent", "uid-agent", nil),
-				Status:     kruiseappsv1alpha1.DaemonSetStatus{DesiredNumberScheduled: 7},
+				Status:     kruiseappsv1beta1.DaemonSetStatus{DesiredNumberScheduled: 7},
 			},
 		},
 		live: []*metav1.PartialObjectMetadata{
@@ -258,13 +258,13 @@ func TestCountingOwnerReplicas(t *testing.T) {
 		{
 			name: "Advanced DaemonSet without a count",
 			ref:  controllerRef(daemonSetKind, "agent", "uid-agent"),
-			want: &view{APIVersion: "apps.kruise.io/v1alpha1", Kind: "DaemonSet", Namespace: ns, Name: "agent", UID: "uid-agent", Selector: "<nil>"},
+			want: &view{APIVersion: "apps.kruise.io/v1beta1", Kind: "DaemonSet", Namespace: ns, Name: "agent", UID: "uid-agent", Selector: "<nil>"},
 		},
 		{
 			name: "Advanced DaemonSet counted with WithDaemonSetReplicas",
 			ref:  controllerRef(daemonSetKind, "agent", "uid-agent"),
 			opts: []Option{WithDaemonSetReplicas(true), WithOwnerChain(true)},
-			want: &view{APIVersion: "apps.kruise.io/v1alpha1", Kind: "DaemonSet", Namespace: ns, Name: "agent", UID: "uid-agent",
+			want: &view{APIVersion: "apps.kruise.io/v1beta1", Kind: "DaemonSet", Namespace: ns, Name: "agent", UID: "uid-agent",
 				Replicas: 7, HasReplicas: true, Selector: "<nil>"},
 		},
 	}

@@ -16,7 +16,8 @@
 // controller chain as far as the listers hold it, and the first reference beyond them.
 //
 // Kinds are matched by API group and kind only: an owner reference written with an older
-// version of a kind (apps/v1beta2 Deployment) names the same object.
+// version of a kind (apps/v1beta2 Deployment, or apps.kruise.io/v1alpha1 DaemonSet, which
+// bosun caches in v1beta1) names the same object.
 //
 // A reference that names an object re-created under the same name (another UID) is treated
 // as gone, as is an object that does not exist or whose kind the API server does not serve:

@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	kruiseappsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
-	kruiseappslisters "github.com/bosun-dev/client-go/listers/apps/v1alpha1"
+	kruiseappsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
+	kruiseappslisters "github.com/bosun-dev/client-go/listers/apps/v1beta1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -78,7 +78,7 @@ func newFixture(t *testing.T, c cluster, opts ...Option) *fixture {
 			into = ss
 		case *corev1.ReplicationController:
 			into = rc
-		case *kruiseappsv1alpha1.DaemonSet:
+		case *kruiseappsv1beta1.DaemonSet:
 			into = ds
 		default:
 			t.Fatalf("no informer caches %T", obj)
@@ -133,7 +133,7 @@ func testMapper() meta.RESTMapper {
 		appsv1.SchemeGroupVersion.WithKind("Deployment"),
 		appsv1.SchemeGroupVersion.WithKind("StatefulSet"),
 		corev1.SchemeGroupVersion.WithKind("ReplicationController"),
-		kruiseappsv1alpha1.SchemeGroupVersion.WithKind("DaemonSet"),
+		kruiseappsv1beta1.SchemeGroupVersion.WithKind("DaemonSet"),
 		rolloutKind,
 		widgetKind,
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	kruiseappslisters "github.com/bosun-dev/client-go/listers/apps/v1alpha1"
+	kruiseappslisters "github.com/bosun-dev/client-go/listers/apps/v1beta1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -49,8 +49,8 @@ func (w *Workload) GroupKind() schema.GroupKind {
 
 // Listers are the informer caches the cached kinds are read from. A nil lister makes its
 // kind be read live like any other kind; DaemonSets is nil when the API server does not
-// serve apps.kruise.io DaemonSets (read live, an Advanced DaemonSet has no replica count
-// even with WithDaemonSetReplicas, as its status is not read).
+// serve apps.kruise.io/v1beta1 DaemonSets (read live, an Advanced DaemonSet has no replica
+// count even with WithDaemonSetReplicas, as its status is not read).
 type Listers struct {
 	ReplicaSets            appslisters.ReplicaSetLister
 	Deployments            appslisters.DeploymentLister

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	kruiseappsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	kruiseappsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,7 +20,9 @@ import (
 var (
 	deploymentKind = appsv1.SchemeGroupVersion.WithKind("Deployment")
 	replicaSetKind = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
-	daemonSetKind  = kruiseappsv1alpha1.SchemeGroupVersion.WithKind("DaemonSet")
+	daemonSetKind  = kruiseappsv1beta1.SchemeGroupVersion.WithKind("DaemonSet")
+	// daemonSetKindV1alpha1 is how owner references written before v1beta1 name it.
+	daemonSetKindV1alpha1 = schema.GroupVersionKind{Group: kruiseappsv1beta1.GroupName, Version: "v1alpha1", Kind: "DaemonSet"}
 )
 
 func selector(labels map[string]string) *metav1.LabelSelector {
@@ -63,10 +65,10 @@ func getCluster() cluster {
 				ObjectMeta: objectMeta("legacy", "uid-legacy", nil),
 				Spec:       corev1.ReplicationControllerSpec{Replicas: ptr.To[int32](5), Selector: map[string]string{"app": "legacy"}},
 			},
-			&kruiseappsv1alpha1.DaemonSet{
+			&kruiseappsv1beta1.DaemonSet{
 				ObjectMeta: objectMeta("agent", "uid-agent", nil),
-				Spec:       kruiseappsv1alpha1.DaemonSetSpec{Selector: selector(map[string]string{"app": "agent"})},
-				Status:     kruiseappsv1alpha1.DaemonSetStatus{DesiredNumberScheduled: 7},
+				Spec:       kruiseappsv1beta1.DaemonSetSpec{Selector: selector(map[string]string{"app": "agent"})},
+				Status:     kruiseappsv1beta1.DaemonSetStatus{DesiredNumberScheduled: 7},
 			},
 		},
 		live: []*metav1.PartialObjectMetadata{
@@ -151,22 +153,35 @@ func TestGet(t *testing.T) {
 		{
 			name: "Advanced DaemonSet has no replica count by default",
 			ref:  ref(daemonSetKind, "agent", "uid-agent"),
-			want: &view{APIVersion: "apps.kruise.io/v1alpha1", Kind: "DaemonSet", Namespace: ns, Name: "agent", UID: "uid-agent",
+			want: &view{APIVersion: "apps.kruise.io/v1beta1", Kind: "DaemonSet", Namespace: ns, Name: "agent", UID: "uid-agent",
 				Selector: "app=agent"},
 		},
 		{
 			name: "Advanced DaemonSet counts its desired scheduled pods with WithDaemonSetReplicas",
 			ref:  ref(daemonSetKind, "agent", "uid-agent"),
 			opts: []Option{WithDaemonSetReplicas(true)},
-			want: &view{APIVersion: "apps.kruise.io/v1alpha1", Kind: "DaemonSet", Namespace: ns, Name: "agent", UID: "uid-agent",
+			want: &view{APIVersion: "apps.kruise.io/v1beta1", Kind: "DaemonSet", Namespace: ns, Name: "agent", UID: "uid-agent",
 				Replicas: 7, HasReplicas: true, Selector: "app=agent"},
 		},
 		{
 			name: "Advanced DaemonSet with WithDaemonSetReplicas(false)",
 			ref:  ref(daemonSetKind, "agent", "uid-agent"),
 			opts: []Option{WithDaemonSetReplicas(false)},
-			want: &view{APIVersion: "apps.kruise.io/v1alpha1", Kind: "DaemonSet", Namespace: ns, Name: "agent", UID: "uid-agent",
+			want: &view{APIVersion: "apps.kruise.io/v1beta1", Kind: "DaemonSet", Namespace: ns, Name: "agent", UID: "uid-agent",
 				Selector: "app=agent"},
+		},
+		{
+			// Owner references written before v1beta1 (by bosun or OpenKruise) still name
+			// the DaemonSet: kinds are matched by group, and the object is read in the
+			// version bosun caches.
+			name: "Advanced DaemonSet named by a v1alpha1 owner reference",
+			ref:  ref(daemonSetKindV1alpha1, "agent", "uid-agent"),
+			want: &view{APIVersion: "apps.kruise.io/v1beta1", Kind: "DaemonSet", Namespace: ns, Name: "agent", UID: "uid-agent",
+				Selector: "app=agent"},
+		},
+		{
+			name: "v1alpha1 owner reference to a re-created Advanced DaemonSet",
+			ref:  ref(daemonSetKindV1alpha1, "agent", "uid-earlier"),
 		},
 		{
 			name: "apps DaemonSet is not the Advanced DaemonSet, and is not served here",
@@ -274,7 +289,7 @@ func TestGetDaemonSetWithoutLister(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Get: %v", err)
 	}
-	want := &view{APIVersion: "apps.kruise.io/v1alpha1", Kind: "DaemonSet", Namespace: ns, Name: "agent", UID: "uid-agent", Selector: "<nil>"}
+	want := &view{APIVersion: "apps.kruise.io/v1beta1", Kind: "DaemonSet", Namespace: ns, Name: "agent", UID: "uid-agent", Selector: "<nil>"}
 	if diff := cmp.Diff(want, viewOf(got)); diff != "" {
 		t.Errorf("Get (-want +got):\n%s", diff)
 	}

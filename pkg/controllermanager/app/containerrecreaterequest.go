@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
-	"k8s.io/client-go/discovery"
-
 	"github.com/bosun-dev/bosun/pkg/controller/containerrecreaterequest"
 	"github.com/bosun-dev/bosun/pkg/controller/options"
 	"github.com/bosun-dev/bosun/pkg/controllermanager/registry"
@@ -14,35 +11,22 @@ import (
 	crrwebhook "github.com/bosun-dev/bosun/pkg/webhook/containerrecreaterequest"
 )
 
-// servesContainerRecreateRequests reports whether the API server serves apps.kruise.io
-// ContainerRecreateRequests; without the CRD an informer for them would never sync.
-func servesContainerRecreateRequests(client discovery.DiscoveryInterface) (bool, error) {
-	served, err := servesResource(client, appsv1alpha1.SchemeGroupVersion.String(), "containerrecreaterequests")
-	if err != nil {
-		return false, fmt.Errorf("looking up apps.kruise.io ContainerRecreateRequests in discovery: %w", err)
-	}
-	return served, nil
-}
-
-// newContainerRecreateRequestController builds the controller on the shared informers.
+// newContainerRecreateRequestController builds the controller on the shared informers, when
+// the API server serves v1beta1 ContainerRecreateRequests.
 func newContainerRecreateRequestController(ctx context.Context, cc *registry.ControllerContext) (registry.Controller, error) {
 	client, err := cc.Client()
 	if err != nil {
 		return nil, fmt.Errorf("building the %s client: %w", containerrecreaterequest.ControllerName, err)
 	}
-	served, err := servesContainerRecreateRequests(client.Discovery())
-	if err != nil {
+	if err := requireServed(client.Discovery(), appsHub, "containerrecreaterequests"); err != nil {
 		return nil, err
-	}
-	if !served {
-		return nil, registry.NotBuilt("the API server does not serve apps.kruise.io/v1alpha1 containerrecreaterequests; install bosun's CRDs (config/crd/bases) and restart")
 	}
 	bosunClient, err := cc.BosunClient()
 	if err != nil {
 		return nil, fmt.Errorf("building the %s client for apps.kruise.io: %w", containerrecreaterequest.ControllerName, err)
 	}
 	c, err := containerrecreaterequest.NewController(ctx,
-		cc.BosunInformerFactory.Apps().V1alpha1().ContainerRecreateRequests(),
+		cc.BosunInformerFactory.Apps().V1beta1().ContainerRecreateRequests(),
 		cc.InformerFactory.Core().V1().Pods(),
 		client,
 		bosunClient,
@@ -56,11 +40,14 @@ func newContainerRecreateRequestController(ctx context.Context, cc *registry.Con
 
 // containerRecreateRequestWebhooks returns the request's mutating webhook, which reads
 // pods and Nodes from the webhook informers and from the API server when they miss; none
-// when the API server does not serve the resource.
+// when the API server does not serve v1beta1 ContainerRecreateRequests.
 func containerRecreateRequestWebhooks(wc *registry.WebhookContext) ([]webhook.Registration, error) {
-	served, err := servesContainerRecreateRequests(wc.Client.Discovery())
-	if err != nil || !served {
-		return nil, err
+	served, err := servesResource(wc.Client.Discovery(), appsHub.String(), "containerrecreaterequests")
+	if err != nil {
+		return nil, fmt.Errorf("looking up %s containerrecreaterequests in discovery: %w", appsHub, err)
+	}
+	if !served {
+		return nil, nil
 	}
 	return crrwebhook.Registrations(crrwebhook.Dependencies{
 		Pods:        wc.InformerFactory.Core().V1().Pods().Lister(),

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"slices"
 
 	"github.com/bosun-dev/bosun/pkg/controller/advanceddaemonset"
 	"github.com/bosun-dev/bosun/pkg/controller/containerrecreaterequest"
@@ -13,6 +14,7 @@ import (
 	"github.com/bosun-dev/bosun/pkg/controller/podunavailablebudget"
 	"github.com/bosun-dev/bosun/pkg/controller/podunavailablebudget/budget"
 	"github.com/bosun-dev/bosun/pkg/controller/replicaset"
+	"github.com/bosun-dev/bosun/pkg/controller/storageversionmigrator"
 	"github.com/bosun-dev/bosun/pkg/controllermanager/registry"
 	daemonsetwebhook "github.com/bosun-dev/bosun/pkg/webhook/daemonset"
 )
@@ -53,7 +55,12 @@ func builtinControllers() []registry.Descriptor {
 	for i := range openKruise {
 		openKruise[i].KruiseClientLimits = true
 	}
-	return append(upstream, openKruise...)
+	// bosun's own upkeep keeps the base limits: the migrator's writes are a background
+	// rewrite of every stored object, which should not go faster than that.
+	upkeep := []registry.Descriptor{
+		{Name: storageversionmigrator.ControllerName, Aliases: []string{"storageversionmigrator"}, ClientName: storageversionmigrator.ControllerName, Constructor: newStorageVersionMigrator},
+	}
+	return slices.Concat(upstream, openKruise, upkeep)
 }
 
 // withWorkers adapts a controller whose Run takes its number of workers (the

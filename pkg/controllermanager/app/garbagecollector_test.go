@@ -85,7 +85,7 @@ func TestGarbageCollectorBuiltByTheManager(t *testing.T) {
 	cc.EventRecorder = func(string) record.EventRecorderLogger { return record.NewFakeRecorder(10) }
 	cc.Config = &config.Configuration{GarbageCollector: config.GarbageCollectorConfiguration{Enabled: true, ConcurrentSyncs: 3}}
 
-	built, err := tm.buildControllers(ctx, tm.lc)
+	built, _, err := tm.buildControllers(ctx, tm.lc)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
-	"k8s.io/client-go/discovery"
-
 	"github.com/bosun-dev/bosun/pkg/controller/imagelistpulljob"
 	"github.com/bosun-dev/bosun/pkg/controllermanager/registry"
 	"github.com/bosun-dev/bosun/pkg/webhook"
@@ -26,10 +23,8 @@ func newImageListPullJobController(ctx context.Context, cc *registry.ControllerC
 	if err != nil {
 		return nil, fmt.Errorf("building the %s client: %w", imagelistpulljob.ControllerName, err)
 	}
-	if missing, err := unservedV1beta1(client.Discovery(), imageListPullJobResources); err != nil {
+	if err := requireServed(client.Discovery(), appsHub, imageListPullJobResources...); err != nil {
 		return nil, err
-	} else if missing != "" {
-		return nil, registry.NotBuilt(fmt.Sprintf("the API server does not serve apps.kruise.io/v1beta1 %s; install bosun's CRDs (config/crd/bases) and restart", missing))
 	}
 	bosunClient, err := cc.BosunClient()
 	if err != nil {
@@ -50,23 +45,8 @@ func newImageListPullJobController(ctx context.Context, cc *registry.ControllerC
 // imageListPullJobWebhooks returns the ImageListPullJob's defaulting and validating
 // webhooks, or none when the API server does not serve v1beta1 ImageListPullJobs.
 func imageListPullJobWebhooks(wc *registry.WebhookContext) ([]webhook.Registration, error) {
-	if missing, err := unservedV1beta1(wc.Client.Discovery(), []string{"imagelistpulljobs"}); err != nil || missing != "" {
+	if served, err := servesResource(wc.Client.Discovery(), appsHub.String(), "imagelistpulljobs"); err != nil || !served {
 		return nil, err
 	}
 	return imagelistpulljobwebhook.Registrations(wc.FeatureGate), nil
-}
-
-// unservedV1beta1 returns the first of the apps.kruise.io/v1beta1 resources the API server
-// does not serve, or "" when it serves them all.
-func unservedV1beta1(client discovery.DiscoveryInterface, resources []string) (string, error) {
-	for _, resource := range resources {
-		served, err := servesResource(client, appsv1beta1.SchemeGroupVersion.String(), resource)
-		if err != nil {
-			return "", fmt.Errorf("looking up apps.kruise.io/v1beta1 %s in discovery: %w", resource, err)
-		}
-		if !served {
-			return resource, nil
-		}
-	}
-	return "", nil
 }

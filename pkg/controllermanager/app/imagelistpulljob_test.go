@@ -42,12 +42,15 @@ func TestImageListPullJobNeedsV1beta1(t *testing.T) {
 		name                     string
 		served                   []*metav1.APIResourceList
 		wantController, wantHook bool
+		// wantWaiting: not built yet, but the manager should wait for v1beta1 (the CRDs
+		// of an earlier release are installed) rather than give up.
+		wantWaiting bool
 	}{
-		{"nothing", nil, false, false},
-		{"v1alpha1 only", []*metav1.APIResourceList{resources("apps.kruise.io/v1alpha1", "imagelistpulljobs", "imagepulljobs")}, false, false},
-		{"v1beta1 without list jobs", []*metav1.APIResourceList{resources("apps.kruise.io/v1beta1", "imagepulljobs", "nodeimages")}, false, false},
-		{"v1beta1 list jobs without ImagePullJobs", []*metav1.APIResourceList{resources("apps.kruise.io/v1beta1", "imagelistpulljobs")}, false, true},
-		{"v1beta1", []*metav1.APIResourceList{resources("apps.kruise.io/v1beta1", "imagelistpulljobs", "imagepulljobs")}, true, true},
+		{"nothing", nil, false, false, false},
+		{"v1alpha1 only", []*metav1.APIResourceList{resources("apps.kruise.io/v1alpha1", "imagelistpulljobs", "imagepulljobs")}, false, false, true},
+		{"v1beta1 without list jobs", []*metav1.APIResourceList{resources("apps.kruise.io/v1beta1", "imagepulljobs", "nodeimages")}, false, false, false},
+		{"v1beta1 list jobs without ImagePullJobs", []*metav1.APIResourceList{resources("apps.kruise.io/v1beta1", "imagelistpulljobs")}, false, true, false},
+		{"v1beta1", []*metav1.APIResourceList{resources("apps.kruise.io/v1beta1", "imagelistpulljobs", "imagepulljobs")}, true, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
@@ -68,6 +71,10 @@ func TestImageListPullJobNeedsV1beta1(t *testing.T) {
 					t.Errorf("controller not built: %v", err)
 				} else if w, ok := c.(withWorkers); !ok || w.workers != 3 {
 					t.Errorf("controller %#v, want 3 workers", c)
+				}
+			} else if tc.wantWaiting {
+				if _, waiting := registry.IsNotYetServed(err); !waiting {
+					t.Errorf("built (%v, %v), want NotYetServed", c, err)
 				}
 			} else if _, notBuilt := registry.IsNotBuilt(err); !notBuilt {
 				t.Errorf("built (%v, %v), want NotBuilt", c, err)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
-
 	"github.com/bosun-dev/bosun/pkg/controller/imagepulljob"
 	"github.com/bosun-dev/bosun/pkg/controller/options"
 	"github.com/bosun-dev/bosun/pkg/controllermanager/registry"
@@ -13,30 +11,25 @@ import (
 	imagepulljobwebhook "github.com/bosun-dev/bosun/pkg/webhook/imagepulljob"
 )
 
-// newImagePullJobController builds the controller on the shared informers. It is built
-// whatever ImagePullJobGate says: with the gate off admission refuses new jobs, but the
-// existing ones still need their secret copies released when they go.
+// newImagePullJobController builds the controller on the shared informers, when the API
+// server serves v1beta1 ImagePullJobs and NodeImages. It is built whatever
+// ImagePullJobGate says: with the gate off admission refuses new jobs, but the existing
+// ones still need their secret copies released when they go.
 func newImagePullJobController(ctx context.Context, cc *registry.ControllerContext) (registry.Controller, error) {
 	client, err := cc.Client()
 	if err != nil {
 		return nil, fmt.Errorf("building the %s client: %w", imagepulljob.ControllerName, err)
 	}
-	for _, resource := range []string{"imagepulljobs", "nodeimages"} {
-		served, err := servesResource(client.Discovery(), appsv1alpha1.SchemeGroupVersion.String(), resource)
-		if err != nil {
-			return nil, fmt.Errorf("looking up apps.kruise.io %s in discovery: %w", resource, err)
-		}
-		if !served {
-			return nil, registry.NotBuilt(fmt.Sprintf("the API server does not serve apps.kruise.io/v1alpha1 %s; install bosun's CRDs (config/crd/bases) and restart", resource))
-		}
+	if err := requireServed(client.Discovery(), appsHub, "imagepulljobs", "nodeimages"); err != nil {
+		return nil, err
 	}
 	bosunClient, err := cc.BosunClient()
 	if err != nil {
 		return nil, fmt.Errorf("building the %s client for apps.kruise.io: %w", imagepulljob.ControllerName, err)
 	}
 	c, err := imagepulljob.NewController(ctx,
-		cc.BosunInformerFactory.Apps().V1alpha1().ImagePullJobs(),
-		cc.BosunInformerFactory.Apps().V1alpha1().NodeImages(),
+		cc.BosunInformerFactory.Apps().V1beta1().ImagePullJobs(),
+		cc.BosunInformerFactory.Apps().V1beta1().NodeImages(),
 		cc.InformerFactory.Core().V1().Pods(),
 		cc.InformerFactory.Core().V1().Secrets(),
 		cc.InformerFactory.Core().V1().Namespaces(),
@@ -52,11 +45,11 @@ func newImagePullJobController(ctx context.Context, cc *registry.ControllerConte
 }
 
 // imagePullJobWebhooks returns the ImagePullJob's defaulting and validating webhooks, or
-// none when the API server does not serve ImagePullJobs.
+// none when the API server does not serve v1beta1 ImagePullJobs.
 func imagePullJobWebhooks(wc *registry.WebhookContext) ([]webhook.Registration, error) {
-	served, err := servesResource(wc.Client.Discovery(), appsv1alpha1.SchemeGroupVersion.String(), "imagepulljobs")
+	served, err := servesResource(wc.Client.Discovery(), appsHub.String(), "imagepulljobs")
 	if err != nil {
-		return nil, fmt.Errorf("looking up apps.kruise.io ImagePullJobs in discovery: %w", err)
+		return nil, fmt.Errorf("looking up %s ImagePullJobs in discovery: %w", appsHub, err)
 	}
 	if !served {
 		return nil, nil

@@ -133,18 +133,23 @@ func (m *controllerManager) beginTerm() bool {
 // runTerm builds the controllers, starts the informers and runs the controllers until ctx is
 // cancelled (startup steps 7 to 10).
 func (m *controllerManager) runTerm(ctx context.Context, controllerContext leaderContext, factories *sharedFactories) error {
-	built, err := m.buildControllers(ctx, controllerContext)
+	built, waiting, err := m.buildControllers(ctx, controllerContext)
 	if err != nil {
 		return err
 	}
 	factories.start(ctx)
 	close(controllerContext.informersStarted)
-	klog.FromContext(ctx).Info("Started shared informers", "controllers", len(built))
+	klog.FromContext(ctx).Info("Started shared informers", "controllers", len(built), "waiting", len(waiting))
 
+	var late sync.WaitGroup
+	for _, w := range waiting {
+		late.Go(func() { m.buildWhenServed(ctx, controllerContext, factories, w) })
+	}
 	m.runControllers(ctx, built)
 	// The term lasts until ctx ends even if every controller returned early (or none was
 	// built): the informers stop only then.
 	<-ctx.Done()
+	late.Wait()
 	factories.shutdown()
 	return nil
 }
@@ -239,49 +244,118 @@ func waitForAPIServer(ctx context.Context, client kubernetes.Interface, timeout 
 }
 
 // buildControllers runs the constructors of the enabled controllers in name order (startup
-// step 7), registering each built controller's health check and debug handler.
-func (m *controllerManager) buildControllers(ctx context.Context, controllerContext leaderContext) ([]builtController, error) {
+// step 7), registering each built controller's health check and debug handler. Controllers
+// whose resources are not yet served in their version come back as waiting.
+func (m *controllerManager) buildControllers(ctx context.Context, controllerContext leaderContext) ([]builtController, []waitingController, error) {
 	logger := klog.FromContext(ctx)
 	var built []builtController
+	var waiting []waitingController
 	for _, name := range m.enabled {
 		descriptor, ok := m.registry.Get(name)
 		if !ok {
-			return nil, fmt.Errorf("controller %q is not registered", name)
+			return nil, nil, fmt.Errorf("controller %q is not registered", name)
 		}
-		cc := *controllerContext.ControllerContext
-		cc.ClientName = descriptor.ClientName
-		if descriptor.KruiseClientLimits {
-			cc.ClientBuilder = clientbuilder.WithLimits(cc.ClientBuilder, m.kruiseClientLimits)
-		}
-		controllerCtx := klog.NewContext(ctx, klog.LoggerWithName(logger, name))
-
-		logger.V(1).Info("Building controller", "controller", name)
-		controller, err := descriptor.Constructor(controllerCtx, &cc)
+		controller, err := m.buildController(ctx, controllerContext, descriptor)
 		if reason, notBuilt := registry.IsNotBuilt(err); notBuilt {
 			logger.Info("Warning: skipping controller", "controller", name, "reason", reason)
 			continue
 		}
+		if reason, notYet := registry.IsNotYetServed(err); notYet {
+			logger.Info("Warning: controller waits for its resources", "controller", name, "reason", reason, "recheck", notYetServedRecheck)
+			m.health.informerSync.SetWaiting(name, reason)
+			waiting = append(waiting, waitingController{descriptor: descriptor})
+			continue
+		}
 		if err != nil {
-			return nil, fmt.Errorf("building controller %s: %w", name, err)
-		}
-		if controller == nil {
-			return nil, fmt.Errorf("building controller %s: the constructor returned no controller", name)
-		}
-
-		check := healthz.NamedCheck(name, func(*http.Request) error { return nil })
-		if checkable, ok := controller.(registry.HealthCheckable); ok {
-			check = healthz.NamedCheck(name, checkable.HealthCheck)
-		}
-		if err := m.health.Healthz.Add(check); err != nil {
-			return nil, err
-		}
-		if debuggable, ok := controller.(registry.Debuggable); ok {
-			prefix := "/debug/controllers/" + name
-			m.debugMux.HandlePrefix(prefix+"/", http.StripPrefix(prefix, debuggable.DebuggingHandler()))
+			return nil, nil, err
 		}
 		built = append(built, builtController{name: name, controller: controller})
 	}
-	return built, nil
+	return built, waiting, nil
+}
+
+// buildController runs one controller's constructor and registers its health check and
+// debug handler.
+func (m *controllerManager) buildController(ctx context.Context, controllerContext leaderContext, descriptor registry.Descriptor) (registry.Controller, error) {
+	name := descriptor.Name
+	cc := *controllerContext.ControllerContext
+	cc.ClientName = descriptor.ClientName
+	if descriptor.KruiseClientLimits {
+		cc.ClientBuilder = clientbuilder.WithLimits(cc.ClientBuilder, m.kruiseClientLimits)
+	}
+	controllerCtx := klog.NewContext(ctx, klog.LoggerWithName(klog.FromContext(ctx), name))
+
+	klog.FromContext(ctx).V(1).Info("Building controller", "controller", name)
+	controller, err := descriptor.Constructor(controllerCtx, &cc)
+	if _, notBuilt := registry.IsNotBuilt(err); notBuilt {
+		return nil, err
+	}
+	if _, notYet := registry.IsNotYetServed(err); notYet {
+		return nil, err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("building controller %s: %w", name, err)
+	}
+	if controller == nil {
+		return nil, fmt.Errorf("building controller %s: the constructor returned no controller", name)
+	}
+
+	check := healthz.NamedCheck(name, func(*http.Request) error { return nil })
+	if checkable, ok := controller.(registry.HealthCheckable); ok {
+		check = healthz.NamedCheck(name, checkable.HealthCheck)
+	}
+	if err := m.health.Healthz.Add(check); err != nil {
+		return nil, err
+	}
+	if debuggable, ok := controller.(registry.Debuggable); ok {
+		prefix := "/debug/controllers/" + name
+		m.debugMux.HandlePrefix(prefix+"/", http.StripPrefix(prefix, debuggable.DebuggingHandler()))
+	}
+	return controller, nil
+}
+
+// waitingController is an enabled controller whose constructor said NotYetServed.
+type waitingController struct {
+	descriptor registry.Descriptor
+}
+
+// notYetServedRecheck is how often the constructor of a waiting controller runs again.
+var notYetServedRecheck = 30 * time.Second
+
+// buildWhenServed calls a waiting controller's constructor every notYetServedRecheck
+// until it builds the controller, which then runs on the term's informers (started again
+// for the ones it added), or says it should not run at all. It returns when the
+// controller returned or ctx ended.
+func (m *controllerManager) buildWhenServed(ctx context.Context, controllerContext leaderContext, factories *sharedFactories, w waitingController) {
+	logger := klog.FromContext(ctx)
+	name := w.descriptor.Name
+	defer m.health.informerSync.ClearWaiting(name)
+	ticker := time.NewTicker(notYetServedRecheck)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		controller, err := m.buildController(ctx, controllerContext, w.descriptor)
+		if reason, notYet := registry.IsNotYetServed(err); notYet {
+			logger.V(2).Info("Controller still waits for its resources", "controller", name, "reason", reason)
+			continue
+		}
+		if reason, notBuilt := registry.IsNotBuilt(err); notBuilt {
+			logger.Info("Warning: skipping controller", "controller", name, "reason", reason)
+			return
+		}
+		if err != nil {
+			logger.Error(err, "Building a controller that waited for its resources; trying again", "controller", name)
+			continue
+		}
+		factories.start(ctx)
+		m.health.informerSync.ClearWaiting(name)
+		m.runControllers(ctx, []builtController{{name: name, controller: controller}})
+		return
+	}
 }
 
 // runControllers runs every built controller concurrently, each after its start jitter, and

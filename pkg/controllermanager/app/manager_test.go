@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -352,7 +353,7 @@ func TestKruiseClientLimitsReachOnlyTheirControllers(t *testing.T) {
 	tm.lc.ClientBuilder = clientbuilder.NewSimpleBuilder(&rest.Config{Host: "https://127.0.0.1:1", QPS: 20, Burst: 30})
 	tm.kruiseClientLimits = clientbuilder.Limits{QPS: 50, Burst: 100}
 
-	if _, err := tm.buildControllers(context.Background(), tm.lc); err != nil {
+	if _, _, err := tm.buildControllers(context.Background(), tm.lc); err != nil {
 		t.Fatal(err)
 	}
 	for name, want := range map[string]clientbuilder.Limits{
@@ -380,5 +381,70 @@ func TestBuiltinControllersClientLimits(t *testing.T) {
 		"imagepulljob-controller", "nodeimage-controller", "podunavailablebudget-controller"}
 	if got := reg.WithKruiseClientLimits(); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("controllers with the OpenKruise-compatible limits: %v, want %v", got, want)
+	}
+}
+
+// A controller whose resources are served only in an older version waits, reported by
+// informer-sync, and starts once its constructor builds it, without a new term.
+func TestWaitingControllerStartsOnceServed(t *testing.T) {
+	defer func(old time.Duration) { notYetServedRecheck = old }(notYetServedRecheck)
+	notYetServedRecheck = 10 * time.Millisecond
+	var (
+		mu       sync.Mutex
+		served   bool
+		attempts int
+	)
+	waiting := registry.Descriptor{Name: "waiting-controller",
+		Constructor: func(context.Context, *registry.ControllerContext) (registry.Controller, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			attempts++
+			if !served {
+				return nil, registry.NotYetServed("example.io/v1 widgets only")
+			}
+			return &fakeController{}, nil
+		}}
+	tm := newTestManager(t, []string{"healthy-controller", "waiting-controller"}, waiting)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	result := tm.startTerm(t, ctx, 1)
+
+	err := tm.health.informerSync.Check(nil)
+	if err == nil || !strings.Contains(err.Error(), "waiting-controller: example.io/v1 widgets only") {
+		t.Fatalf("informer-sync = %v, want it to name the waiting controller and its reason", err)
+	}
+	for {
+		mu.Lock()
+		n := attempts
+		mu.Unlock()
+		if n >= 3 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if names := tm.runningNames(); slices.Contains(names, "waiting-controller") {
+		t.Fatalf("the waiting controller runs before it was built: %v", names)
+	}
+
+	mu.Lock()
+	served = true
+	mu.Unlock()
+	for !slices.Contains(tm.runningNames(), "waiting-controller") {
+		select {
+		case err := <-result:
+			t.Fatalf("term ended early: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if err := tm.health.informerSync.Check(nil); err != nil {
+		t.Errorf("informer-sync after the controller started: %v", err)
+	}
+
+	cancel()
+	if err := tm.stopControllers(context.Background(), time.Minute); err != nil {
+		t.Fatalf("stopControllers: %v", err)
+	}
+	if err := <-result; err != nil {
+		t.Errorf("term: %v", err)
 	}
 }

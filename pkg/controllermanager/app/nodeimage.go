@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
-
 	"github.com/bosun-dev/bosun/pkg/controller/nodeimage"
 	"github.com/bosun-dev/bosun/pkg/controller/options"
 	"github.com/bosun-dev/bosun/pkg/controllermanager/registry"
@@ -14,24 +12,22 @@ import (
 	nodeimagewebhook "github.com/bosun-dev/bosun/pkg/webhook/nodeimage"
 )
 
-// newNodeImageController builds the controller on the shared informers.
+// newNodeImageController builds the controller on the shared informers, when the API
+// server serves v1beta1 NodeImages; the ImagePullJob informer only when it also serves
+// v1beta1 ImagePullJobs.
 func newNodeImageController(ctx context.Context, cc *registry.ControllerContext) (registry.Controller, error) {
 	client, err := cc.Client()
 	if err != nil {
 		return nil, fmt.Errorf("building the %s client: %w", nodeimage.ControllerName, err)
 	}
-	served, err := servesResource(client.Discovery(), appsv1alpha1.SchemeGroupVersion.String(), "nodeimages")
-	if err != nil {
-		return nil, fmt.Errorf("looking up apps.kruise.io NodeImages in discovery: %w", err)
-	}
-	if !served {
-		return nil, registry.NotBuilt("the API server does not serve apps.kruise.io/v1alpha1 nodeimages; install bosun's CRDs (config/crd/bases) and restart")
+	if err := requireServed(client.Discovery(), appsHub, "nodeimages"); err != nil {
+		return nil, err
 	}
 	if !cc.FeatureGate.Enabled(features.KruiseDaemon) {
 		// The webhook refuses every new NodeImage: the controller could only fail to create them.
 		return nil, registry.NotBuilt(fmt.Sprintf("feature gate %s is off", features.KruiseDaemon))
 	}
-	jobs, err := informerIfServed(client.Discovery(), "imagepulljobs", cc.BosunInformerFactory.Apps().V1alpha1().ImagePullJobs)
+	jobs, err := informerIfServed(client.Discovery(), appsHub, "imagepulljobs", cc.BosunInformerFactory.Apps().V1beta1().ImagePullJobs)
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +37,7 @@ func newNodeImageController(ctx context.Context, cc *registry.ControllerContext)
 	}
 	c, err := nodeimage.NewController(ctx,
 		cc.InformerFactory.Core().V1().Nodes(),
-		cc.BosunInformerFactory.Apps().V1alpha1().NodeImages(),
+		cc.BosunInformerFactory.Apps().V1beta1().NodeImages(),
 		jobs,
 		client,
 		bosunClient,
@@ -57,11 +53,11 @@ func newNodeImageController(ctx context.Context, cc *registry.ControllerContext)
 }
 
 // nodeImageWebhooks returns the NodeImage's defaulting and validating webhooks, or none
-// when the API server does not serve NodeImages.
+// when the API server does not serve v1beta1 NodeImages.
 func nodeImageWebhooks(wc *registry.WebhookContext) ([]webhook.Registration, error) {
-	served, err := servesResource(wc.Client.Discovery(), appsv1alpha1.SchemeGroupVersion.String(), "nodeimages")
+	served, err := servesResource(wc.Client.Discovery(), appsHub.String(), "nodeimages")
 	if err != nil {
-		return nil, fmt.Errorf("looking up apps.kruise.io NodeImages in discovery: %w", err)
+		return nil, fmt.Errorf("looking up %s NodeImages in discovery: %w", appsHub, err)
 	}
 	if !served {
 		return nil, nil

@@ -4,8 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	policyv1alpha1 "github.com/bosun-dev/api/policy/v1alpha1"
-	kruiseappsinformers "github.com/bosun-dev/client-go/informers/externalversions/apps/v1alpha1"
+	kruiseappsinformers "github.com/bosun-dev/client-go/informers/externalversions/apps/v1beta1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -43,12 +42,8 @@ func buildPodUnavailableBudgetController(ctx context.Context, cc *registry.Contr
 	if err != nil {
 		return nil, fmt.Errorf("building the %s client: %w", podunavailablebudget.ControllerName, err)
 	}
-	served, err := servesResource(client.Discovery(), policyv1alpha1.SchemeGroupVersion.String(), "podunavailablebudgets")
-	if err != nil {
-		return nil, fmt.Errorf("looking up policy.kruise.io PodUnavailableBudgets in discovery: %w", err)
-	}
-	if !served {
-		return nil, registry.NotBuilt("the API server does not serve policy.kruise.io/v1alpha1 podunavailablebudgets; install bosun's CRDs (config/crd/bases) and restart")
+	if err := requireServed(client.Discovery(), policyHub, "podunavailablebudgets"); err != nil {
+		return nil, err
 	}
 	bosunClient, err := cc.BosunClient()
 	if err != nil {
@@ -58,7 +53,7 @@ func buildPodUnavailableBudgetController(ctx context.Context, cc *registry.Contr
 	if err != nil {
 		return nil, fmt.Errorf("building the %s client configuration: %w", podunavailablebudget.ControllerName, err)
 	}
-	daemonSets, err := informerIfServed(client.Discovery(), "daemonsets", cc.BosunInformerFactory.Apps().V1alpha1().DaemonSets)
+	daemonSets, err := informerIfServed(client.Discovery(), appsHub, "daemonsets", cc.BosunInformerFactory.Apps().V1beta1().DaemonSets)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +62,7 @@ func buildPodUnavailableBudgetController(ctx context.Context, cc *registry.Contr
 		return nil, fmt.Errorf("building the %s: %w", podunavailablebudget.ControllerName, err)
 	}
 	c, err := podunavailablebudget.NewController(ctx,
-		cc.BosunInformerFactory.Policy().V1alpha1().PodUnavailableBudgets(),
+		cc.BosunInformerFactory.Policy().V1beta1().PodUnavailableBudgets(),
 		cc.InformerFactory.Core().V1().Pods(),
 		cc.InformerFactory.Apps().V1().Deployments(),
 		cc.InformerFactory.Apps().V1().ReplicaSets(),
@@ -104,12 +99,14 @@ func podUnavailableBudgetWebhooks(budgets *budget.Cache) registry.WebhooksFunc {
 }
 
 // buildPodUnavailableBudgetWebhooks returns the budget's validating webhook and the two
-// pod webhooks. With no budget type served there is nothing to protect: serving the pod
-// webhooks then would only make every pod deletion wait for informers that never sync.
+// pod webhooks, all on v1beta1 budgets. Without v1beta1 budgets served (no bosun CRDs, or
+// the CRDs of a release that served only v1alpha1) there is nothing they could read:
+// serving the pod webhooks then would only make every pod deletion wait for informers that
+// never sync.
 func buildPodUnavailableBudgetWebhooks(wc *registry.WebhookContext, budgets *budget.Cache) ([]webhook.Registration, error) {
-	served, err := servesResource(wc.Client.Discovery(), policyv1alpha1.SchemeGroupVersion.String(), "podunavailablebudgets")
+	served, err := servesResource(wc.Client.Discovery(), policyHub.String(), "podunavailablebudgets")
 	if err != nil {
-		return nil, fmt.Errorf("looking up policy.kruise.io PodUnavailableBudgets in discovery: %w", err)
+		return nil, fmt.Errorf("looking up %s podunavailablebudgets in discovery: %w", policyHub, err)
 	}
 	if !served {
 		return nil, nil
@@ -118,7 +115,7 @@ func buildPodUnavailableBudgetWebhooks(wc *registry.WebhookContext, budgets *bud
 	if err != nil {
 		return nil, err
 	}
-	daemonSets, err := informerIfServed(wc.Client.Discovery(), "daemonsets", wc.BosunInformerFactory.Apps().V1alpha1().DaemonSets)
+	daemonSets, err := informerIfServed(wc.Client.Discovery(), appsHub, "daemonsets", wc.BosunInformerFactory.Apps().V1beta1().DaemonSets)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +124,7 @@ func buildPodUnavailableBudgetWebhooks(wc *registry.WebhookContext, budgets *bud
 	if err != nil {
 		return nil, err
 	}
-	budgetInformer := wc.BosunInformerFactory.Policy().V1alpha1().PodUnavailableBudgets()
+	budgetInformer := wc.BosunInformerFactory.Policy().V1beta1().PodUnavailableBudgets()
 	regs := pubwebhook.Registrations(budgetInformer.Lister(), wc.FeatureGate)
 	regs = append(regs, podwebhook.Registrations(podwebhook.Dependencies{
 		Pods:        wc.InformerFactory.Core().V1().Pods().Lister(),

@@ -3,13 +3,16 @@ package app
 import (
 	"context"
 	"fmt"
+	"time"
 
 	bosuninformers "github.com/bosun-dev/client-go/informers/externalversions"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2"
 
@@ -25,8 +28,12 @@ import (
 )
 
 const (
-	// webhookConfigurationWorkers is enough for the writer's two keys.
+	// webhookConfigurationWorkers is enough for the writer's few keys (two configurations,
+	// the conversion webhook of three CRDs), which change rarely.
 	webhookConfigurationWorkers = 2
+	// conversionWriteWait bounds how long the admission webhooks' informers wait for the
+	// writer to put the CRDs' conversion webhook in place.
+	conversionWriteWait = 30 * time.Second
 	// webhookClientName names the clients of the admission webhooks.
 	webhookClientName = "webhooks"
 )
@@ -82,8 +89,9 @@ func newWebhookContext(ctx context.Context, builder clientbuilder.Builder, limit
 
 // startWebhooks starts what every replica runs, leader or not (startup step 4): the
 // certificate provider, the webhook server and the writer of bosun's webhook
-// configurations, and adds their readiness checks to /readyz. It returns once they run;
-// fail is called, once, if one of them stops working for good. Nothing starts with
+// configurations and of the conversion webhook in bosun's CRDs (read and written through
+// crdClient), and adds their readiness checks to /readyz. It returns once they run; fail
+// is called, once, if one of them stops working for good. Nothing starts with
 // --webhook-port=0.
 //
 // The server listens at once and serves the CRD conversion webhook (/convert) from then
@@ -95,8 +103,8 @@ func newWebhookContext(ctx context.Context, builder clientbuilder.Builder, limit
 // The writer runs even when no enabled controller has webhooks, so that configurations
 // left by an earlier run that had some are removed instead of sending the API server to a
 // server that no longer answers.
-func startWebhooks(ctx context.Context, o *options.WebhookOptions, client kubernetes.Interface, wc *registry.WebhookContext,
-	regs []webhook.Registration, readyz *serving.CheckSet, fail func(error)) error {
+func startWebhooks(ctx context.Context, o *options.WebhookOptions, client kubernetes.Interface, crdClient dynamic.Interface,
+	wc *registry.WebhookContext, regs []webhook.Registration, readyz *serving.CheckSet, fail func(error)) error {
 	logger := klog.FromContext(ctx)
 	if !o.Enabled() {
 		logger.Info("Admission webhooks disabled (--webhook-port=0); no webhook configuration is written")
@@ -107,7 +115,8 @@ func startWebhooks(ctx context.Context, o *options.WebhookOptions, client kubern
 	}
 
 	provider := newCertificateProvider(o, client)
-	writer, factories, err := newConfigurationWriter(ctx, o, client, regs, provider.CABundle)
+	writer, factories, err := newConfigurationWriter(ctx, o, client, crdClient, wc.EventRecorder(configuration.WriterName),
+		regs, provider.CABundle)
 	if err != nil {
 		return err
 	}
@@ -145,6 +154,15 @@ func startWebhooks(ctx context.Context, o *options.WebhookOptions, client kubern
 		}
 	}()
 	go func() {
+		// The writer's first update of a CRD (the CA bundle, or an address the flags
+		// correct) ends every watch of its objects; caches started after it begin from
+		// a stable listing. Bounded: a writer that cannot finish (no CA yet, the API
+		// server refusing) must not keep the admission webhooks down for good.
+		waitCtx, cancel := context.WithTimeout(ctx, conversionWriteWait)
+		if !writer.WaitForConversionWritten(waitCtx) && ctx.Err() == nil {
+			logger.Info("Starting the admission webhooks' informers before the CRDs' conversion webhook was written", "waited", conversionWriteWait)
+		}
+		cancel()
 		if waitForWebhookInformers(ctx, wc) {
 			close(admissionReady)
 		}
@@ -175,8 +193,14 @@ func waitForWebhookInformers(ctx context.Context, wc *registry.WebhookContext) b
 	return true
 }
 
+// informerFactory is what startWriter needs of the typed and the dynamic informer
+// factories.
+type informerFactory interface {
+	Start(stopCh <-chan struct{})
+}
+
 // startWriter starts the writer's informers and the writer.
-func startWriter(ctx context.Context, writer *configuration.Writer, factories []informers.SharedInformerFactory) {
+func startWriter(ctx context.Context, writer *configuration.Writer, factories []informerFactory) {
 	for _, f := range factories {
 		f.Start(ctx.Done())
 	}
@@ -193,25 +217,33 @@ func newCertificateProvider(o *options.WebhookOptions, client kubernetes.Interfa
 	return certs.NewSecretProvider(client, namespace, name, o.CertificateHosts())
 }
 
-// newConfigurationWriter builds the writer of the two webhook configurations on informers
-// that each watch the one object they concern.
-func newConfigurationWriter(ctx context.Context, o *options.WebhookOptions, client kubernetes.Interface,
-	regs []webhook.Registration, caBundle func() []byte) (*configuration.Writer, []informers.SharedInformerFactory, error) {
+// newConfigurationWriter builds the writer of the two webhook configurations and of the
+// conversion webhook of the CRDs that convert through it, on informers that each watch the
+// one object they concern. recorder records its events on the CRDs.
+func newConfigurationWriter(ctx context.Context, o *options.WebhookOptions, client kubernetes.Interface, crdClient dynamic.Interface,
+	recorder record.EventRecorder, regs []webhook.Registration, caBundle func() []byte) (*configuration.Writer, []informerFactory, error) {
 	mutating := informers.NewSharedInformerFactoryWithOptions(client, 0, configuration.OnlyNamed(configuration.MutatingName))
 	validating := informers.NewSharedInformerFactoryWithOptions(client, 0, configuration.OnlyNamed(configuration.ValidatingName))
+	crdInformers, crdFactories := configuration.NewCRDInformers(crdClient, configuration.ConversionCRDNames())
 	writer, err := configuration.NewWriter(ctx, client,
 		mutating.Admissionregistration().V1().MutatingWebhookConfigurations(),
 		validating.Admissionregistration().V1().ValidatingWebhookConfigurations(),
+		configuration.CRDs{Client: crdClient, Informers: crdInformers, Recorder: recorder},
 		regs, o.ClientConfig(), caBundle)
 	if err != nil {
 		return nil, nil, fmt.Errorf("setting up the webhook configuration writer: %w", err)
 	}
-	return writer, []informers.SharedInformerFactory{mutating, validating}, nil
+	factories := []informerFactory{mutating, validating}
+	for _, f := range crdFactories {
+		factories = append(factories, f)
+	}
+	return writer, factories, nil
 }
 
-// resyncOnCertificateChange has the writer compare the configurations again whenever the
-// CA bundle may have changed, so that the API server trusts a rotated certificate before
-// it is served.
+// resyncOnCertificateChange has the writer compare the configurations and the CRDs'
+// conversion webhooks again whenever the CA bundle may have changed, so that the API
+// server trusts a rotated certificate, for admission and conversion alike, before it is
+// served.
 func resyncOnCertificateChange(ctx context.Context, provider certs.Provider, writer *configuration.Writer) {
 	for {
 		select {
@@ -229,11 +261,20 @@ func resyncOnCertificateChange(ctx context.Context, provider certs.Provider, wri
 func serveWebhooks(ctx context.Context, o *options.Options, rootClient kubernetes.Interface, builder clientbuilder.Builder,
 	reg *registry.Registry, enabled []string, recorders registry.EventRecorderFactory, readyz *serving.CheckSet, fail func(error)) error {
 	if !o.Webhook.Enabled() {
-		return startWebhooks(ctx, o.Webhook, rootClient, nil, nil, readyz, fail)
+		return startWebhooks(ctx, o.Webhook, rootClient, nil, nil, nil, readyz, fail)
 	}
 	wc, err := newWebhookContext(ctx, builder, o.KruiseClientLimits(), recorders, o.FeatureGate)
 	if err != nil {
 		return fmt.Errorf("building the admission webhooks' clients: %w", err)
+	}
+	// The CRDs are written with the identity that writes the webhook configurations.
+	crdConfig, err := builder.Config(componentName)
+	if err != nil {
+		return err
+	}
+	crdClient, err := dynamic.NewForConfig(crdConfig)
+	if err != nil {
+		return fmt.Errorf("creating the client of the conversion webhook's CRDs: %w", err)
 	}
 	if hasWebhooks(reg, enabled) {
 		if err := waitForAPIServer(ctx, rootClient, apiServerHealthTimeout); err != nil {
@@ -244,7 +285,7 @@ func serveWebhooks(ctx context.Context, o *options.Options, rootClient kubernete
 	if err != nil {
 		return err
 	}
-	return startWebhooks(ctx, o.Webhook, rootClient, wc, regs, readyz, fail)
+	return startWebhooks(ctx, o.Webhook, rootClient, crdClient, wc, regs, readyz, fail)
 }
 
 // hasWebhooks reports whether any enabled controller has admission webhooks.

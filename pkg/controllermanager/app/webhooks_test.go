@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net"
@@ -12,7 +13,9 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,10 +23,15 @@ import (
 	bosuninformers "github.com/bosun-dev/client-go/informers/externalversions"
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
 	certutil "k8s.io/client-go/util/cert"
 
 	"github.com/bosun-dev/bosun/pkg/clientbuilder"
@@ -92,6 +100,7 @@ func TestConversionIsServedBeforeTheWebhookInformersSync(t *testing.T) {
 	wc := &registry.WebhookContext{
 		InformerFactory:      informers.NewSharedInformerFactory(unreachable, 0),
 		BosunInformerFactory: bosuninformers.NewSharedInformerFactory(bosunfake.NewSimpleClientset(), 0),
+		EventRecorder:        fakeRecorders(record.NewFakeRecorder(10)),
 	}
 	wc.InformerFactory.Core().V1().Pods().Informer()
 	regs := []webhook.Registration{{
@@ -106,7 +115,7 @@ func TestConversionIsServedBeforeTheWebhookInformersSync(t *testing.T) {
 	}}
 	o := &options.WebhookOptions{Port: port, BindAddress: "127.0.0.1", CertDir: dir}
 	readyz := serving.NewCheckSet("/readyz")
-	if err := startWebhooks(ctx, o, fake.NewClientset(), wc, regs, readyz, func(err error) { t.Errorf("webhooks failed: %v", err) }); err != nil {
+	if err := startWebhooks(ctx, o, fake.NewClientset(), newCRDClient(), wc, regs, readyz, func(err error) { t.Errorf("webhooks failed: %v", err) }); err != nil {
 		t.Fatal(err)
 	}
 
@@ -158,5 +167,111 @@ func TestConversionIsServedBeforeTheWebhookInformersSync(t *testing.T) {
 	readyz.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/readyz/webhook-server", nil))
 	if w.Code == http.StatusOK {
 		t.Errorf("webhook-server is ready before the admission webhooks' informers synced: %s", w.Body)
+	}
+}
+
+var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// newCRDClient returns a fake dynamic client that holds crds and lists CRDs.
+func newCRDClient(crds ...runtime.Object) *dynamicfake.FakeDynamicClient {
+	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{crdResource: "CustomResourceDefinitionList"}, crds...)
+}
+
+// fakeRecorders returns an EventRecorderFactory whose recorders all are recorder.
+func fakeRecorders(recorder *record.FakeRecorder) registry.EventRecorderFactory {
+	return func(string) record.EventRecorderLogger { return recorder }
+}
+
+// conversionCRD is a CRD named name whose conversion webhook is clientConfig, labelled as
+// bosun's if managed.
+func conversionCRD(name string, managed bool, clientConfig map[string]any) *unstructured.Unstructured {
+	crd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1",
+		"kind":       "CustomResourceDefinition",
+		"metadata":   map[string]any{"name": name},
+		"spec": map[string]any{
+			"conversion": map[string]any{
+				"strategy": "Webhook",
+				"webhook":  map[string]any{"clientConfig": clientConfig, "conversionReviewVersions": []any{"v1"}},
+			},
+		},
+	}}
+	if managed {
+		crd.SetLabels(map[string]string{"app.kubernetes.io/managed-by": "bosun"})
+	}
+	return crd
+}
+
+// Every replica points bosun's CRDs at its /convert with the CA of --webhook-cert-dir, and
+// /readyz names a CRD it must leave alone.
+func TestStartWebhooksConfiguresTheConversionWebhook(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("localhost", []net.IP{net.IPv4(127, 0, 0, 1)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for name, data := range map[string][]byte{"tls.crt": certPEM, "tls.key": keyPEM, "ca.crt": certPEM} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := taken.Addr().(*net.TCPAddr).Port
+	_ = taken.Close()
+	url := "https://127.0.0.1:" + strconv.Itoa(port) + "/convert"
+
+	crds := newCRDClient(
+		conversionCRD("daemonsets.apps.kruise.io", true, map[string]any{"url": url}),
+		conversionCRD("podunavailablebudgets.policy.kruise.io", false,
+			map[string]any{"service": map[string]any{"namespace": "kruise-system", "name": "kruise-webhook-service", "path": "/convert"}}),
+	)
+	recorder := record.NewFakeRecorder(10)
+	wc := &registry.WebhookContext{
+		InformerFactory:      informers.NewSharedInformerFactory(fake.NewClientset(), 0),
+		BosunInformerFactory: bosuninformers.NewSharedInformerFactory(bosunfake.NewSimpleClientset(), 0),
+		EventRecorder:        fakeRecorders(recorder),
+	}
+	o := &options.WebhookOptions{Port: port, BindAddress: "127.0.0.1", CertDir: dir}
+	readyz := serving.NewCheckSet("/readyz")
+	if err := startWebhooks(ctx, o, fake.NewClientset(), crds, wc, nil, readyz, func(err error) { t.Errorf("webhooks failed: %v", err) }); err != nil {
+		t.Fatal(err)
+	}
+
+	want := map[string]any{"url": url, "caBundle": base64.StdEncoding.EncodeToString(certPEM)}
+	var got map[string]any
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		obj, err := crds.Tracker().Get(crdResource, "", "daemonsets.apps.kruise.io")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _, _ = unstructured.NestedMap(obj.(*unstructured.Unstructured).Object, "spec", "conversion", "webhook", "clientConfig")
+		if reflect.DeepEqual(got, want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("clientConfig %v after 30 seconds, want %v", got, want)
+		}
+	}
+
+	w := httptest.NewRecorder()
+	readyz.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/readyz/webhook-configuration", nil))
+	if body := w.Body.String(); w.Code == http.StatusOK || !strings.Contains(body, "podunavailablebudgets.policy.kruise.io is not labelled") ||
+		!strings.Contains(body, "service kruise-system/kruise-webhook-service") {
+		t.Errorf("/readyz/webhook-configuration answered %d %q, want the unmanaged CRD named", w.Code, body)
+	}
+	select {
+	case e := <-recorder.Events:
+		if !strings.Contains(e, "ConversionNotManaged") {
+			t.Errorf("event %q, want ConversionNotManaged", e)
+		}
+	default:
+		t.Error("no event on the unmanaged CRD")
 	}
 }

@@ -19,6 +19,7 @@ type Configuration struct {
 	NodeImage                NodeImageConfiguration
 	ImagePullJob             ImagePullJobConfiguration
 	ImageListPullJob         ImageListPullJobConfiguration
+	StorageVersionMigrator   StorageVersionMigratorConfiguration
 }
 
 // ReplicaSetConfiguration configures the ReplicaSet controller.
@@ -88,4 +89,11 @@ type ImagePullJobConfiguration struct {
 type ImageListPullJobConfiguration struct {
 	// ConcurrentSyncs is the number of workers (--concurrent-imagelistpulljob-syncs).
 	ConcurrentSyncs int32
+}
+
+// StorageVersionMigratorConfiguration configures the storage version migrator.
+type StorageVersionMigratorConfiguration struct {
+	// SettleDelay is how long after the leader first saw v1beta1 as a CRD's storage version
+	// the migration of that CRD waits (--storage-version-migration-delay).
+	SettleDelay time.Duration
 }

@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"time"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	"k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -24,6 +24,7 @@ import (
 
 	"github.com/bosun-dev/bosun/pkg/clientconfig"
 	"github.com/bosun-dev/bosun/pkg/controller/informers"
+	"github.com/bosun-dev/bosun/pkg/controller/storageversionmigrator"
 	"github.com/bosun-dev/bosun/pkg/controllermanager/config"
 	"github.com/bosun-dev/bosun/pkg/controllermanager/registry"
 	"github.com/bosun-dev/bosun/pkg/serving"
@@ -79,6 +80,8 @@ type Options struct {
 	ImagePullSecretsNamespace string
 	// ConcurrentImageListPullJobSyncs is --concurrent-imagelistpulljob-syncs.
 	ConcurrentImageListPullJobSyncs int32
+	// StorageVersionMigrationDelay is --storage-version-migration-delay.
+	StorageVersionMigrationDelay time.Duration
 
 	MinResyncPeriod              time.Duration
 	ControllerStartInterval      time.Duration
@@ -123,8 +126,9 @@ func NewOptions(gate featuregate.MutableVersionedFeatureGate) *Options {
 		NodeImageCreationDelay:                  30 * time.Second,
 		NodeImageResponseTimeout:                10 * time.Minute,
 		ConcurrentImagePullJobSyncs:             3,
-		ImagePullSecretsNamespace:               appsv1alpha1.DefaultImagePullSecretNamespace,
+		ImagePullSecretsNamespace:               appsv1beta1.DefaultImagePullSecretNamespace,
 		ConcurrentImageListPullJobSyncs:         3,
+		StorageVersionMigrationDelay:            storageversionmigrator.DefaultSettleDelay,
 		MinResyncPeriod:                         informers.DefaultMinResyncPeriod,
 		ControllerStartInterval:                 0,
 		ControllerShutdownTimeout:               10 * time.Second,
@@ -192,6 +196,10 @@ func (o *Options) Flags(reg *registry.Registry) cliflag.NamedFlagSets {
 			"so it must match bosun-daemon's flag of the same name.")
 	controllers.Int32Var(&o.ConcurrentImageListPullJobSyncs, "concurrent-imagelistpulljob-syncs", o.ConcurrentImageListPullJobSyncs,
 		"The number of ImageListPullJobs (apps.kruise.io) that may sync concurrently.")
+	controllers.DurationVar(&o.StorageVersionMigrationDelay, "storage-version-migration-delay", o.StorageVersionMigrationDelay,
+		"How long after the leader first saw v1beta1 as the storage version of one of bosun's CRDs the storage version "+
+			"migrator waits before it rewrites that CRD's objects, so that every API server of the control plane stores "+
+			"v1beta1 by then (0 starts at once, for single API server clusters and tests).")
 	controllers.BoolVar(&o.EnableGarbageCollector, "enable-garbage-collector", o.EnableGarbageCollector,
 		"Enables the generic garbage collector. Must match the corresponding flag of the kube-apiserver.")
 
@@ -244,6 +252,9 @@ func (o *Options) Validate(reg *registry.Registry) error {
 	}
 	if o.NodeImageCreationDelay < 0 {
 		errs = append(errs, fmt.Errorf("--nodeimage-creation-delay must not be negative, got %v", o.NodeImageCreationDelay))
+	}
+	if o.StorageVersionMigrationDelay < 0 {
+		errs = append(errs, fmt.Errorf("--storage-version-migration-delay must not be negative, got %v", o.StorageVersionMigrationDelay))
 	}
 	if o.NodeImageResponseTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--nodeimage-response-timeout must be greater than 0, got %v", o.NodeImageResponseTimeout))
@@ -333,6 +344,9 @@ func (o *Options) ControllerConfiguration() *config.Configuration {
 			SecretsNamespace: o.ImagePullSecretsNamespace,
 		},
 		ImageListPullJob: config.ImageListPullJobConfiguration{ConcurrentSyncs: o.ConcurrentImageListPullJobSyncs},
+		StorageVersionMigrator: config.StorageVersionMigratorConfiguration{
+			SettleDelay: o.StorageVersionMigrationDelay,
+		},
 	}
 }
 

@@ -55,6 +55,7 @@ func TestDefaults(t *testing.T) {
 		{"gc workers", o.ConcurrentGCSyncs, int32(20)},
 		{"gc enabled", o.EnableGarbageCollector, true},
 		{"advanced daemonset workers", o.ConcurrentAdvancedDaemonSetSyncs, int32(3)},
+		{"storage version migration delay", o.StorageVersionMigrationDelay, 2 * time.Minute},
 		{"webhook port", o.Webhook.Port, 9876},
 		{"webhook bind address", o.Webhook.BindAddress, "0.0.0.0"},
 		{"webhook secret", o.Webhook.Secret, "kube-system/bosun-webhook-certs"},
@@ -121,6 +122,9 @@ func TestValidate(t *testing.T) {
 		},
 		{name: "budget resync disabled", args: []string{"--pod-unavailable-budget-resync-period=0s"}},
 		{name: "budget resync", args: []string{"--pod-unavailable-budget-resync-period=-1s"}, wantErrs: []string{"--pod-unavailable-budget-resync-period must not be negative"}},
+		{name: "storage version migration without delay", args: []string{"--storage-version-migration-delay=0s"}},
+		{name: "storage version migration delay", args: []string{"--storage-version-migration-delay=-1s"},
+			wantErrs: []string{"--storage-version-migration-delay must not be negative, got -1s"}},
 		{name: "resync", args: []string{"--min-resync-period=0s"}, wantErrs: []string{"--min-resync-period"}},
 		{name: "start interval", args: []string{"--controller-start-interval=-1s"}, wantErrs: []string{"--controller-start-interval"}},
 		{name: "shutdown timeout", args: []string{"--controller-shutdown-timeout=0s"}, wantErrs: []string{"--controller-shutdown-timeout"}},
@@ -199,6 +203,7 @@ func TestValidate(t *testing.T) {
 
 func TestParseRejects(t *testing.T) {
 	for _, args := range [][]string{
+		{"--storage-version-migration-delay=soon"},
 		{"--feature-gates=NoSuchGate=true"},
 		{"--feature-gates=LogarithmicScaleDown=false"},
 		{"--no-such-flag"},
@@ -318,13 +323,13 @@ func TestClientLimitFlagsHelp(t *testing.T) {
 
 func TestControllerConfiguration(t *testing.T) {
 	o, err := parse(t, "--concurrent-replicaset-syncs=7", "--concurrent-deployment-syncs=8", "--concurrent-gc-syncs=9",
-		"--enable-garbage-collector=false", "--min-resync-period=1h")
+		"--enable-garbage-collector=false", "--min-resync-period=1h", "--storage-version-migration-delay=15s")
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := o.ControllerConfiguration()
 	if c.ReplicaSet.ConcurrentSyncs != 7 || c.Deployment.ConcurrentSyncs != 8 || c.GarbageCollector.ConcurrentSyncs != 9 ||
-		c.GarbageCollector.Enabled || c.MinResyncPeriod != time.Hour {
+		c.GarbageCollector.Enabled || c.MinResyncPeriod != time.Hour || c.StorageVersionMigrator.SettleDelay != 15*time.Second {
 		t.Errorf("configuration %+v", c)
 	}
 }

@@ -82,6 +82,28 @@ func IsNotBuilt(err error) (reason string, ok bool) {
 	return "", false
 }
 
+// notYetServed is the error a constructor returns while the API server serves its
+// resources only in an older version.
+type notYetServed struct{ reason string }
+
+func (e *notYetServed) Error() string { return "controller waits: " + e.reason }
+
+// NotYetServed returns the error a constructor returns when the API server serves the
+// controller's resources, but not yet in the version the controller works on (the CRDs of
+// an earlier release are still installed): the manager keeps the controller idle, calls
+// the constructor again periodically, and reports it not ready meanwhile, so that applying
+// the new CRDs is enough, without a restart.
+func NotYetServed(reason string) error { return &notYetServed{reason: reason} }
+
+// IsNotYetServed reports whether err came from NotYetServed and returns the reason.
+func IsNotYetServed(err error) (reason string, ok bool) {
+	var nys *notYetServed
+	if errors.As(err, &nys) {
+		return nys.reason, true
+	}
+	return "", false
+}
+
 // Registry holds the descriptors by canonical name.
 type Registry struct {
 	descriptors map[string]Descriptor

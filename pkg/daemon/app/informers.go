@@ -75,8 +75,8 @@ func newScopedInformers(kubeClient kubernetes.Interface, bosunClient bosunclient
 // wired: its Node, its NodeImage and its active CRRs.
 func (s *scopedInformers) requestCoreInformers() {
 	s.node.Core().V1().Nodes().Informer()
-	s.nodeImage.Apps().V1alpha1().NodeImages().Informer()
-	s.crr.Apps().V1alpha1().ContainerRecreateRequests().Informer()
+	s.nodeImage.Apps().V1beta1().NodeImages().Informer()
+	s.crr.Apps().V1beta1().ContainerRecreateRequests().Informer()
 }
 
 // watchSync makes the informer-sync readiness check cover every factory.

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"os"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	"k8s.io/apimachinery/pkg/api/validation"
 
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -57,7 +57,7 @@ func NewOptions(gate featuregate.MutableVersionedFeatureGate) *Options {
 	return &Options{
 		NodeName:                  os.Getenv(NodeNameEnv),
 		RuntimeSocketDirs:         append([]string(nil), cri.DefaultSocketDirs...),
-		ImagePullSecretsNamespace: appsv1alpha1.DefaultImagePullSecretNamespace,
+		ImagePullSecretsNamespace: appsv1beta1.DefaultImagePullSecretNamespace,
 		Client:                    clientconfig.NewOptions(),
 		Serving:                   serving.NewOptions(DefaultSecurePort, ServingCertPairName),
 		Profiling:                 serving.ProfilingOptions{EnableProfiling: true},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,15 +15,19 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 
@@ -204,6 +209,14 @@ type fixture struct {
 	factory informers.SharedInformerFactory
 	// mark is where writesSinceMark starts counting.
 	mark int
+
+	// The CRD part, set by newCRDFixture only: the dynamic client the CRDs live in, the
+	// informers NewCRDInformers made for ConversionCRDNames, the writer's recorder, and
+	// where crdWrites starts counting.
+	dyn         *dynamicfake.FakeDynamicClient
+	crdInformer map[string]informers.GenericInformer
+	recorder    *record.FakeRecorder
+	crdMark     int
 }
 
 // newFixture builds a writer of regs on a new client holding objects, with its informers
@@ -213,50 +226,89 @@ func newFixture(t *testing.T, regs []webhook.Registration, clientConfig ClientCo
 	return newFixtureOn(t, newClient(objects...), regs, clientConfig, newCASource(ca))
 }
 
-// newFixtureOn builds a writer, as a replica would, on an existing client.
+// newFixtureOn builds a writer, as a replica would, on an existing client. It keeps no
+// CRDs.
 func newFixtureOn(t *testing.T, client *fake.Clientset, regs []webhook.Registration, clientConfig ClientConfig, ca *caSource) *fixture {
+	t.Helper()
+	return newFixtureWith(t, client, nil, regs, clientConfig, ca)
+}
+
+// newFixtureWith builds a writer on existing clients; with dyn, it also keeps the
+// conversion webhook of the CRDs named by ConversionCRDNames, which live in dyn.
+func newFixtureWith(t *testing.T, client *fake.Clientset, dyn *dynamicfake.FakeDynamicClient, regs []webhook.Registration,
+	clientConfig ClientConfig, ca *caSource) *fixture {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 
-	// The fake clientset's informers list first and watch a moment later; a write in between
-	// would never reach the cache. Tests write only once both watches are open.
-	watching := make(chan struct{}, 2)
-	client.PrependWatchReactor("*", func(a clienttesting.Action) (bool, watch.Interface, error) {
-		w, err := client.Tracker().Watch(a.GetResource(), a.GetNamespace())
-		select {
-		case watching <- struct{}{}:
-		default:
+	// The fake clientsets' informers list first and watch a moment later; a write in
+	// between would never reach the cache. Tests write only once every watch is open.
+	watches := 2
+	watching := make(chan struct{}, 2+len(ConversionCRDNames()))
+	watchReactor := func(tracker clienttesting.ObjectTracker) clienttesting.WatchReactionFunc {
+		return func(a clienttesting.Action) (bool, watch.Interface, error) {
+			w, err := tracker.Watch(a.GetResource(), a.GetNamespace())
+			select {
+			case watching <- struct{}{}:
+			default:
+			}
+			return true, w, err
 		}
-		return true, w, err
-	})
+	}
+	client.PrependWatchReactor("*", watchReactor(client.Tracker()))
 	factory := informers.NewSharedInformerFactory(client, 0)
+
+	var crds CRDs
+	var crdFactories []dynamicinformer.DynamicSharedInformerFactory
+	var recorder *record.FakeRecorder
+	if dyn != nil {
+		dyn.PrependWatchReactor("*", watchReactor(dyn.Tracker()))
+		recorder = record.NewFakeRecorder(100)
+		crds.Client, crds.Recorder = dyn, recorder
+		crds.Informers, crdFactories = NewCRDInformers(dyn, ConversionCRDNames())
+		watches += len(crdFactories)
+	}
+
 	w, err := NewWriter(ctx, client,
 		factory.Admissionregistration().V1().MutatingWebhookConfigurations(),
 		factory.Admissionregistration().V1().ValidatingWebhookConfigurations(),
-		regs, clientConfig, ca.get)
+		crds, regs, clientConfig, ca.get)
 	if err != nil {
 		t.Fatalf("NewWriter: %v", err)
 	}
 	factory.Start(ctx.Done())
+	for _, f := range crdFactories {
+		f.Start(ctx.Done())
+	}
 	t.Cleanup(func() {
 		cancel()
 		w.queue.ShutDown()
 		factory.Shutdown()
+		for _, f := range crdFactories {
+			f.Shutdown()
+		}
 	})
 	for typ, synced := range factory.WaitForCacheSync(ctx.Done()) {
 		if !synced {
 			t.Fatalf("informer for %v did not sync", typ)
 		}
 	}
-	for range 2 {
+	for _, f := range crdFactories {
+		for gvr, synced := range f.WaitForCacheSync(ctx.Done()) {
+			if !synced {
+				t.Fatalf("informer for %v did not sync", gvr)
+			}
+		}
+	}
+	for range watches {
 		select {
 		case <-watching:
 		case <-time.After(wait.ForeverTestTimeout):
 			t.Fatal("the informers did not start watching")
 		}
 	}
-	return &fixture{t: t, ctx: ctx, client: client, ca: ca, w: w, factory: factory}
+	return &fixture{t: t, ctx: ctx, client: client, ca: ca, w: w, factory: factory,
+		dyn: dyn, crdInformer: crds.Informers, recorder: recorder}
 }
 
 // run starts the writer with two workers; it stops when the test ends.
@@ -434,4 +486,202 @@ func (f *fixture) indexer(obj runtime.Object) cache.Indexer {
 	}
 	f.t.Fatalf("no cache for %T", obj)
 	return nil
+}
+
+// The CRD names the tests use; all three are in ConversionCRDNames.
+const (
+	daemonSetsCRD = "daemonsets.apps.kruise.io"
+	crrsCRD       = "containerrecreaterequests.apps.kruise.io"
+	pubsCRD       = "podunavailablebudgets.policy.kruise.io"
+)
+
+// testCRD returns the CRD named name as bosun's manifests ship it: bosun's label, two
+// versions with v1beta1 the storage version, strategy Webhook with the default URL and no
+// caBundle, and both versions stored.
+func testCRD(name string) *unstructured.Unstructured {
+	plural, group, _ := strings.Cut(name, ".")
+	crd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1",
+		"kind":       "CustomResourceDefinition",
+		"metadata": map[string]any{
+			"name":            name,
+			"uid":             "uid-" + name,
+			"resourceVersion": "7",
+			"labels":          map[string]any{managedByLabel: managedByBosun, "team": "platform"},
+			"annotations":     map[string]any{"controller-gen.kubebuilder.io/version": "v0.23.0"},
+		},
+		"spec": map[string]any{
+			"group": group,
+			"names": map[string]any{"plural": plural, "kind": "Thing"},
+			"scope": "Namespaced",
+			"conversion": map[string]any{
+				"strategy": "Webhook",
+				"webhook": map[string]any{
+					"clientConfig":             map[string]any{"url": "https://127.0.0.1:9876/convert"},
+					"conversionReviewVersions": []any{"v1"},
+				},
+			},
+			"versions": []any{
+				map[string]any{"name": "v1alpha1", "served": true, "storage": false,
+					"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}},
+				map[string]any{"name": "v1beta1", "served": true, "storage": true,
+					"schema":       map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+					"subresources": map[string]any{"status": map[string]any{}}},
+			},
+		},
+		"status": map[string]any{
+			"storedVersions": []any{"v1alpha1", "v1beta1"},
+			"conditions":     []any{map[string]any{"type": "Established", "status": "True"}},
+		},
+	}}
+	return crd
+}
+
+// with returns a copy of crd changed by change.
+func with(crd *unstructured.Unstructured, change func(map[string]any)) *unstructured.Unstructured {
+	crd = crd.DeepCopy()
+	change(crd.Object)
+	return crd
+}
+
+// setField sets the field at path of obj, failing on a path through a non-map.
+func setField(obj map[string]any, value any, path ...string) {
+	if err := unstructured.SetNestedField(obj, value, path...); err != nil {
+		panic(err)
+	}
+}
+
+// newDynamicClient is newClient for CRDs: a fake dynamic client whose updates get a new
+// resourceVersion and fail with a Conflict when they carry a stale one.
+func newDynamicClient(objects ...runtime.Object) *dynamicfake.FakeDynamicClient {
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{crdResource: "CustomResourceDefinitionList"}, objects...)
+	rv := 2000
+	dyn.PrependReactor("update", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		obj, err := meta.Accessor(a.(clienttesting.UpdateAction).GetObject())
+		if err != nil {
+			return true, nil, err
+		}
+		stored, err := dyn.Tracker().Get(a.GetResource(), a.GetNamespace(), obj.GetName())
+		if err != nil {
+			return true, nil, err
+		}
+		live, _ := meta.Accessor(stored)
+		if obj.GetResourceVersion() != live.GetResourceVersion() {
+			return true, nil, apierrors.NewConflict(a.GetResource().GroupResource(), obj.GetName(), fmt.Errorf("the object has been modified"))
+		}
+		rv++
+		obj.SetResourceVersion(strconv.Itoa(rv))
+		return false, nil, nil
+	})
+	return dyn
+}
+
+// newCRDFixture is a fixture whose writer also keeps the conversion webhook of the CRDs in
+// ConversionCRDNames, reached through clientConfig, on a dynamic client holding crds.
+func newCRDFixture(t *testing.T, clientConfig ClientConfig, ca []byte, crds ...*unstructured.Unstructured) *fixture {
+	t.Helper()
+	objects := make([]runtime.Object, len(crds))
+	for i, crd := range crds {
+		objects[i] = crd
+	}
+	return newFixtureWith(t, newClient(), newDynamicClient(objects...), testRegistrations(), clientConfig, newCASource(ca))
+}
+
+// storedCRD reads a CRD from the tracker, which records no action; nil if it does not
+// exist.
+func (f *fixture) storedCRD(name string) *unstructured.Unstructured {
+	f.t.Helper()
+	obj, err := f.dyn.Tracker().Get(crdResource, "", name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		f.t.Fatalf("reading CRD %s: %v", name, err)
+	}
+	return obj.(*unstructured.Unstructured)
+}
+
+// crdWrites returns the writes to CRDs since the last markCRDWrites.
+func (f *fixture) crdWrites() []clienttesting.Action {
+	var writes []clienttesting.Action
+	for _, a := range f.dyn.Actions()[f.crdMark:] {
+		switch a.GetVerb() {
+		case "create", "update", "delete", "patch":
+			writes = append(writes, a)
+		}
+	}
+	return writes
+}
+
+func (f *fixture) markCRDWrites() {
+	f.crdMark = len(f.dyn.Actions())
+}
+
+// assertNoCRDWrites fails the test if a CRD was written since the last markCRDWrites.
+func (f *fixture) assertNoCRDWrites() {
+	f.t.Helper()
+	for _, a := range f.crdWrites() {
+		f.t.Errorf("unexpected CRD write: %s %s", a.GetVerb(), a.GetSubresource())
+	}
+}
+
+// syncCRD syncs the key of the CRD name and returns the error the sync returned.
+func (f *fixture) syncCRD(name string) error {
+	return f.w.sync(f.ctx, name)
+}
+
+// settleCRDs waits until the writer's CRD caches hold what the dynamic client stores.
+func (f *fixture) settleCRDs() {
+	f.t.Helper()
+	for name, informer := range f.crdInformer {
+		f.eventually(fmt.Sprintf("cache of CRD %s catches up", name), func() bool {
+			cached, err := informer.Lister().Get(name)
+			stored := f.storedCRD(name)
+			if stored == nil {
+				return apierrors.IsNotFound(err)
+			}
+			if err != nil {
+				return false
+			}
+			c, _ := meta.Accessor(cached)
+			return c.GetResourceVersion() == stored.GetResourceVersion()
+		})
+	}
+}
+
+// editCRD changes the stored CRD through the dynamic client, as a user would.
+func (f *fixture) editCRD(name string, change func(map[string]any)) {
+	f.t.Helper()
+	crd := with(f.storedCRD(name), change)
+	if _, err := f.dyn.Resource(crdResource).Update(f.ctx, crd, metav1.UpdateOptions{}); err != nil {
+		f.t.Fatalf("user's update of CRD %s: %v", name, err)
+	}
+}
+
+// events returns the events recorded since the last call, as "type reason message".
+func (f *fixture) events() []string {
+	var events []string
+	for {
+		select {
+		case e := <-f.recorder.Events:
+			events = append(events, e)
+		default:
+			return events
+		}
+	}
+}
+
+// clientConfigOf returns the stored CRD's spec.conversion.webhook.clientConfig.
+func (f *fixture) clientConfigOf(name string) map[string]any {
+	f.t.Helper()
+	crd := f.storedCRD(name)
+	if crd == nil {
+		f.t.Fatalf("CRD %s does not exist", name)
+	}
+	config, _, err := unstructured.NestedMap(crd.Object, "spec", "conversion", "webhook", "clientConfig")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return config
 }

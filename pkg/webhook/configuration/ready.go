@@ -1,12 +1,14 @@
 package configuration
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/apiserver/pkg/server/healthz"
 )
@@ -17,6 +19,16 @@ const ReadyCheckName = "webhook-configuration"
 // errNoCABundle is the outcome of a sync that could not write because the certificate
 // provider knows no CA yet.
 var errNoCABundle = errors.New("waiting for the CA bundle")
+
+// reportedProblem is the outcome of a sync that found its object wrong in a way the writer
+// must not or cannot repair (a CRD someone else manages, or one whose manifest asks for no
+// conversion webhook). Readiness reports it; the key is not retried, since only a change of
+// the object can help and that queues the key again.
+type reportedProblem struct {
+	msg string
+}
+
+func (p *reportedProblem) Error() string { return p.msg }
 
 // syncOutcomes remembers how the last sync of each key ended.
 type syncOutcomes struct {
@@ -52,9 +64,12 @@ func (o *syncOutcomes) problems(keys []string) []string {
 }
 
 // ReadyCheck is the readiness check "webhook-configuration": it passes once the last sync
-// of both configurations succeeded, that is once the API server has been told where the
-// webhooks are and which CA to trust. Until then admission requests may not reach this
-// replica, or be refused for an unknown certificate.
+// of every key succeeded, that is once the API server has been told where the webhooks
+// and the conversion webhook are and which CA to trust: both configurations written, and
+// every present CRD that converts through a webhook carrying bosun's clientConfig and CA.
+// Until then admission requests and conversions may not reach this replica, or be refused
+// for an unknown certificate. A CRD the writer must leave alone (someone else's) fails it
+// with the reason, since its conversions do not come here.
 func (w *Writer) ReadyCheck() healthz.HealthChecker {
 	keys := make([]string, 0, len(w.targets))
 	for key := range w.targets {
@@ -66,4 +81,46 @@ func (w *Writer) ReadyCheck() healthz.HealthChecker {
 		}
 		return nil
 	})
+}
+
+// WaitForConversionWritten waits until every CRD whose conversion the writer keeps has
+// been looked at once with a final outcome (written, absent, or someone else's), or ctx
+// ends, and reports which. Writing a CRD makes the API server rebuild the storage of its
+// objects, which ends every watch of them: informers started before the write would begin
+// with a relist, serving stale objects meanwhile. Admission caches start after this
+// instead.
+func (w *Writer) WaitForConversionWritten(ctx context.Context) bool {
+	var keys []string
+	for key, t := range w.targets {
+		if _, isCRD := t.(*crdTarget); isCRD {
+			keys = append(keys, key)
+		}
+	}
+	ticker := time.NewTicker(100 * time.Millisecond)
+	defer ticker.Stop()
+	for {
+		if w.outcomes.settled(keys) {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-ticker.C:
+		}
+	}
+}
+
+// settled reports whether the last sync of every key ended with the object right or with
+// a problem only a person can fix.
+func (o *syncOutcomes) settled(keys []string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, key := range keys {
+		err, synced := o.last[key]
+		var problem *reportedProblem
+		if !synced || (err != nil && !errors.As(err, &problem)) {
+			return false
+		}
+	}
+	return true
 }

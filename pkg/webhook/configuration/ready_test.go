@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
 )
@@ -59,5 +60,72 @@ func TestReadyCheckFailsWhileAWriteFails(t *testing.T) {
 	f.sync(ValidatingName)
 	if err := readiness(f); err != nil {
 		t.Fatalf("after the write succeeded: %v", err)
+	}
+}
+
+// Every CRD key counts: not yet looked at, it is not known to point at this replica.
+func TestReadyCheckCoversTheCRDs(t *testing.T) {
+	f := newCRDFixture(t, testURLConfig, testCA, testCRD(daemonSetsCRD),
+		with(testCRD(pubsCRD), func(o map[string]any) {
+			unmanaged(o)
+			setField(o, kruiseClientConfig, "spec", "conversion", "webhook", "clientConfig")
+		}))
+	f.syncBoth()
+	err := readiness(f)
+	for _, name := range ConversionCRDNames() {
+		if err == nil || !strings.Contains(err.Error(), name+": not written yet") {
+			t.Errorf("before the CRDs' syncs: %v, want %s not written yet", err, name)
+		}
+	}
+
+	for _, name := range ConversionCRDNames() {
+		if err := f.syncCRD(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = readiness(f)
+	if err == nil || !strings.Contains(err.Error(), pubsCRD+": CustomResourceDefinition "+pubsCRD+" is not labelled") ||
+		strings.Contains(err.Error(), daemonSetsCRD) || strings.Contains(err.Error(), crrsCRD) {
+		t.Errorf("readiness %v, want only the unmanaged CRD reported", err)
+	}
+
+	// Deleted, it no longer stands in the way.
+	if err := f.dyn.Resource(crdResource).Delete(f.ctx, pubsCRD, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.settleCRDs()
+	if err := f.syncCRD(pubsCRD); err != nil {
+		t.Fatal(err)
+	}
+	if err := readiness(f); err != nil {
+		t.Errorf("readiness after the unmanaged CRD was deleted: %v", err)
+	}
+}
+
+// A CRD key counts as settled once its last sync wrote it (or found nothing to write) or
+// met a problem only a person can fix; waiting for a CA bundle, a conflict, or no sync at
+// all keep the admission caches waiting.
+func TestConversionSettled(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		outcomes map[string]error
+		want     bool
+	}{
+		{"not synced", map[string]error{}, false},
+		{"written", map[string]error{"a": nil, "b": nil}, true},
+		{"one not synced", map[string]error{"a": nil}, false},
+		{"no CA yet", map[string]error{"a": nil, "b": errNoCABundle}, false},
+		{"conflict", map[string]error{"a": nil, "b": errors.New("the object has been modified")}, false},
+		{"someone else's", map[string]error{"a": nil, "b": &reportedProblem{msg: "not managed"}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var o syncOutcomes
+			for key, err := range tc.outcomes {
+				o.record(key, err)
+			}
+			if got := o.settled([]string{"a", "b"}); got != tc.want {
+				t.Errorf("settled = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -15,54 +15,43 @@ import (
 	"github.com/bosun-dev/bosun/pkg/controller/queue"
 )
 
-// sync makes the configuration named key what Desired says and records the outcome for
-// the readiness check.
+// sync brings the object named key (a webhook configuration or a CRD's conversion
+// webhook) to what it should be and records the outcome for the readiness check.
 func (w *Writer) sync(ctx context.Context, key string) error {
-	err := w.syncConfiguration(ctx, key)
+	err := w.syncTarget(ctx, key)
 	w.outcomes.record(key, err)
-	if errors.Is(err, errNoCABundle) {
+	var problem *reportedProblem
+	switch {
+	case errors.Is(err, errNoCABundle):
 		// Not a failure to back off from: the provider's Resync usually comes first, and
 		// this covers a missed one.
 		w.queue.AddAfter(key, caBundleWait)
+		return nil
+	case errors.As(err, &problem):
+		// Only a person can fix it; the fix changes the object, and its informer event
+		// queues the key again. Readiness keeps saying what is wrong until then.
 		return nil
 	}
 	return err
 }
 
-// syncConfiguration makes the configuration named key what Desired says: deleted when
-// bosun has no webhooks of its type, otherwise created or updated, once the CA bundle is
-// known.
-func (w *Writer) syncConfiguration(ctx context.Context, key string) error {
-	logger := klog.FromContext(ctx).WithValues("webhookConfiguration", key)
-	ctx = klog.NewContext(ctx, logger)
-
+func (w *Writer) syncTarget(ctx context.Context, key string) error {
 	t, ok := w.targets[key]
 	if !ok {
 		// Only the handlers and Resync queue keys, and both filter; a retry cannot help.
-		logger.Error(nil, "Not a webhook configuration the writer manages; dropping the key")
+		klog.FromContext(ctx).Error(nil, "Not an object the writer manages; dropping the key", "key", key)
 		return nil
 	}
-	if !t.wanted() {
-		return t.remove(ctx)
-	}
-	caBundle := w.caBundle()
-	if len(caBundle) == 0 {
-		// Without a CA bundle the API server would not trust the server; the webhooks
-		// would fail (or, failing open, be skipped) until the next write.
-		logger.V(2).Info("No CA bundle yet; looking again later", "after", caBundleWait)
-		return errNoCABundle
-	}
-	return t.ensure(ctx, caBundle)
+	return t.sync(ctx, w.caBundle)
 }
 
-// target is one of the two configurations.
+// target is one object the writer keeps: a webhook configuration, or the conversion
+// webhook of a CRD.
 type target interface {
-	// wanted reports whether any registration is of the configuration's type.
-	wanted() bool
-	// ensure creates or updates the configuration to what Desired returns for caBundle.
-	ensure(ctx context.Context, caBundle []byte) error
-	// remove deletes the configuration if bosun manages it.
-	remove(ctx context.Context) error
+	// sync makes the object what it should be, trusting what caBundle returns; it returns
+	// errNoCABundle when that is nothing yet, and a *reportedProblem when the object is
+	// wrong in a way the writer must not or cannot repair.
+	sync(ctx context.Context, caBundle func() []byte) error
 }
 
 // configuration is what configTarget needs of the two webhook configuration types.
@@ -93,7 +82,23 @@ type configTarget[T configuration[T]] struct {
 	setWebhooks func(dst, src T)
 }
 
-func (t *configTarget[T]) wanted() bool { return t.registered }
+// sync makes the configuration what Desired says: deleted when bosun has no webhooks of
+// its type, otherwise created or updated, once the CA bundle is known.
+func (t *configTarget[T]) sync(ctx context.Context, caBundle func() []byte) error {
+	logger := klog.FromContext(ctx).WithValues("webhookConfiguration", t.name)
+	ctx = klog.NewContext(ctx, logger)
+	if !t.registered {
+		return t.remove(ctx)
+	}
+	ca := caBundle()
+	if len(ca) == 0 {
+		// Without a CA bundle the API server would not trust the server; the webhooks
+		// would fail (or, failing open, be skipped) until the next write.
+		logger.V(2).Info("No CA bundle yet; looking again later", "after", caBundleWait)
+		return errNoCABundle
+	}
+	return t.ensure(ctx, ca)
+}
 
 func (t *configTarget[T]) ensure(ctx context.Context, caBundle []byte) error {
 	logger := klog.FromContext(ctx)

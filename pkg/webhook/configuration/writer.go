@@ -32,7 +32,8 @@ const (
 )
 
 // Writer creates, updates and deletes bosun's two webhook configurations so that they stay
-// what Desired says. See the package comment for one sync's steps.
+// what Desired says, and points the conversion webhook of bosun's CRDs at the same server.
+// See the package comment for one sync's steps.
 type Writer struct {
 	caBundle     func() []byte
 	targets      map[string]target
@@ -41,22 +42,26 @@ type Writer struct {
 	outcomes     syncOutcomes
 }
 
-// NewWriter returns a writer of the configurations for regs, reached through clientConfig
-// and trusting what caBundle returns, which is nil until a CA is known. It fails if
-// clientConfig or a registration is one the API server would reject, since every write
-// would then fail.
+// NewWriter returns a writer of the configurations for regs, and of the conversion webhook
+// of the CRDs crds has informers for (none: the writer leaves CRDs alone), reached through
+// clientConfig and trusting what caBundle returns, which is nil until a CA is known. It
+// fails if clientConfig or a registration is one the API server would reject, since every
+// write would then fail.
 //
-// The informers may come from a factory restricted to one object (OnlyNamed) or list
-// every configuration; objects of other names are ignored. Since every replica runs a
-// writer, their factories must run on every replica, not only on the leader. NewWriter
-// adds its handlers to them, so it must be called before they start; ctx is the handlers'
-// logging context.
+// The informers may come from a factory restricted to one object (OnlyNamed,
+// NewCRDInformers) or list every object; objects of other names are ignored. Since every
+// replica runs a writer, their factories must run on every replica, not only on the
+// leader. NewWriter adds its handlers to them, so it must be called before they start; ctx
+// is the handlers' logging context.
 func NewWriter(ctx context.Context, client kubernetes.Interface,
 	mutatingInformer admissionregistrationinformers.MutatingWebhookConfigurationInformer,
 	validatingInformer admissionregistrationinformers.ValidatingWebhookConfigurationInformer,
-	regs []webhook.Registration, clientConfig ClientConfig, caBundle func() []byte) (*Writer, error) {
+	crds CRDs, regs []webhook.Registration, clientConfig ClientConfig, caBundle func() []byte) (*Writer, error) {
 	if err := validate(regs, clientConfig); err != nil {
 		return nil, err
+	}
+	if err := crds.validate(); err != nil {
+		return nil, fmt.Errorf("invalid webhook configuration: %w", err)
 	}
 	w := &Writer{
 		caBundle: caBundle,
@@ -74,6 +79,15 @@ func NewWriter(ctx context.Context, client kubernetes.Interface,
 	}
 	if err := toolkitinformers.AddHandlers(ctx, validatingInformer.Informer(), "ValidatingWebhookConfiguration", handlers); err != nil {
 		return nil, err
+	}
+
+	crdHandlers := toolkitinformers.Handlers{Add: w.addCRD, Update: w.updateCRD, Delete: w.deleteCRD}
+	for name, informer := range crds.Informers {
+		w.targets[name] = newCRDTarget(name, clientConfig, informer, crds)
+		w.cachesSynced = append(w.cachesSynced, informer.Informer().HasSynced)
+		if err := toolkitinformers.AddHandlers(ctx, informer.Informer(), "CustomResourceDefinition", crdHandlers); err != nil {
+			return nil, err
+		}
 	}
 	return w, nil
 }
@@ -163,13 +177,18 @@ func hasType(regs []webhook.Registration, t webhook.Type) bool {
 // named name. A factory built with it serves one of the writer's two informers; it keeps
 // the writer's cache and watch to the one object it cares about.
 func OnlyNamed(name string) informers.SharedInformerOption {
-	return informers.WithTweakListOptions(func(options *metav1.ListOptions) {
-		options.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
-	})
+	return informers.WithTweakListOptions(onlyNamed(name))
 }
 
-// Run waits for the caches to sync, then keeps the configurations up to date with workers
-// workers until ctx ends. Two workers are enough for the two keys.
+func onlyNamed(name string) func(*metav1.ListOptions) {
+	return func(options *metav1.ListOptions) {
+		options.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+	}
+}
+
+// Run waits for the caches to sync, then keeps the configurations and the CRDs' conversion
+// webhooks up to date with workers workers until ctx ends. A few workers are enough for
+// the few keys, which change rarely.
 func (w *Writer) Run(ctx context.Context, workers int) {
 	// A configuration that does not exist yet produces no informer event, so nothing else
 	// would ever queue its key.
@@ -177,8 +196,9 @@ func (w *Writer) Run(ctx context.Context, workers int) {
 	queue.RunController(ctx, WriterName, w.queue, workers, w.cachesSynced, w.sync)
 }
 
-// Resync makes the writer compare both configurations with Desired again. The certificate
-// provider calls it when the CA bundle changes; it only queues, so it never blocks.
+// Resync makes the writer compare both configurations with Desired, and the CRDs'
+// conversion webhooks with the flags and the CA, again. The certificate provider calls it
+// when the CA bundle changes; it only queues, so it never blocks.
 func (w *Writer) Resync() {
 	for key := range w.targets {
 		w.queue.Add(key)
@@ -201,18 +221,35 @@ func (w *Writer) deleteConfiguration(ctx context.Context, obj any) {
 	w.enqueue(ctx, obj, "Webhook configuration deleted")
 }
 
+func (w *Writer) addCRD(ctx context.Context, obj any) {
+	w.enqueue(ctx, obj, "CustomResourceDefinition added")
+}
+
+// updateCRD queues on every update: the CRDs the writer watches change rarely (an apply,
+// a status condition), and comparing their conversion webhook is cheap.
+func (w *Writer) updateCRD(ctx context.Context, _, cur any) {
+	w.enqueue(ctx, cur, "CustomResourceDefinition updated")
+}
+
+// deleteCRD queues the deleted CRD's key, so that readiness stops reporting what was
+// wrong with it. obj may be a deletion tombstone.
+func (w *Writer) deleteCRD(ctx context.Context, obj any) {
+	w.enqueue(ctx, obj, "CustomResourceDefinition deleted")
+}
+
 // enqueue queues obj's key if it is one of the writer's. The key is the object's name
 // whatever its kind: a validating configuration that happened to be named MutatingName
-// would only cost one sync that finds nothing to do.
+// would only cost one sync that finds nothing to do. CRD names, which hold a dot, never
+// meet a configuration's.
 func (w *Writer) enqueue(ctx context.Context, obj any, msg string) {
 	key, err := queue.KeyFor(obj)
 	if err != nil {
-		utilruntime.HandleErrorWithContext(ctx, err, "Cannot queue webhook configuration")
+		utilruntime.HandleErrorWithContext(ctx, err, "Cannot queue object", "event", msg)
 		return
 	}
 	if _, ours := w.targets[key]; !ours {
 		return
 	}
-	klog.FromContext(ctx).V(4).Info(msg, "webhookConfiguration", key)
+	klog.FromContext(ctx).V(4).Info(msg, "key", key)
 	w.queue.Add(key)
 }

@@ -22,7 +22,7 @@ func TestNewWriterRejectsWhatTheAPIServerWould(t *testing.T) {
 	_, err := NewWriter(ctx, client,
 		factory.Admissionregistration().V1().MutatingWebhookConfigurations(),
 		factory.Admissionregistration().V1().ValidatingWebhookConfigurations(),
-		regs, ClientConfig{URL: "http://127.0.0.1:9876"}, func() []byte { return testCA })
+		CRDs{}, regs, ClientConfig{URL: "http://127.0.0.1:9876"}, func() []byte { return testCA })
 	if err == nil {
 		t.Fatal("NewWriter accepted an http URL and a 31s timeout")
 	}

@@ -15,7 +15,6 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -23,6 +22,7 @@ import (
 	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2"
 
+	"github.com/bosun-dev/bosun/pkg/controller/containerrecreaterequest/crrutil"
 	"github.com/bosun-dev/bosun/pkg/features"
 	"github.com/bosun-dev/bosun/pkg/webhook"
 )
@@ -246,26 +246,24 @@ func setLabel(obj *appsv1beta1.ContainerRecreateRequest, key, value string) {
 
 // staleCarriers returns the annotations of a v1beta1 request that carry a status field for
 // v1alpha1 but disagree with the field as set: the status decides (the manager writes only
-// the fields), and the annotation would only mislead whoever reads it.
+// the fields), and the annotation would only mislead whoever reads it. The annotations are
+// read as the controllers read them (crrutil).
 func staleCarriers(obj *appsv1beta1.ContainerRecreateRequest) []webhook.StaleCarrier {
 	var stale []webhook.StaleCarrier
 	key := appsv1beta1.ContainerRecreateRequestSyncContainerStatusesKey
 	if value, ok := obj.Annotations[key]; ok && len(obj.Status.ContainerStatusSnapshot) > 0 {
-		var parsed []appsv1beta1.ContainerRecreateRequestSyncContainerStatus
 		want, _ := json.Marshal(obj.Status.ContainerStatusSnapshot)
+		parsed, err := crrutil.ParseContainerStatusSnapshot(value)
 		got, _ := json.Marshal(parsed)
-		if err := json.Unmarshal([]byte(value), &parsed); err == nil {
-			got, _ = json.Marshal(parsed)
-		}
-		if !bytes.Equal(got, want) {
+		if err != nil || !bytes.Equal(got, want) {
 			stale = append(stale, webhook.StaleCarrier{Annotation: key,
 				Warning: fmt.Sprintf("metadata.annotations[%s]: removed: it disagrees with status.containerStatusSnapshot, which takes precedence", key)})
 		}
 	}
 	key = appsv1beta1.ContainerRecreateRequestUnreadyAcquiredKey
 	if value, ok := obj.Annotations[key]; ok {
-		if grace := meta.FindStatusCondition(obj.Status.Conditions, appsv1beta1.ContainerRecreateRequestPreRecreateGraceType); grace != nil && grace.Status == metav1.ConditionTrue {
-			t, err := time.Parse(time.RFC3339, value)
+		if grace := crrutil.PreRecreateGrace(obj.Status.Conditions); grace != nil {
+			t, err := crrutil.ParseUnreadyAcquired(value)
 			if err != nil || !t.Truncate(time.Second).Equal(grace.LastTransitionTime.Truncate(time.Second)) {
 				stale = append(stale, webhook.StaleCarrier{Annotation: key,
 					Warning: fmt.Sprintf("metadata.annotations[%s]: removed: %q disagrees with the %s condition's lastTransitionTime %s, which takes precedence",

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"strings"
 
-	policyv1alpha1 "github.com/bosun-dev/api/policy/v1alpha1"
+	policyv1beta1 "github.com/bosun-dev/api/policy/v1beta1"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,7 +25,7 @@ const EventPubPreventPodDeletion = "PubPreventPodDeletion"
 
 // denialResource is the resource denial messages name. OpenKruise's messages spell it in
 // the singular, and clients match on them, so this does too.
-var denialResource = schema.GroupResource{Group: policyv1alpha1.GroupName, Resource: "podunavailablebudget"}
+var denialResource = schema.GroupResource{Group: policyv1beta1.GroupName, Resource: "podunavailablebudget"}
 
 // Why a budget refuses; the messages are OpenKruise's.
 const (
@@ -53,6 +53,8 @@ func newBudgetDenial(pubName, cause string) *budgetDenial {
 func (h *handler) decide(ctx context.Context, d *disruption) *admissionv1.AdmissionResponse {
 	logger := klog.FromContext(ctx)
 	pod := d.pod
+	// The annotation exempts a pod from every budget, so it needs no lookup; the budget's
+	// own ignoredPodSelector is checked once the budget is read.
 	if pubutil.NoProtect(pod) {
 		return webhook.Allowed()
 	}
@@ -70,6 +72,11 @@ func (h *handler) decide(ctx context.Context, d *disruption) *admissionv1.Admiss
 	if err != nil {
 		return errorAnswer(fmt.Errorf("reading PodUnavailableBudget %s from the cache: %w", klog.KRef(pod.Namespace, pubName), err))
 	}
+	if pubutil.Exempt(pub, pod) {
+		// Matched by the budget's ignoredPodSelector: let go like a no-protect pod, whatever
+		// the budget has left and without spending it.
+		return webhook.Allowed()
+	}
 	if pub.Status.DesiredAvailable == 0 || !pubutil.ProtectedOperations(pub).Has(d.op) || recorded(pub, pod.Name) {
 		return webhook.Allowed()
 	}
@@ -79,7 +86,7 @@ func (h *handler) decide(ctx context.Context, d *disruption) *admissionv1.Admiss
 		// budget is met, so it costs nothing, and is refused once it is not (when many pods
 		// failed at once, say), since the pod may be one about to recover. It guards deletion
 		// and eviction only: updating an unavailable pod is often what repairs it.
-		if d.op == policyv1alpha1.PubUpdateOperation || d.op == policyv1alpha1.PubResizeOperation {
+		if d.op == policyv1beta1.PubUpdateOperation || d.op == policyv1beta1.PubResizeOperation {
 			return webhook.Allowed()
 		}
 		if budgetMet(h.Cache.Freshest(pub)) {
@@ -87,7 +94,7 @@ func (h *handler) decide(ctx context.Context, d *disruption) *admissionv1.Admiss
 		}
 		// Refusing on a copy that lags the controller's last recount would turn away a pod
 		// the budget already has room for: ask the API server before saying no.
-		live, err := h.Client.PolicyV1alpha1().PodUnavailableBudgets(pub.Namespace).Get(ctx, pub.Name, metav1.GetOptions{})
+		live, err := h.Client.PolicyV1beta1().PodUnavailableBudgets(pub.Namespace).Get(ctx, pub.Name, metav1.GetOptions{})
 		if err == nil && live.UID == pub.UID && budgetMet(live) {
 			return webhook.Allowed()
 		}
@@ -97,7 +104,7 @@ func (h *handler) decide(ctx context.Context, d *disruption) *admissionv1.Admiss
 	// Spend shares one status write among the requests that arrive while another is in
 	// flight: a node drain evicts many pods of one budget at once.
 	alreadyRecorded := false
-	err = h.Cache.Spend(ctx, h.Client, pub, func(pub *policyv1alpha1.PodUnavailableBudget) (bool, error) {
+	err = h.Cache.Spend(ctx, h.Client, pub, func(pub *policyv1beta1.PodUnavailableBudget) (bool, error) {
 		// The informer's copy may lag behind this process's own writes: check again on the
 		// fresh one, so a retried request is never charged twice.
 		alreadyRecorded = recorded(pub, pod.Name)
@@ -112,7 +119,7 @@ func (h *handler) decide(ctx context.Context, d *disruption) *admissionv1.Admiss
 		}
 		pub.Status.UnavailableAllowed--
 		now := metav1.NewTime(h.Clock.Now())
-		if d.op == policyv1alpha1.PubUpdateOperation {
+		if d.op == policyv1beta1.PubUpdateOperation {
 			if pub.Status.UnavailablePods == nil {
 				pub.Status.UnavailablePods = map[string]metav1.Time{}
 			}
@@ -147,14 +154,14 @@ func (h *handler) decide(ctx context.Context, d *disruption) *admissionv1.Admiss
 }
 
 // recorded reports whether the pod's disruption was already admitted and is still counted.
-func recorded(pub *policyv1alpha1.PodUnavailableBudget, podName string) bool {
+func recorded(pub *policyv1beta1.PodUnavailableBudget, podName string) bool {
 	_, disrupted := pub.Status.DisruptedPods[podName]
 	_, unavailable := pub.Status.UnavailablePods[podName]
 	return disrupted || unavailable
 }
 
 // refuse answers a budget's refusal, after counting, recording and logging it.
-func (h *handler) refuse(ctx context.Context, d *disruption, pub *policyv1alpha1.PodUnavailableBudget, denial *budgetDenial) *admissionv1.AdmissionResponse {
+func (h *handler) refuse(ctx context.Context, d *disruption, pub *policyv1beta1.PodUnavailableBudget, denial *budgetDenial) *admissionv1.AdmissionResponse {
 	budgetDenials.WithLabelValues(ownerLabel(d.pod), d.user).Inc()
 	if h.Recorder != nil {
 		h.Recorder.Eventf(d.pod, corev1.EventTypeWarning, EventPubPreventPodDeletion,
@@ -167,7 +174,7 @@ func (h *handler) refuse(ctx context.Context, d *disruption, pub *policyv1alpha1
 
 // denied is the refusal of a disruption: 403, or 429 for an eviction under a budget that
 // asks eviction clients to retry.
-func (h *handler) denied(d *disruption, pub *policyv1alpha1.PodUnavailableBudget, message string) *admissionv1.AdmissionResponse {
+func (h *handler) denied(d *disruption, pub *policyv1beta1.PodUnavailableBudget, message string) *admissionv1.AdmissionResponse {
 	code := int32(http.StatusForbidden)
 	if d.eviction && pubutil.BoolAnnotation(pub, pubutil.RetryDeniedEvictionsAnnotation) {
 		code = http.StatusTooManyRequests
@@ -176,21 +183,21 @@ func (h *handler) denied(d *disruption, pub *policyv1alpha1.PodUnavailableBudget
 }
 
 // operationNoun names an operation in event messages.
-func operationNoun(op policyv1alpha1.PubOperation) string {
+func operationNoun(op policyv1beta1.PubOperation) string {
 	switch op {
-	case policyv1alpha1.PubDeleteOperation:
+	case policyv1beta1.PubDeleteOperation:
 		return "deletion"
-	case policyv1alpha1.PubEvictOperation:
+	case policyv1beta1.PubEvictOperation:
 		return "eviction"
-	case policyv1alpha1.PubUpdateOperation:
+	case policyv1beta1.PubUpdateOperation:
 		return "update"
-	case policyv1alpha1.PubResizeOperation:
+	case policyv1beta1.PubResizeOperation:
 		return "resize"
 	}
 	return strings.ToLower(string(op))
 }
 
 // budgetMet reports whether as many pods are available as the budget wants.
-func budgetMet(pub *policyv1alpha1.PodUnavailableBudget) bool {
+func budgetMet(pub *policyv1beta1.PodUnavailableBudget) bool {
 	return pub.Status.CurrentAvailable >= pub.Status.DesiredAvailable
 }

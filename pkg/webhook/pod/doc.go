@@ -10,6 +10,12 @@
 //     admitted only if its budget can pay for it, and paying is an atomic status write
 //     (budget.Cache) recording the pod in disruptedPods or unavailablePods.
 //
+// Budgets are read in v1beta1 (the informer's version, whatever version each was written in),
+// with the effective settings of pubutil: the operations a budget protects come from
+// spec.protectOperations or, for a budget written in v1alpha1, its
+// kruise.io/pub-protect-operations annotation. Pods annotated pub.kruise.io/no-protect:
+// "true" and pods the budget's spec.ignoredPodSelector matches pass without spending it.
+//
 // Unavailable pods never cost budget, so they pass; with the budget annotation
 // pub.bosun.dev/protect-not-ready they pass only while the budget is met. A refusal is a
 // 403 whose message OpenKruise clients recognise, or a 429 for evictions under a budget

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	policyv1alpha1 "github.com/bosun-dev/api/policy/v1alpha1"
-	policylisters "github.com/bosun-dev/client-go/listers/policy/v1alpha1"
+	policyv1beta1 "github.com/bosun-dev/api/policy/v1beta1"
+	policylisters "github.com/bosun-dev/client-go/listers/policy/v1beta1"
 	admissionv1 "k8s.io/api/admission/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -90,7 +90,7 @@ func newFixture(t *testing.T, opts fixtureOptions, objects ...runtime.Object) *f
 		switch o := obj.(type) {
 		case *corev1.Pod:
 			mustAdd(t, f.pods, o)
-		case *policyv1alpha1.PodUnavailableBudget:
+		case *policyv1beta1.PodUnavailableBudget:
 			f.addBudget(o)
 		default:
 			t.Fatalf("unexpected %T", obj)
@@ -127,13 +127,13 @@ func mustAdd(t *testing.T, indexer cache.Indexer, obj any) {
 }
 
 // addBudget stores pub on the server and the server's copy in the informer cache.
-func (f *fixture) addBudget(pub *policyv1alpha1.PodUnavailableBudget) {
+func (f *fixture) addBudget(pub *policyv1beta1.PodUnavailableBudget) {
 	stored := f.server.Put(pub)
 	mustAdd(f.t, f.budgets, stored)
 }
 
 // budget returns the server's copy of a budget.
-func (f *fixture) budget(name string) *policyv1alpha1.PodUnavailableBudget {
+func (f *fixture) budget(name string) *policyv1beta1.PodUnavailableBudget {
 	f.t.Helper()
 	pub := f.server.Budget(ns, name)
 	if pub == nil {
@@ -204,7 +204,7 @@ func readyPod(name string, opts ...podOption) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: ns, Name: name, UID: types.UID("uid-" + name),
 			Labels:          map[string]string{"app": "web"},
-			Annotations:     map[string]string{policyv1alpha1.PodRelatedPubAnnotation: "pub", policyv1alpha1.PodRelatedPubAnnotationNew: "pub"},
+			Annotations:     map[string]string{policyv1beta1.PodRelatedPubAnnotation: "pub", policyv1beta1.PodRelatedPubAnnotationNew: "pub"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "uid-rs", Controller: ptr.To(true)}},
 		},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.25"}}},
@@ -239,18 +239,18 @@ func withAnnotation(key, value string) podOption {
 
 func withoutController(pod *corev1.Pod) { pod.OwnerReferences = nil }
 
-type pubOption func(*policyv1alpha1.PodUnavailableBudget)
+type pubOption func(*policyv1beta1.PodUnavailableBudget)
 
 // newBudget is budget name selecting app=web, with the given status: allowed left of
 // desired, current available.
-func newBudget(name string, allowed, desired, current int32, opts ...pubOption) *policyv1alpha1.PodUnavailableBudget {
-	pub := &policyv1alpha1.PodUnavailableBudget{
+func newBudget(name string, allowed, desired, current int32, opts ...pubOption) *policyv1beta1.PodUnavailableBudget {
+	pub := &policyv1beta1.PodUnavailableBudget{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + name), Generation: 1},
-		Spec: policyv1alpha1.PodUnavailableBudgetSpec{
+		Spec: policyv1beta1.PodUnavailableBudgetSpec{
 			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
 			MaxUnavailable: ptr.To(intstr.FromInt32(1)),
 		},
-		Status: policyv1alpha1.PodUnavailableBudgetStatus{
+		Status: policyv1beta1.PodUnavailableBudgetStatus{
 			ObservedGeneration: 1, UnavailableAllowed: allowed, DesiredAvailable: desired,
 			CurrentAvailable: current, TotalReplicas: current,
 		},
@@ -262,7 +262,7 @@ func newBudget(name string, allowed, desired, current int32, opts ...pubOption) 
 }
 
 func pubAnnotation(key, value string) pubOption {
-	return func(pub *policyv1alpha1.PodUnavailableBudget) {
+	return func(pub *policyv1beta1.PodUnavailableBudget) {
 		if pub.Annotations == nil {
 			pub.Annotations = map[string]string{}
 		}
@@ -270,8 +270,20 @@ func pubAnnotation(key, value string) pubOption {
 	}
 }
 
+func ignoring(labels map[string]string) pubOption {
+	return func(pub *policyv1beta1.PodUnavailableBudget) {
+		pub.Spec.IgnoredPodSelector = &metav1.LabelSelector{MatchLabels: labels}
+	}
+}
+
+func protecting(ops ...policyv1beta1.PubOperation) pubOption {
+	return func(pub *policyv1beta1.PodUnavailableBudget) {
+		pub.Spec.ProtectOperations = ops
+	}
+}
+
 func disrupted(pods ...string) pubOption {
-	return func(pub *policyv1alpha1.PodUnavailableBudget) {
+	return func(pub *policyv1beta1.PodUnavailableBudget) {
 		pub.Status.DisruptedPods = map[string]metav1.Time{}
 		for _, p := range pods {
 			pub.Status.DisruptedPods[p] = metav1.NewTime(now.Add(-time.Second))

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	policyv1alpha1 "github.com/bosun-dev/api/policy/v1alpha1"
+	policyv1beta1 "github.com/bosun-dev/api/policy/v1beta1"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,14 +60,14 @@ func (h *handler) mutate(ctx context.Context, req *admissionv1.AdmissionRequest)
 // coveringBudget returns the first budget of the pod's namespace, by name, that covers it:
 // one whose targetRef is a workload of the pod's controller chain, or whose selector
 // matches its labels. It returns nil when none does.
-func (h *handler) coveringBudget(ctx context.Context, pod *corev1.Pod) (*policyv1alpha1.PodUnavailableBudget, error) {
+func (h *handler) coveringBudget(ctx context.Context, pod *corev1.Pod) (*policyv1beta1.PodUnavailableBudget, error) {
 	pubs, err := h.Budgets.PodUnavailableBudgets(pod.Namespace).List(labels.Everything())
 	if err != nil {
 		return nil, fmt.Errorf("listing the PodUnavailableBudgets of namespace %s: %w", pod.Namespace, err)
 	}
 	// The informer's order is a map's; sorting makes the first match the same on every
 	// replica and every call.
-	slices.SortFunc(pubs, func(a, b *policyv1alpha1.PodUnavailableBudget) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(pubs, func(a, b *policyv1beta1.PodUnavailableBudget) int { return strings.Compare(a.Name, b.Name) })
 
 	controllerRef := metav1.GetControllerOfNoCopy(pod)
 	var chain []*workload.Workload
@@ -106,7 +106,7 @@ func (h *handler) coveringBudget(ctx context.Context, pod *corev1.Pod) (*policyv
 
 // targets reports whether ref names a workload of chain, by API group (any version), kind
 // and name.
-func targets(ref *policyv1alpha1.TargetReference, chain []*workload.Workload) bool {
+func targets(ref *policyv1beta1.TargetReference, chain []*workload.Workload) bool {
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil {
 		return false

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	policyv1alpha1 "github.com/bosun-dev/api/policy/v1alpha1"
+	policyv1beta1 "github.com/bosun-dev/api/policy/v1beta1"
 	admissionv1 "k8s.io/api/admission/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -57,14 +57,14 @@ func taggedWith(t *testing.T, ops []patchOp) string {
 				got[k] = v
 			}
 		case "/metadata/annotations/kruise.io~1related-pub":
-			got[policyv1alpha1.PodRelatedPubAnnotation] = op.Value
+			got[policyv1beta1.PodRelatedPubAnnotation] = op.Value
 		case "/metadata/annotations/pub.kruise.io~1related-pub":
-			got[policyv1alpha1.PodRelatedPubAnnotationNew] = op.Value
+			got[policyv1beta1.PodRelatedPubAnnotationNew] = op.Value
 		default:
 			t.Fatalf("patch path %s", op.Path)
 		}
 	}
-	old, newer := got[policyv1alpha1.PodRelatedPubAnnotation], got[policyv1alpha1.PodRelatedPubAnnotationNew]
+	old, newer := got[policyv1beta1.PodRelatedPubAnnotation], got[policyv1beta1.PodRelatedPubAnnotationNew]
 	if len(got) != 2 || old != newer {
 		t.Fatalf("patch sets %v, want both related-pub annotations to one name", got)
 	}
@@ -82,14 +82,14 @@ func newPod(name string, labels map[string]string, annotations map[string]string
 	return pod
 }
 
-func targetRefBudget(name, apiVersion, kind, target string) *policyv1alpha1.PodUnavailableBudget {
+func targetRefBudget(name, apiVersion, kind, target string) *policyv1beta1.PodUnavailableBudget {
 	pub := newBudget(name, 1, 1, 2)
 	pub.Spec.Selector = nil
-	pub.Spec.TargetReference = &policyv1alpha1.TargetReference{APIVersion: apiVersion, Kind: kind, Name: target}
+	pub.Spec.TargetReference = &policyv1beta1.TargetReference{APIVersion: apiVersion, Kind: kind, Name: target}
 	return pub
 }
 
-func selectorBudget(name string, selector *metav1.LabelSelector) *policyv1alpha1.PodUnavailableBudget {
+func selectorBudget(name string, selector *metav1.LabelSelector) *policyv1beta1.PodUnavailableBudget {
 	pub := newBudget(name, 1, 1, 2)
 	pub.Spec.Selector = selector
 	return pub
@@ -153,7 +153,7 @@ func TestMutateTagsNewPods(t *testing.T) {
 			pod: newPod("p", web, nil, rsRef("web-1")), want: "a-ref"},
 		{name: "no budgets", pod: newPod("p", web, nil, nil)},
 		{name: "already tagged", budgets: []runtime.Object{selectorBudget("sel", &metav1.LabelSelector{MatchLabels: web})},
-			pod: newPod("p", web, map[string]string{policyv1alpha1.PodRelatedPubAnnotation: "other"}, nil)},
+			pod: newPod("p", web, map[string]string{policyv1beta1.PodRelatedPubAnnotation: "other"}, nil)},
 		{name: "budget of another namespace", budgets: []runtime.Object{func() runtime.Object {
 			pub := selectorBudget("sel", &metav1.LabelSelector{MatchLabels: web})
 			pub.Namespace = "elsewhere"

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	policyv1alpha1 "github.com/bosun-dev/api/policy/v1alpha1"
+	policyv1beta1 "github.com/bosun-dev/api/policy/v1beta1"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -26,7 +26,7 @@ import (
 type disruption struct {
 	// pod is the subject: the pod as it is before the operation.
 	pod *corev1.Pod
-	op  policyv1alpha1.PubOperation
+	op  policyv1beta1.PubOperation
 	// dryRun requests are judged, and refused, like the real ones but spend nothing.
 	dryRun   bool
 	eviction bool
@@ -67,7 +67,7 @@ func (h *handler) disruption(ctx context.Context, req *admissionv1.AdmissionRequ
 		if err != nil {
 			return nil, errorAnswer(err)
 		}
-		d.pod, d.op, d.dryRun = pod, policyv1alpha1.PubDeleteOperation, dryRun
+		d.pod, d.op, d.dryRun = pod, policyv1beta1.PubDeleteOperation, dryRun
 
 	case admissionv1.Update:
 		if !h.FeatureGate.Enabled(features.PodUnavailableBudgetUpdateGate) || req.SubResource != "" {
@@ -92,9 +92,9 @@ func (h *handler) disruption(ctx context.Context, req *admissionv1.AdmissionRequ
 		if err != nil {
 			return nil, errorAnswer(err)
 		}
-		d.pod, d.op, d.dryRun = old, policyv1alpha1.PubUpdateOperation, dryRun
+		d.pod, d.op, d.dryRun = old, policyv1beta1.PubUpdateOperation, dryRun
 		if !labelAdded && isResize(old, pod) {
-			d.op = policyv1alpha1.PubResizeOperation
+			d.op = policyv1beta1.PubResizeOperation
 		}
 
 	case admissionv1.Create:
@@ -125,7 +125,7 @@ func (h *handler) disruption(ctx context.Context, req *admissionv1.AdmissionRequ
 		if eviction.DeleteOptions != nil && slices.Contains(eviction.DeleteOptions.DryRun, metav1.DryRunAll) {
 			dryRun = true
 		}
-		d.pod, d.op, d.dryRun, d.eviction = pod, policyv1alpha1.PubEvictOperation, dryRun, true
+		d.pod, d.op, d.dryRun, d.eviction = pod, policyv1beta1.PubEvictOperation, dryRun, true
 
 	default:
 		return nil, webhook.Allowed()
@@ -177,7 +177,7 @@ func unavailableLabelAdded(old, pod *corev1.Pod) bool {
 		if _, had := old.Labels[key]; had {
 			continue
 		}
-		if strings.HasPrefix(key, policyv1alpha1.PubUnavailablePodLabelPrefix) {
+		if strings.HasPrefix(key, policyv1beta1.PubUnavailablePodLabelPrefix) {
 			return true
 		}
 	}

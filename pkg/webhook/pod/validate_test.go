@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	policyv1alpha1 "github.com/bosun-dev/api/policy/v1alpha1"
+	policyv1beta1 "github.com/bosun-dev/api/policy/v1beta1"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -141,7 +141,7 @@ func TestWhatPassesAnExhaustedBudget(t *testing.T) {
 	tests := []struct {
 		name string
 		pod  *corev1.Pod
-		pub  *policyv1alpha1.PodUnavailableBudget
+		pub  *policyv1beta1.PodUnavailableBudget
 	}{
 		{"not ready", readyPod("a", notReady), newBudget("pub", 0, 3, 3)},
 		{"not running", readyPod("a", func(p *corev1.Pod) { p.Status.Phase = corev1.PodPending }), newBudget("pub", 0, 3, 3)},
@@ -150,14 +150,16 @@ func TestWhatPassesAnExhaustedBudget(t *testing.T) {
 			p.Spec.Containers[0].Image = "nginx@sha256:new"
 			p.Status.ContainerStatuses[0].ImageID = "docker.io/library/nginx@sha256:old"
 		}), newBudget("pub", 0, 3, 3)},
-		{"no-protect", readyPod("a", withAnnotation(policyv1alpha1.PodPubNoProtectionAnnotation, "true")), newBudget("pub", 0, 3, 3)},
+		{"no-protect", readyPod("a", withAnnotation(policyv1beta1.PodPubNoProtectionAnnotation, "true")), newBudget("pub", 0, 3, 3)},
+		{"ignoredPodSelector", readyPod("a", withLabel("force-deletable", "true")),
+			newBudget("pub", 0, 3, 3, ignoring(map[string]string{"force-deletable": "true"}))},
 		{"untagged", readyPod("a", untagged), newBudget("pub", 0, 3, 3)},
 		{"budget gone", readyPod("a"), newBudget("other", 0, 3, 3)},
 		{"desired 0", readyPod("a"), newBudget("pub", 0, 0, 3)},
-		{"operation not protected", readyPod("a"), newBudget("pub", 0, 3, 3, pubAnnotation(policyv1alpha1.PubProtectOperationAnnotation, "EVICT"))},
+		{"operation not protected", readyPod("a"), newBudget("pub", 0, 3, 3, pubAnnotation(policyv1beta1.PubProtectOperationAnnotation, "EVICT"))},
 		{"already recorded", readyPod("a"), newBudget("pub", 0, 3, 3, disrupted("a"))},
 		{"only the old annotation, budget gone", readyPod("a", func(p *corev1.Pod) {
-			p.Annotations = map[string]string{policyv1alpha1.PodRelatedPubAnnotation: "gone"}
+			p.Annotations = map[string]string{policyv1beta1.PodRelatedPubAnnotation: "gone"}
 		}), newBudget("pub", 0, 3, 3)},
 	}
 	for _, tt := range tests {
@@ -180,7 +182,7 @@ func TestWhatPassesAnExhaustedBudget(t *testing.T) {
 
 // The newer related-pub annotation wins over the older one.
 func TestNewerAnnotationNamesTheBudget(t *testing.T) {
-	pod := readyPod("a", withAnnotation(policyv1alpha1.PodRelatedPubAnnotation, "old"))
+	pod := readyPod("a", withAnnotation(policyv1beta1.PodRelatedPubAnnotation, "old"))
 	f := newFixture(t, fixtureOptions{}, pod, newBudget("pub", 0, 3, 3), newBudget("old", 5, 3, 8))
 	expectDenied(t, f.validate(deleteRequest(t, pod, "u")), 403, metav1.StatusReasonForbidden, noBudgetMessage("pub"))
 }
@@ -190,9 +192,66 @@ func TestNewerAnnotationNamesTheBudget(t *testing.T) {
 func TestProtectedOperationsFilter(t *testing.T) {
 	a := readyPod("a")
 	f := newFixture(t, fixtureOptions{}, a,
-		newBudget("pub", 0, 3, 3, pubAnnotation(policyv1alpha1.PubProtectOperationAnnotation, "EVICT")))
+		newBudget("pub", 0, 3, 3, pubAnnotation(policyv1beta1.PubProtectOperationAnnotation, "EVICT")))
 	expectAllowed(t, f.validate(deleteRequest(t, a, "u")))
 	expectDenied(t, f.validate(evictionRequest(t, "a", "u", false)), 403, metav1.StatusReasonForbidden, noBudgetMessage("pub"))
+}
+
+// spec.protectOperations decides over the annotation a v1alpha1 writer left; without the
+// field the annotation decides (TestProtectedOperationsFilter).
+func TestProtectedOperationsField(t *testing.T) {
+	a := readyPod("a")
+	f := newFixture(t, fixtureOptions{}, a,
+		newBudget("pub", 0, 3, 3, protecting(policyv1beta1.PubEvictOperation), pubAnnotation(policyv1beta1.PubProtectOperationAnnotation, "DELETE")))
+	expectAllowed(t, f.validate(deleteRequest(t, a, "u")))
+	expectDenied(t, f.validate(evictionRequest(t, "a", "u", false)), 403, metav1.StatusReasonForbidden, noBudgetMessage("pub"))
+
+	// Unknown words of the annotation are ignored, the known ones still protect.
+	g := newFixture(t, fixtureOptions{}, a,
+		newBudget("pub", 0, 3, 3, pubAnnotation(policyv1beta1.PubProtectOperationAnnotation, "DELETE, FOO")))
+	expectDenied(t, g.validate(deleteRequest(t, a, "u")), 403, metav1.StatusReasonForbidden, noBudgetMessage("pub"))
+	expectAllowed(t, g.validate(evictionRequest(t, "a", "u", false)))
+}
+
+// A budget's ignoredPodSelector lets the pods it matches go whatever the budget has left,
+// for every operation, without spending it or recording them; the other pods stay
+// protected.
+func TestIgnoredPodSelector(t *testing.T) {
+	ignored := readyPod("ignored", withLabel("force-deletable", "true"))
+	kept := readyPod("kept", withLabel("force-deletable", "false"))
+	pub := newBudget("pub", 0, 2, 2, ignoring(map[string]string{"force-deletable": "true"}),
+		pubAnnotation(pubutil.ProtectNotReadyAnnotation, "true"))
+	f := newFixture(t, fixtureOptions{gates: updateOn}, ignored, kept, pub)
+	rv := f.budget("pub").ResourceVersion
+
+	expectAllowed(t, f.validate(deleteRequest(t, ignored, "u")))
+	expectAllowed(t, f.validate(evictionRequest(t, "ignored", "u", false)))
+	changed := ignored.DeepCopy()
+	changed.Spec.Containers[0].Image = "nginx:1.26"
+	expectAllowed(t, f.validate(updateRequest(t, ignored, changed, "u")))
+	if got := f.budget("pub"); got.ResourceVersion != rv || len(got.Status.DisruptedPods)+len(got.Status.UnavailablePods) != 0 {
+		t.Errorf("an ignored pod was charged: %+v", got.Status)
+	}
+	if events := f.events(); len(events) != 0 {
+		t.Errorf("events for ignored pods: %v", events)
+	}
+
+	expectDenied(t, f.validate(deleteRequest(t, kept, "u")), 403, metav1.StatusReasonForbidden, noBudgetMessage("pub"))
+	expectDenied(t, f.validate(evictionRequest(t, "kept", "u", false)), 403, metav1.StatusReasonForbidden, noBudgetMessage("pub"))
+
+	// An unavailable ignored pod passes even a budget that protects unavailable pods and
+	// is not met.
+	sick := readyPod("sick", notReady, withLabel("force-deletable", "true"))
+	unmet := newFixture(t, fixtureOptions{}, sick, newBudget("pub", 0, 2, 1, ignoring(map[string]string{"force-deletable": "true"}),
+		pubAnnotation(pubutil.ProtectNotReadyAnnotation, "true")))
+	expectAllowed(t, unmet.validate(deleteRequest(t, sick, "u")))
+
+	// With budget left, an ignored pod still costs nothing.
+	spare := newFixture(t, fixtureOptions{}, ignored, newBudget("pub", 1, 2, 3, ignoring(map[string]string{"force-deletable": "true"})))
+	expectAllowed(t, spare.validate(deleteRequest(t, ignored, "u")))
+	if got := spare.budget("pub").Status; got.UnavailableAllowed != 1 || len(got.DisruptedPods) != 0 {
+		t.Errorf("an ignored pod was charged: %+v", got)
+	}
 }
 
 // The informer's copy may lag behind this process's writes: a pod the fresh copy already
@@ -350,18 +409,18 @@ func TestResizeOperation(t *testing.T) {
 	})
 
 	// UPDATE implies RESIZE.
-	f := newFixture(t, fixtureOptions{gates: updateOn}, a, newBudget("pub", 1, 2, 3, pubAnnotation(policyv1alpha1.PubProtectOperationAnnotation, "UPDATE")))
+	f := newFixture(t, fixtureOptions{gates: updateOn}, a, newBudget("pub", 1, 2, 3, pubAnnotation(policyv1beta1.PubProtectOperationAnnotation, "UPDATE")))
 	expectAllowed(t, f.validate(updateRequest(t, a, resize(a), "u")))
 	if pub := f.budget("pub"); len(pub.Status.DisruptedPods) != 1 || len(pub.Status.UnavailablePods) != 0 {
 		t.Errorf("resize recorded as disrupted %v, unavailable %v; want disruptedPods", pub.Status.DisruptedPods, pub.Status.UnavailablePods)
 	}
 
 	// A budget protecting DELETE only lets resizes and updates through.
-	g := newFixture(t, fixtureOptions{gates: updateOn}, a, newBudget("pub", 0, 3, 3, pubAnnotation(policyv1alpha1.PubProtectOperationAnnotation, "DELETE")))
+	g := newFixture(t, fixtureOptions{gates: updateOn}, a, newBudget("pub", 0, 3, 3, pubAnnotation(policyv1beta1.PubProtectOperationAnnotation, "DELETE")))
 	expectAllowed(t, g.validate(updateRequest(t, a, resize(a), "u")))
 
 	// A budget protecting RESIZE only refuses a resize but not an image change.
-	h := newFixture(t, fixtureOptions{gates: updateOn}, a, newBudget("pub", 0, 3, 3, pubAnnotation(policyv1alpha1.PubProtectOperationAnnotation, "RESIZE")))
+	h := newFixture(t, fixtureOptions{gates: updateOn}, a, newBudget("pub", 0, 3, 3, pubAnnotation(policyv1beta1.PubProtectOperationAnnotation, "RESIZE")))
 	expectDenied(t, h.validate(updateRequest(t, a, resize(a), "u")), 403, metav1.StatusReasonForbidden, noBudgetMessage("pub"))
 	image := a.DeepCopy()
 	image.Spec.Containers[0].Image = "nginx:1.26"
@@ -407,7 +466,7 @@ func TestProtectNotReady(t *testing.T) {
 	// The budget being met is judged on this process's freshest copy, not the informer's.
 	fresh := newFixture(t, fixtureOptions{}, sick, newBudget("pub", 1, 2, 3, protect))
 	if _, err := fresh.handler.Cache.UpdateStatus(fresh.ctx, fresh.server, fresh.budget("pub"),
-		func(pub *policyv1alpha1.PodUnavailableBudget) (bool, error) {
+		func(pub *policyv1beta1.PodUnavailableBudget) (bool, error) {
 			pub.Status.CurrentAvailable, pub.Status.UnavailableAllowed = 1, 0
 			return true, nil
 		}); err != nil {

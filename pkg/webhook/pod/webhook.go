@@ -2,7 +2,7 @@ package pod
 
 import (
 	bosunclientset "github.com/bosun-dev/client-go/clientset/versioned"
-	policylisters "github.com/bosun-dev/client-go/listers/policy/v1alpha1"
+	policylisters "github.com/bosun-dev/client-go/listers/policy/v1beta1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

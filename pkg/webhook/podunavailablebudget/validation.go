@@ -100,8 +100,8 @@ func TotalReplicasCarried(pub *policyv1beta1.PodUnavailableBudget) bool {
 	if !ok || pub.Spec.ProtectTotalReplicas == nil {
 		return false
 	}
-	n, err := strconv.ParseInt(value, 10, 32)
-	return err == nil && int32(n) == *pub.Spec.ProtectTotalReplicas
+	n, err := pubutil.ParseTotalReplicas(value)
+	return err == nil && n == *pub.Spec.ProtectTotalReplicas
 }
 
 // ValidateUpdate returns everything wrong with an update from old to pub: the new budget is
@@ -121,8 +121,8 @@ func ValidateUpdate(pub, old *policyv1beta1.PodUnavailableBudget) field.ErrorLis
 }
 
 // validateAnnotations checks the annotations that tune a budget, where present. The
-// controller and the pod webhook read them without reporting errors (a malformed value
-// falls back to the default), so this is the only place a typo is ever reported.
+// controller and the pod webhook read them leniently (pubutil: unknown operations are
+// ignored, a malformed flag is false), so this is the only place most typos are reported.
 func validateAnnotations(annotations map[string]string, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	if value, ok := annotations[policyv1beta1.PubProtectOperationAnnotation]; ok {
@@ -136,7 +136,7 @@ func validateAnnotations(annotations map[string]string, fldPath *field.Path) fie
 		}
 	}
 	if value, ok := annotations[policyv1beta1.PubProtectTotalReplicasAnnotation]; ok {
-		if _, err := strconv.ParseInt(value, 10, 32); err != nil {
+		if _, err := pubutil.ParseTotalReplicas(value); err != nil {
 			allErrs = append(allErrs, field.Invalid(fldPath.Key(policyv1beta1.PubProtectTotalReplicasAnnotation), value,
 				"must be a decimal 32-bit integer"))
 		}

@@ -10,7 +10,7 @@ import (
 	policyv1beta1 "github.com/bosun-dev/api/policy/v1beta1"
 	"github.com/bosun-dev/bosun/pkg/features"
 	"github.com/bosun-dev/bosun/pkg/webhook"
-	policylisters "github.com/bosun-dev/client-go/listers/policy/v1alpha1"
+	policylisters "github.com/bosun-dev/client-go/listers/policy/v1beta1"
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -114,18 +114,13 @@ func (v *validator) validate(_ context.Context, req *admissionv1.AdmissionReques
 	} else {
 		errs = Validate(pub)
 	}
+	// One resource: the cache holds every budget, whatever version each was written in,
+	// as the API server converts it to the hub version.
 	others, err := v.budgets.PodUnavailableBudgets(pub.Namespace).List(labels.Everything())
 	if err != nil {
 		return webhook.Errored(http.StatusInternalServerError, fmt.Errorf("listing the PodUnavailableBudgets of namespace %s: %w", pub.Namespace, err))
 	}
-	// One resource: the cache holds every budget, whatever version each was written in,
-	// and each is compared in the hub version.
-	hubs := make([]*policyv1beta1.PodUnavailableBudget, len(others))
-	for i, other := range others {
-		hubs[i] = &policyv1beta1.PodUnavailableBudget{}
-		policyv1alpha1.ConvertPodUnavailableBudgetToV1beta1(other.DeepCopy(), hubs[i])
-	}
-	errs = append(errs, Conflicts(pub, hubs)...)
+	errs = append(errs, Conflicts(pub, others)...)
 	if len(errs) > 0 {
 		return invalid(name, errs)
 	}

@@ -12,10 +12,11 @@ import (
 	"time"
 
 	policyv1alpha1 "github.com/bosun-dev/api/policy/v1alpha1"
+	policyv1beta1 "github.com/bosun-dev/api/policy/v1beta1"
 	"github.com/bosun-dev/bosun/pkg/controller/podunavailablebudget/pubutil"
 	"github.com/bosun-dev/bosun/pkg/features"
 	"github.com/bosun-dev/bosun/pkg/webhook"
-	policylisters "github.com/bosun-dev/client-go/listers/policy/v1alpha1"
+	policylisters "github.com/bosun-dev/client-go/listers/policy/v1beta1"
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,12 +40,15 @@ const userBudget = `{
   }
 }`
 
-// newLister is a budget lister over the given budgets.
+// newLister is a budget lister over the given budgets, held in v1beta1 as the informer
+// holds them whatever version they were written in.
 func newLister(t *testing.T, budgets ...*policyv1alpha1.PodUnavailableBudget) policylisters.PodUnavailableBudgetLister {
 	t.Helper()
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	for _, b := range budgets {
-		if err := indexer.Add(b); err != nil {
+		hub := &policyv1beta1.PodUnavailableBudget{}
+		policyv1alpha1.ConvertPodUnavailableBudgetToV1beta1(b.DeepCopy(), hub)
+		if err := indexer.Add(hub); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -510,7 +514,7 @@ func TestHandlerBadRequests(t *testing.T) {
 // failingLister fails every List.
 type failingLister struct{}
 
-func (failingLister) List(labels.Selector) ([]*policyv1alpha1.PodUnavailableBudget, error) {
+func (failingLister) List(labels.Selector) ([]*policyv1beta1.PodUnavailableBudget, error) {
 	return nil, errors.New("cache is gone")
 }
 
@@ -518,7 +522,7 @@ func (failingLister) PodUnavailableBudgets(string) policylisters.PodUnavailableB
 	return failingLister{}
 }
 
-func (failingLister) Get(string) (*policyv1alpha1.PodUnavailableBudget, error) {
+func (failingLister) Get(string) (*policyv1beta1.PodUnavailableBudget, error) {
 	return nil, errors.New("cache is gone")
 }
 

@@ -1,6 +1,8 @@
-// Package advanceddaemonset runs bosun's Advanced DaemonSet controller (apps.kruise.io/v1alpha1
-// DaemonSet) and its admission webhooks — the real bosun-controller-manager binary,
-// --controllers=advanced-daemonset-controller with its webhook server — against a real etcd
+// Package advanceddaemonset runs bosun's Advanced DaemonSet controller (apps.kruise.io
+// DaemonSet, which it works on in v1beta1; the tests write it mostly in v1alpha1, as users
+// of OpenKruise's YAML do, and in v1beta1) and its admission webhooks — the real
+// bosun-controller-manager binary, --controllers=advanced-daemonset-controller with its
+// webhook server — against a real etcd
 // and kube-apiserver that serve bosun's CRDs. One test per acceptance scenario of the
 // controller, plus the behaviour bosun adds to OpenKruise's: the strict maxUnavailable
 // feature gate, the Progressing condition and 422 answers to invalid creates.

@@ -58,7 +58,7 @@ func TestPreDownloadCreatesImagePullJobUntilTheRolloutCompletes(t *testing.T) {
 	if job.Spec.Image != image2 {
 		t.Errorf("job pulls %q, want %q", job.Spec.Image, image2)
 	}
-	if ref := metav1.GetControllerOf(job); ref == nil || ref.UID != ds.UID || ref.Kind != kindDaemonSet {
+	if ref := metav1.GetControllerOf(job); ref == nil || ref.UID != ds.UID || ref.Kind != kindDaemonSet || ref.APIVersion != "apps.kruise.io/v1beta1" {
 		t.Errorf("job controller ref = %+v, want DaemonSet %s", ref, ds.UID)
 	}
 	wantSelector := metav1.LabelSelector{

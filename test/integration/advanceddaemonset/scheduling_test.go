@@ -59,8 +59,8 @@ func TestOnePodPerEligibleNode(t *testing.T) {
 				t.Errorf("pod %s lacks the toleration %+v; has %+v", pod.Name, want, pod.Spec.Tolerations)
 			}
 		}
-		if ref := metav1.GetControllerOf(&pod); ref == nil || ref.Kind != kindDaemonSet || ref.APIVersion != appsv1alpha1.SchemeGroupVersion.String() {
-			t.Errorf("pod %s: controller reference %+v, want the apps.kruise.io/v1alpha1 DaemonSet", pod.Name, ref)
+		if ref := metav1.GetControllerOf(&pod); ref == nil || ref.Kind != kindDaemonSet || ref.APIVersion != "apps.kruise.io/v1beta1" {
+			t.Errorf("pod %s: controller reference %+v, want the apps.kruise.io/v1beta1 DaemonSet", pod.Name, ref)
 		}
 	}
 }

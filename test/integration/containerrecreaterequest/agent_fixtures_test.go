@@ -9,6 +9,7 @@ import (
 	"time"
 
 	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -176,3 +177,25 @@ func (a *agentEnv) waitForPodEvent(t *testing.T, podName, eventType, reason, mes
 }
 
 func containsString(list []string, s string) bool { return slices.Contains(list, s) }
+
+// getHub reads the request in v1beta1, the version the controllers work on; the tests
+// otherwise read it as v1alpha1 users do.
+func (a *agentEnv) getHub(t *testing.T, name string) *appsv1beta1.ContainerRecreateRequest {
+	t.Helper()
+	r, err := a.Bosun.AppsV1beta1().ContainerRecreateRequests(a.Namespace).Get(a.Ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("reading ContainerRecreateRequest %s in v1beta1: %v", name, err)
+	}
+	return r
+}
+
+// expectNoCarriers checks that the v1beta1 request holds neither v1alpha1 annotation that
+// carries a status field: the controllers write the fields only.
+func expectNoCarriers(t *testing.T, r *appsv1beta1.ContainerRecreateRequest) {
+	t.Helper()
+	for _, key := range []string{syncStatusesAnnotation, unreadyAcquiredKey} {
+		if value, ok := r.Annotations[key]; ok {
+			t.Errorf("v1beta1 request %s carries annotation %s=%q", r.Name, key, value)
+		}
+	}
+}

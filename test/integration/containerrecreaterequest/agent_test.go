@@ -3,16 +3,20 @@ package containerrecreaterequest
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 
@@ -52,6 +56,12 @@ func TestAgentHappyPath(t *testing.T) {
 		synced[0].ContainerID != newID || !synced[0].Ready {
 		t.Errorf("annotation %s = %q (%v), want the new container %s, ready", syncStatusesAnnotation, r.Annotations[syncStatusesAnnotation], err, newID)
 	}
+	// The controllers wrote the field; the v1alpha1 view above is its down-conversion.
+	hub := a.getHub(t, "r1")
+	if snap := hub.Status.ContainerStatusSnapshot; len(snap) != 1 || snap[0].ContainerID != newID || !snap[0].Ready {
+		t.Errorf("v1beta1 status.containerStatusSnapshot = %+v, want the new container %s, ready", snap, newID)
+	}
+	expectNoCarriers(t, hub)
 	if s := stateOf(r, "app"); s.Phase != stateSucceeded || !s.IsKilled || r.Status.Message != "" {
 		t.Errorf("request: %s; want app Succeeded and killed, no message", describeCRR(r))
 	}
@@ -285,6 +295,7 @@ func TestAgentUnreadyGrace(t *testing.T) {
 	a.restart(t, pod, "app")
 	a.waitForCompleted(t, "r1")
 	a.requests().WaitForEvenAbsent(t, "r1", "the finalizer removed", func(r *crr) bool { return r != nil && !containsString(r.Finalizers, unreadyAcquiredKey) })
+	a.expectGraceCarriedBothWays(t, "r1", acquired)
 	err = framework.WaitFor(a.Ctx, waitTimeout, kruisePodReady+" True again", func(ctx context.Context) (bool, error) {
 		live, err := a.Client.CoreV1().Pods(a.Namespace).Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
@@ -296,6 +307,73 @@ func TestAgentUnreadyGrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// expectGraceCarriedBothWays checks a finished request with unreadyGracePeriodSeconds in
+// both versions: in v1beta1 the controllers' status fields (the snapshot, PreRecreateGrace
+// True since acquired) and no v1alpha1 annotation; in v1alpha1 both annotations, the time
+// equal to the condition's. A v1alpha1 client's update of a label leaves the v1beta1 status
+// as it was.
+func (a *agentEnv) expectGraceCarriedBothWays(t *testing.T, name string, acquired time.Time) {
+	t.Helper()
+	a.requests().WaitForEvenAbsent(t, name, "the active label removed", func(r *crr) bool { _, active := r.Labels[activeLabel]; return r != nil && !active })
+	hub := a.getHub(t, name)
+	expectNoCarriers(t, hub)
+	if len(hub.Status.ContainerStatusSnapshot) != 1 || !hub.Status.ContainerStatusSnapshot[0].Ready {
+		t.Errorf("v1beta1 status.containerStatusSnapshot = %+v, want the recreated container, ready", hub.Status.ContainerStatusSnapshot)
+	}
+	var grace *metav1.Condition
+	for i := range hub.Status.Conditions {
+		if c := &hub.Status.Conditions[i]; c.Type == "PreRecreateGrace" {
+			grace = c
+		}
+	}
+	if grace == nil || grace.Status != metav1.ConditionTrue || grace.Reason != "PreRecreateGrace" || !grace.LastTransitionTime.Time.Equal(acquired) {
+		t.Errorf("v1beta1 PreRecreateGrace condition = %+v, want True since %v with reason PreRecreateGrace", grace, acquired)
+	}
+
+	old := a.requests().Get(t, name)
+	if got := old.Annotations[unreadyAcquiredKey]; grace != nil && got != grace.LastTransitionTime.UTC().Format(time.RFC3339) {
+		t.Errorf("v1alpha1 annotation %s = %q, want the condition's time %s", unreadyAcquiredKey, got, grace.LastTransitionTime.UTC().Format(time.RFC3339))
+	}
+	var synced []appsv1alpha1.ContainerRecreateRequestSyncContainerStatus
+	if err := json.Unmarshal([]byte(old.Annotations[syncStatusesAnnotation]), &synced); err != nil ||
+		!reflect.DeepEqual(synced, toV1alpha1Snapshot(hub.Status.ContainerStatusSnapshot)) {
+		t.Errorf("v1alpha1 annotation %s = %q (%v), want the v1beta1 snapshot %+v", syncStatusesAnnotation, old.Annotations[syncStatusesAnnotation], err, hub.Status.ContainerStatusSnapshot)
+	}
+
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		live, err := a.Bosun.AppsV1alpha1().ContainerRecreateRequests(a.Namespace).Get(a.Ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if live.Labels == nil {
+			live.Labels = map[string]string{}
+		}
+		live.Labels["touched-by"] = "v1alpha1-client"
+		_, err = a.Bosun.AppsV1alpha1().ContainerRecreateRequests(a.Namespace).Update(a.Ctx, live, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("changing a label of %s through v1alpha1: %v", name, err)
+	}
+	after := a.getHub(t, name)
+	if after.Labels["touched-by"] != "v1alpha1-client" {
+		t.Errorf("the v1alpha1 label change is missing in v1beta1: %v", after.Labels)
+	}
+	if !apiequality.Semantic.DeepEqual(after.Status, hub.Status) {
+		t.Errorf("v1beta1 status after a v1alpha1 label change:\n%+v\nwant it unchanged:\n%+v", after.Status, hub.Status)
+	}
+	expectNoCarriers(t, after)
+}
+
+// toV1alpha1Snapshot is the snapshot as the v1alpha1 annotation lists it.
+func toV1alpha1Snapshot(in []appsv1beta1.ContainerRecreateRequestSyncContainerStatus) []appsv1alpha1.ContainerRecreateRequestSyncContainerStatus {
+	var out []appsv1alpha1.ContainerRecreateRequestSyncContainerStatus
+	for _, s := range in {
+		out = append(out, appsv1alpha1.ContainerRecreateRequestSyncContainerStatus{Name: s.Name, Ready: s.Ready, RestartCount: s.RestartCount, ContainerID: s.ContainerID})
+	}
+	return out
 }
 
 // TestAgentSerialization: of two requests for one pod one runs, the other is Pending until

@@ -1,8 +1,12 @@
-// Package containerrecreaterequest runs bosun's ContainerRecreateRequest (apps.kruise.io/v1alpha1)
+// Package containerrecreaterequest runs bosun's ContainerRecreateRequest (apps.kruise.io)
 // as an operator runs it: the real bosun-controller-manager binary with
 // --controllers=containerrecreaterequest and its admission webhook, the real bosun-daemon
 // binary as the node agent talking CRI v1 to a fake runtime served by the test process
 // (crifake), a real etcd and kube-apiserver serving bosun's CRDs.
+//
+// The tests write and read requests in v1alpha1, as its users do, while the controllers
+// work on v1beta1: they also check the v1beta1 status fields the controllers write, and
+// that v1alpha1 reads show them as the annotations of old.
 //
 // No kubelet or scheduler runs: the tests create Nodes and pods themselves, bind the pods
 // and write their status (phase, container statuses with containerd:// IDs) as a kubelet

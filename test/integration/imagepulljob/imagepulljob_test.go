@@ -95,7 +95,7 @@ func TestFanOutWithParallelismOne(t *testing.T) {
 	}
 	for _, node := range nodes {
 		ni := e.NodeImages().WaitFor(t, node, "to hold the job's tag", func(ni *nodeImage) bool { return ownedTag(ni, "nginx", "1.25", "fanout") != nil })
-		if tag := ownedTag(ni, "nginx", "1.25", "fanout"); tag.OwnerReferences[0].UID != created.UID || tag.OwnerReferences[0].APIVersion != "apps.kruise.io/v1alpha1" {
+		if tag := ownedTag(ni, "nginx", "1.25", "fanout"); tag.OwnerReferences[0].UID != created.UID || tag.OwnerReferences[0].APIVersion != "apps.kruise.io/v1beta1" {
 			t.Errorf("owner reference on %s = %+v", node, tag.OwnerReferences[0])
 		}
 	}
@@ -336,5 +336,54 @@ func TestSharedTag(t *testing.T) {
 	}
 	if st := tagStatus(e.NodeImages().WaitFor(t, node, "", func(*nodeImage) bool { return true }), "nginx", "1.25"); st.Version != 1 {
 		t.Errorf("final status %+v, want version 1", st)
+	}
+}
+
+// Scenario: a tag an older bosun or OpenKruise before 1.9 gave the job through a v1alpha1
+// owner reference is the job's: the job counts that node's pull as its own and never
+// rewrites the tag just to name itself in v1beta1, while the tags it adds itself name it
+// in v1beta1.
+func TestTagOwnedThroughV1alpha1Reference(t *testing.T) {
+	e := setup(t)
+	e.startManager(t)
+	nodes := e.createNodes(t, nil, "n1", "n2")
+	agent := e.startAgent(t, false)
+
+	j := newJob("legacy", "nginx:1.25", map[string]string{framework.OwnerNamespaceLabel: e.Namespace})
+	j.Spec.Parallelism = ptr.To(intstr.FromInt32(1))
+	created := e.ImagePullJobs().Create(t, j)
+	// While the first node pulls, parallelism 1 keeps the job away from the second.
+	e.NodeImages().WaitFor(t, nodes[0], "to pull the job's tag", func(ni *nodeImage) bool {
+		st := tagStatus(ni, "nginx", "1.25")
+		return ownedTag(ni, "nginx", "1.25", "legacy") != nil && st != nil && st.Phase == appsv1alpha1.ImagePhasePulling
+	})
+
+	legacy := corev1.ObjectReference{APIVersion: "apps.kruise.io/v1alpha1", Kind: "ImagePullJob", Namespace: e.Namespace, Name: "legacy", UID: created.UID}
+	written := e.NodeImages().Update(t, nodes[1], func(ni *nodeImage) {
+		ni.Spec.Images = map[string]appsv1alpha1.ImageSpec{"nginx": {Tags: []appsv1alpha1.ImageTagSpec{{
+			Tag: "1.25", CreatedAt: ptr.To(metav1.Now()), OwnerReferences: []corev1.ObjectReference{legacy},
+			ImagePullPolicy: appsv1alpha1.PullIfNotPresent,
+			PullPolicy: &appsv1alpha1.ImageTagPullPolicy{
+				TimeoutSeconds: ptr.To[int32](600), BackoffLimit: ptr.To[int32](3), TTLSecondsAfterFinished: ptr.To[int32](3600),
+			},
+		}}}}
+	})
+
+	agent.finish()
+	done := e.ImagePullJobs().WaitFor(t, "legacy", "to complete", completed)
+	if st := done.Status; st.Desired != 2 || st.Succeeded != 2 || st.Failed != 0 || st.Message != messageCompleted {
+		t.Errorf("status = %+v, want both nodes succeeded: the v1alpha1-owned tag counts as the job's", st)
+	}
+	ni := e.NodeImages().Get(t, nodes[1])
+	tag := ownedTag(ni, "nginx", "1.25", "legacy")
+	if tag == nil || !slices.Equal(tag.OwnerReferences, []corev1.ObjectReference{legacy}) || tag.Version != 0 {
+		t.Errorf("tag on %s = %+v, want version 0 and the v1alpha1 reference alone, as written", nodes[1], tag)
+	}
+	if ni.Generation != written.Generation {
+		t.Errorf("the spec of %s went from generation %d to %d, want it left as written", nodes[1], written.Generation, ni.Generation)
+	}
+	first := ownedTag(e.NodeImages().Get(t, nodes[0]), "nginx", "1.25", "legacy")
+	if first == nil || len(first.OwnerReferences) != 1 || first.OwnerReferences[0].APIVersion != "apps.kruise.io/v1beta1" {
+		t.Errorf("tag the job added on %s = %+v, want it owned through an apps.kruise.io/v1beta1 reference", nodes[0], first)
 	}
 }

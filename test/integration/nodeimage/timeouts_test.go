@@ -2,6 +2,7 @@ package nodeimage
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -15,7 +16,7 @@ import (
 const responseTimeout = 10 * time.Second
 
 // createJob creates an ImagePullJob no controller acts on, to own tags, and returns a
-// reference to it as the job controller writes one.
+// reference to it as the job controller writes one (apps.kruise.io/v1beta1).
 func (e *testEnv) createJob(t *testing.T, name string) *corev1.ObjectReference {
 	t.Helper()
 	job := &appsv1alpha1.ImagePullJob{
@@ -26,8 +27,15 @@ func (e *testEnv) createJob(t *testing.T, name string) *corev1.ObjectReference {
 	if err != nil {
 		t.Fatalf("creating ImagePullJob %s: %v", name, err)
 	}
-	return &corev1.ObjectReference{APIVersion: appsv1alpha1.SchemeGroupVersion.String(), Kind: "ImagePullJob",
+	return &corev1.ObjectReference{APIVersion: "apps.kruise.io/v1beta1", Kind: "ImagePullJob",
 		Namespace: e.Namespace, Name: name, UID: created.UID}
+}
+
+// inV1alpha1 is ref as an older bosun, or OpenKruise before 1.9, wrote it.
+func inV1alpha1(ref *corev1.ObjectReference) *corev1.ObjectReference {
+	old := *ref
+	old.APIVersion = appsv1alpha1.SchemeGroupVersion.String()
+	return &old
 }
 
 // TestUnresponsiveNode: with no agent on the node, a tag is marked Failed "node has not
@@ -91,13 +99,15 @@ func TestUnresponsiveNode(t *testing.T) {
 // TestSpecCleanup: a tag whose pull completed leaves the spec ttlSecondsAfterFinished
 // later, with its status; deleting the ImagePullJob that owns tags removes its references
 // and the tags it alone owned, while other owners keep theirs; an image left without tags
-// goes too.
+// goes too. Owner references of both versions name their jobs: one written in v1alpha1
+// keeps its tag, as written, while its job lives, and goes with the job.
 func TestSpecCleanup(t *testing.T) {
 	e := setup(t)
 	node := e.createNode(t, "clean", nil, time.Now().Add(-time.Hour))
 	e.startManager(t, managerOptions())
 	e.nodeImages().WaitFor(t, node, "created", func(*nodeImage) bool { return true })
 	job := e.createJob(t, "pull")
+	legacy := inV1alpha1(e.createJob(t, "legacy"))
 	other := &corev1.ObjectReference{APIVersion: "example.com/v1", Kind: "Puller", Namespace: e.Namespace, Name: "p", UID: "other-uid"}
 
 	shared := newTag("shared", 600, job)
@@ -105,6 +115,7 @@ func TestSpecCleanup(t *testing.T) {
 	e.addTag(t, node, "app", newTag("only-job", 600, job))
 	e.addTag(t, node, "app", shared)
 	e.addTag(t, node, "busybox", newTag("1", 600, job))
+	e.addTag(t, node, "legacy", newTag("1", 600, legacy))
 	e.addTag(t, node, "done", newTag("1", 2, nil))
 	e.patchNodeImageStatus(t, node, []byte(fmt.Sprintf(
 		`{"status":{"imageStatuses":{"done":{"tags":[{"tag":"1","phase":"Succeeded","version":0,"completionTime":%q}]}}}}`,
@@ -119,9 +130,20 @@ func TestSpecCleanup(t *testing.T) {
 		t.Fatal(err)
 	}
 	ni := e.nodeImages().WaitFor(t, node, "the job's references gone", func(ni *nodeImage) bool {
-		return len(ni.Spec.Images) == 1 && len(ni.Spec.Images["app"].Tags) == 1
+		return len(ni.Spec.Images) == 2 && len(ni.Spec.Images["app"].Tags) == 1
 	})
 	if tag := tagSpec(ni, "app", "shared"); tag == nil || len(tag.OwnerReferences) != 1 || tag.OwnerReferences[0].UID != other.UID {
 		t.Errorf("app:shared = %+v, want it kept with only the other owner", tag)
 	}
+	if tag := tagSpec(ni, "legacy", "1"); tag == nil || !slices.Equal(tag.OwnerReferences, []corev1.ObjectReference{*legacy}) {
+		t.Errorf("legacy:1 = %+v, want it kept with its v1alpha1 reference as written: its job lives", tag)
+	}
+
+	if err := e.Bosun.AppsV1alpha1().ImagePullJobs(e.Namespace).Delete(e.Ctx, legacy.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.nodeImages().WaitFor(t, node, "the tag of the job named in v1alpha1 gone with its job", func(ni *nodeImage) bool {
+		_, has := ni.Spec.Images["legacy"]
+		return len(ni.Spec.Images) == 1 && !has
+	})
 }

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 )
 
 func node(name string, labels map[string]string, taints ...corev1.Taint) *corev1.Node {
@@ -99,9 +99,9 @@ func TestBindToNodeAndTargetNodeName(t *testing.T) {
 }
 
 func TestStrategyArithmetic(t *testing.T) {
-	ds := &appsv1alpha1.DaemonSet{Spec: appsv1alpha1.DaemonSetSpec{UpdateStrategy: appsv1alpha1.DaemonSetUpdateStrategy{
-		Type: appsv1alpha1.RollingUpdateDaemonSetStrategyType,
-		RollingUpdate: &appsv1alpha1.RollingUpdateDaemonSet{
+	ds := &appsv1beta1.DaemonSet{Spec: appsv1beta1.DaemonSetSpec{UpdateStrategy: appsv1beta1.DaemonSetUpdateStrategy{
+		Type: appsv1beta1.RollingUpdateDaemonSetStrategyType,
+		RollingUpdate: &appsv1beta1.RollingUpdateDaemonSet{
 			MaxUnavailable: ptr.To(intstr.FromString("25%")), MaxSurge: ptr.To(intstr.FromInt32(0)),
 			Partition: ptr.To(intstr.FromString("50%")),
 		},
@@ -129,5 +129,39 @@ func TestStrategyArithmetic(t *testing.T) {
 	ds.Spec.UpdateStrategy.RollingUpdate.MaxSurge = ptr.To(intstr.FromString("10%"))
 	if !SurgeEnabled(ds) {
 		t.Error("surge disabled with maxSurge 10%")
+	}
+}
+
+func TestPartitionedScaling(t *testing.T) {
+	const carrier = appsv1beta1.ProgressiveCreatePodAnnotation
+	on, off := &appsv1beta1.DaemonSetScaleStrategy{PartitionedScaling: true}, &appsv1beta1.DaemonSetScaleStrategy{}
+	tests := []struct {
+		name        string
+		scale       *appsv1beta1.DaemonSetScaleStrategy
+		annotations map[string]string
+		want        bool
+	}{
+		{"neither", nil, nil, false},
+		{"field true", on, nil, true},
+		{"field false", off, nil, false},
+		{"carrier only, true", nil, map[string]string{carrier: "true"}, true},
+		{"carrier only, false", nil, map[string]string{carrier: "false"}, false},
+		{"carrier only, empty", nil, map[string]string{carrier: ""}, false},
+		{"field false wins over carrier true", off, map[string]string{carrier: "true"}, false},
+		{"field true wins over carrier false", on, map[string]string{carrier: "false"}, true},
+		{"both true", on, map[string]string{carrier: "true"}, true},
+		{"invalid carrier, not exactly true", nil, map[string]string{carrier: "True"}, false},
+		{"invalid carrier, not a boolean", nil, map[string]string{carrier: "yes please"}, false},
+		{"invalid carrier under field true", on, map[string]string{carrier: "yes please"}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ds := &appsv1beta1.DaemonSet{}
+			ds.Annotations = tc.annotations
+			ds.Spec.ScaleStrategy = tc.scale
+			if got := PartitionedScaling(ds); got != tc.want {
+				t.Errorf("PartitionedScaling = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

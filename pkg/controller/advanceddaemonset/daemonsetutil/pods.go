@@ -6,7 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 )
 
 // SortOldestFirst orders pods so that the one a node keeps comes first: bound pods before
@@ -33,12 +33,12 @@ func SortOldestFirst(pods []*corev1.Pod) {
 // current hash, or the DaemonSet's deprecated template generation (generation empty when
 // the DaemonSet has none).
 func IsUpdated(pod *corev1.Pod, hash, generation string) bool {
-	if value, ok := pod.Labels[appsv1alpha1.ControllerRevisionHashLabelKey]; ok && value == hash {
+	if value, ok := pod.Labels[appsv1beta1.ControllerRevisionHashLabelKey]; ok && value == hash {
 		return true
 	}
 	if generation == "" {
 		return false
 	}
-	value, ok := pod.Labels[appsv1alpha1.DaemonSetTemplateGenerationLabelKey]
+	value, ok := pod.Labels[appsv1beta1.DaemonSetTemplateGenerationLabelKey]
 	return ok && value == generation
 }

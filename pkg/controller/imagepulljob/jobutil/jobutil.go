@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strconv"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -43,10 +43,10 @@ const (
 )
 
 // Parallelism returns the number of nodes p lets pull at once: the integer, or the integer
-// a string holds; appsv1alpha1.DefaultImagePullJobParallelism when p is nil.
+// a string holds; appsv1beta1.DefaultImagePullJobParallelism when p is nil.
 func Parallelism(p *intstr.IntOrString) (int, error) {
 	if p == nil {
-		return appsv1alpha1.DefaultImagePullJobParallelism, nil
+		return appsv1beta1.DefaultImagePullJobParallelism, nil
 	}
 	if p.Type == intstr.Int {
 		return int(p.IntVal), nil
@@ -59,24 +59,24 @@ func Parallelism(p *intstr.IntOrString) (int, error) {
 }
 
 // TimeoutSeconds and BackoffLimit are the job's per-attempt timeout and retries, defaulted.
-func TimeoutSeconds(job *appsv1alpha1.ImagePullJob) int32 {
+func TimeoutSeconds(job *appsv1beta1.ImagePullJob) int32 {
 	if pp := job.Spec.PullPolicy; pp != nil && pp.TimeoutSeconds != nil {
 		return *pp.TimeoutSeconds
 	}
-	return appsv1alpha1.DefaultImagePullTimeoutSeconds
+	return appsv1beta1.DefaultImagePullTimeoutSeconds
 }
 
 // BackoffLimit is the job's number of retries after the first attempt, defaulted.
-func BackoffLimit(job *appsv1alpha1.ImagePullJob) int32 {
+func BackoffLimit(job *appsv1beta1.ImagePullJob) int32 {
 	if pp := job.Spec.PullPolicy; pp != nil && pp.BackoffLimit != nil && *pp.BackoffLimit >= 0 {
 		return *pp.BackoffLimit
 	}
-	return appsv1alpha1.DefaultImagePullBackoffLimit
+	return appsv1beta1.DefaultImagePullBackoffLimit
 }
 
 // IsNever reports whether the job never completes.
-func IsNever(job *appsv1alpha1.ImagePullJob) bool {
-	return job.Spec.CompletionPolicy.Type == appsv1alpha1.Never
+func IsNever(job *appsv1beta1.ImagePullJob) bool {
+	return job.Spec.CompletionPolicy.Type == appsv1beta1.Never
 }
 
 // NeverTagDeadlineSeconds is the pull deadline of a tag of a job that never completes:
@@ -95,9 +95,9 @@ func NeverTagDeadlineSeconds(timeoutSeconds, backoffLimit int32) int64 {
 
 // TagPullPolicy is the pull policy the job gives a tag it adds. randInt63n(n) returns a
 // random number in [0, n); it spreads the tags' times to live.
-func TagPullPolicy(job *appsv1alpha1.ImagePullJob, randInt63n func(n int64) int64) *appsv1alpha1.ImageTagPullPolicy {
+func TagPullPolicy(job *appsv1beta1.ImagePullJob, randInt63n func(n int64) int64) *appsv1beta1.ImageTagPullPolicy {
 	timeout, backoff := TimeoutSeconds(job), BackoffLimit(job)
-	policy := &appsv1alpha1.ImageTagPullPolicy{TimeoutSeconds: ptr.To(timeout), BackoffLimit: ptr.To(backoff)}
+	policy := &appsv1beta1.ImageTagPullPolicy{TimeoutSeconds: ptr.To(timeout), BackoffLimit: ptr.To(backoff)}
 	if IsNever(job) {
 		ttl := NeverTagTTLSeconds - NeverTagTTLJitterSeconds + randInt63n(2*NeverTagTTLJitterSeconds+1)
 		policy.TTLSecondsAfterFinished = ptr.To(int32(ttl))
@@ -124,7 +124,7 @@ func TagPullPolicy(job *appsv1alpha1.ImagePullJob, randInt63n func(n int64) int6
 
 // PolicyDiffers reports whether the pull-shaping part of a tag's policy (timeout, retries,
 // deadline) differs from want; the time to live, randomised per tag, is not compared.
-func PolicyDiffers(have, want *appsv1alpha1.ImageTagPullPolicy) bool {
+func PolicyDiffers(have, want *appsv1beta1.ImageTagPullPolicy) bool {
 	if have == nil {
 		return true
 	}
@@ -133,11 +133,12 @@ func PolicyDiffers(have, want *appsv1alpha1.ImageTagPullPolicy) bool {
 		!ptr.Equal(have.ActiveDeadlineSeconds, want.ActiveDeadlineSeconds)
 }
 
-// OwnerReference is the reference a job puts on the NodeImage tags it owns. Readers match
-// it by UID.
-func OwnerReference(job *appsv1alpha1.ImagePullJob) corev1.ObjectReference {
+// OwnerReference is the reference a job puts on the NodeImage tags it owns, naming it in
+// apps.kruise.io/v1beta1 as OpenKruise 1.9 does. Readers match it by UID, group and kind
+// in any version (nodeimageutil.RefersToImagePullJob).
+func OwnerReference(job *appsv1beta1.ImagePullJob) corev1.ObjectReference {
 	return corev1.ObjectReference{
-		APIVersion: appsv1alpha1.SchemeGroupVersion.String(),
+		APIVersion: appsv1beta1.SchemeGroupVersion.String(),
 		Kind:       "ImagePullJob",
 		Namespace:  job.Namespace,
 		Name:       job.Name,
@@ -154,9 +155,9 @@ func ProgressMessage(desired, succeeded, failed int32) string {
 }
 
 // ImagePullPolicy is the job's image pull policy, defaulted.
-func ImagePullPolicy(job *appsv1alpha1.ImagePullJob) appsv1alpha1.ImagePullPolicy {
+func ImagePullPolicy(job *appsv1beta1.ImagePullJob) appsv1beta1.ImagePullPolicy {
 	if job.Spec.ImagePullPolicy == "" {
-		return appsv1alpha1.PullIfNotPresent
+		return appsv1beta1.PullIfNotPresent
 	}
 	return job.Spec.ImagePullPolicy
 }

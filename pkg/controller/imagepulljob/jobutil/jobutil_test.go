@@ -3,23 +3,24 @@ package jobutil
 import (
 	"testing"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 )
 
-func job(mutate func(*appsv1alpha1.ImagePullJob)) *appsv1alpha1.ImagePullJob {
-	j := &appsv1alpha1.ImagePullJob{}
-	appsv1alpha1.SetDefaults_ImagePullJob(j)
+func job(mutate func(*appsv1beta1.ImagePullJob)) *appsv1beta1.ImagePullJob {
+	j := &appsv1beta1.ImagePullJob{}
+	appsv1beta1.SetDefaults_ImagePullJob(j)
 	if mutate != nil {
 		mutate(j)
 	}
 	return j
 }
 
-func lowest(int64) int64                    { return 0 }
-func highest(n int64) int64                 { return n - 1 }
-func neverJob(j *appsv1alpha1.ImagePullJob) { j.Spec.CompletionPolicy.Type = appsv1alpha1.Never }
+func lowest(int64) int64                   { return 0 }
+func highest(n int64) int64                { return n - 1 }
+func neverJob(j *appsv1beta1.ImagePullJob) { j.Spec.CompletionPolicy.Type = appsv1beta1.Never }
 
 func TestTagPullPolicyNever(t *testing.T) {
 	for _, tc := range []struct {
@@ -34,7 +35,7 @@ func TestTagPullPolicyNever(t *testing.T) {
 			t.Errorf("policy = %+v, want deadline 2407 (4 × 600 + sleeps 1+2+4), timeout 600, backoff 3", p)
 		}
 	}
-	short := TagPullPolicy(job(func(j *appsv1alpha1.ImagePullJob) {
+	short := TagPullPolicy(job(func(j *appsv1beta1.ImagePullJob) {
 		neverJob(j)
 		j.Spec.PullPolicy.TimeoutSeconds = ptr.To[int32](10)
 	}), lowest)
@@ -53,15 +54,15 @@ func TestNeverTagDeadlineSleepsAreCapped(t *testing.T) {
 func TestTagPullPolicyAlways(t *testing.T) {
 	for _, tc := range []struct {
 		name         string
-		mutate       func(*appsv1alpha1.ImagePullJob)
+		mutate       func(*appsv1beta1.ImagePullJob)
 		rand         func(int64) int64
 		wantTTL      int32
 		wantDeadline *int64
 	}{
-		{"ttl", func(j *appsv1alpha1.ImagePullJob) {
+		{"ttl", func(j *appsv1beta1.ImagePullJob) {
 			j.Spec.CompletionPolicy.TTLSecondsAfterFinished = ptr.To[int32](100)
 		}, lowest, 400, nil},
-		{"deadline", func(j *appsv1alpha1.ImagePullJob) {
+		{"deadline", func(j *appsv1beta1.ImagePullJob) {
 			j.Spec.CompletionPolicy.ActiveDeadlineSeconds = ptr.To[int64](1000)
 		}, highest, 1000 + 300 + 299, ptr.To[int64](1000)},
 		{"neither", nil, lowest, 600*3 + 300, nil},
@@ -104,5 +105,15 @@ func TestProgressMessage(t *testing.T) {
 		if got := ProgressMessage(tc.desired, tc.succeeded, tc.failed); got != tc.want {
 			t.Errorf("ProgressMessage(%d, %d, %d) = %q, want %q", tc.desired, tc.succeeded, tc.failed, got, tc.want)
 		}
+	}
+}
+
+// Jobs name themselves in apps.kruise.io/v1beta1 on the tags they own, as OpenKruise 1.9
+// does.
+func TestOwnerReference(t *testing.T) {
+	j := job(func(j *appsv1beta1.ImagePullJob) { j.Namespace, j.Name, j.UID = "ns", "pull", "uid-pull" })
+	want := corev1.ObjectReference{APIVersion: "apps.kruise.io/v1beta1", Kind: "ImagePullJob", Namespace: "ns", Name: "pull", UID: "uid-pull"}
+	if got := OwnerReference(j); got != want {
+		t.Errorf("OwnerReference = %+v, want %+v", got, want)
 	}
 }

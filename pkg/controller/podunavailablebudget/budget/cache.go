@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	policyv1alpha1 "github.com/bosun-dev/api/policy/v1alpha1"
+	policyv1beta1 "github.com/bosun-dev/api/policy/v1beta1"
 	bosunclientset "github.com/bosun-dev/client-go/clientset/versioned"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,7 +32,7 @@ type Cache struct {
 	locks map[lockKey]*budgetLock
 	// written holds, by namespace/name, the budget as this process last wrote or read it
 	// live. Only a copy with the same UID as the informer's is ever used.
-	written map[types.NamespacedName]*policyv1alpha1.PodUnavailableBudget
+	written map[types.NamespacedName]*policyv1beta1.PodUnavailableBudget
 	// queues holds, by budget, the Spend requests waiting for the next shared write.
 	queues map[lockKey]*spendQueue
 }
@@ -55,7 +55,7 @@ func NewCache() *Cache {
 		backoff: ConflictBackoff,
 		locks:   map[lockKey]*budgetLock{},
 		queues:  map[lockKey]*spendQueue{},
-		written: map[types.NamespacedName]*policyv1alpha1.PodUnavailableBudget{},
+		written: map[types.NamespacedName]*policyv1beta1.PodUnavailableBudget{},
 	}
 }
 
@@ -71,7 +71,7 @@ func (c *Cache) Forget(namespace, name string) {
 // several times, each time on a fresher copy. It returns write=false when there is nothing
 // to write (UpdateStatus then returns the edited copy without writing it), and an error to
 // abandon the update (UpdateStatus returns it unchanged, whatever it is).
-type Change func(pub *policyv1alpha1.PodUnavailableBudget) (write bool, err error)
+type Change func(pub *policyv1beta1.PodUnavailableBudget) (write bool, err error)
 
 // UpdateStatus applies change to the freshest copy of the budget informerCopy names and
 // writes the status, retrying on conflicts (ConflictBackoff). Every attempt holds the
@@ -85,7 +85,7 @@ type Change func(pub *policyv1alpha1.PodUnavailableBudget) (write bool, err erro
 // attempt the error is a conflict. A budget that was deleted and re-created under the same
 // name while this ran is reported NotFound: the caller meant the old one.
 func (c *Cache) UpdateStatus(ctx context.Context, client bosunclientset.Interface,
-	informerCopy *policyv1alpha1.PodUnavailableBudget, change Change) (*policyv1alpha1.PodUnavailableBudget, error) {
+	informerCopy *policyv1beta1.PodUnavailableBudget, change Change) (*policyv1beta1.PodUnavailableBudget, error) {
 	backoff := c.backoff
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
@@ -114,13 +114,13 @@ func (c *Cache) UpdateStatus(ctx context.Context, client bosunclientset.Interfac
 // attempt is one read-modify-write of UpdateStatus, under the budget's mutex. It returns
 // the change's error apart from the API's.
 func (c *Cache) attempt(ctx context.Context, client bosunclientset.Interface,
-	informerCopy *policyv1alpha1.PodUnavailableBudget, change Change, attempt int) (_ *policyv1alpha1.PodUnavailableBudget, changeErr, err error) {
+	informerCopy *policyv1beta1.PodUnavailableBudget, change Change, attempt int) (_ *policyv1beta1.PodUnavailableBudget, changeErr, err error) {
 	namespace, name := informerCopy.Namespace, informerCopy.Name
-	budgets := client.PolicyV1alpha1().PodUnavailableBudgets(namespace)
+	budgets := client.PolicyV1beta1().PodUnavailableBudgets(namespace)
 	unlock := c.lock(informerCopy)
 	defer unlock()
 
-	var base *policyv1alpha1.PodUnavailableBudget
+	var base *policyv1beta1.PodUnavailableBudget
 	if attempt == 1 {
 		base = c.Freshest(informerCopy)
 	} else {
@@ -130,7 +130,7 @@ func (c *Cache) attempt(ctx context.Context, client bosunclientset.Interface,
 		}
 		if live.UID != informerCopy.UID {
 			return nil, nil, fmt.Errorf("reading PodUnavailableBudget %s/%s after a conflict: it was re-created: %w", namespace, name,
-				apierrors.NewNotFound(policyv1alpha1.Resource("podunavailablebudgets"), name))
+				apierrors.NewNotFound(policyv1beta1.Resource("podunavailablebudgets"), name))
 		}
 		c.remember(live)
 		base = live
@@ -159,7 +159,7 @@ func (c *Cache) attempt(ctx context.Context, client bosunclientset.Interface,
 // Freshest returns the newer, by resourceVersion, of the write-through copy and
 // informerCopy; informerCopy when the copy is of another budget (other UID) or either
 // version is not a number. It copies nothing: callers must not mutate the result.
-func (c *Cache) Freshest(informerCopy *policyv1alpha1.PodUnavailableBudget) *policyv1alpha1.PodUnavailableBudget {
+func (c *Cache) Freshest(informerCopy *policyv1beta1.PodUnavailableBudget) *policyv1beta1.PodUnavailableBudget {
 	c.mu.Lock()
 	written := c.written[types.NamespacedName{Namespace: informerCopy.Namespace, Name: informerCopy.Name}]
 	c.mu.Unlock()
@@ -170,7 +170,7 @@ func (c *Cache) Freshest(informerCopy *policyv1alpha1.PodUnavailableBudget) *pol
 }
 
 // remember stores pub as the write-through copy unless the stored one is newer.
-func (c *Cache) remember(pub *policyv1alpha1.PodUnavailableBudget) {
+func (c *Cache) remember(pub *policyv1beta1.PodUnavailableBudget) {
 	key := types.NamespacedName{Namespace: pub.Namespace, Name: pub.Name}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -183,7 +183,7 @@ func (c *Cache) remember(pub *policyv1alpha1.PodUnavailableBudget) {
 // newer reports whether a's resourceVersion is a larger number than b's. Resource versions
 // are opaque by contract, but every API server bosun supports issues increasing integers;
 // should one not, nothing is newer and the caller keeps the informer's copy.
-func newer(a, b *policyv1alpha1.PodUnavailableBudget) bool {
+func newer(a, b *policyv1beta1.PodUnavailableBudget) bool {
 	av, err := strconv.ParseUint(a.ResourceVersion, 10, 64)
 	if err != nil {
 		return false
@@ -196,7 +196,7 @@ func newer(a, b *policyv1alpha1.PodUnavailableBudget) bool {
 }
 
 // lock takes the mutex of pub's UID and returns its release.
-func (c *Cache) lock(pub *policyv1alpha1.PodUnavailableBudget) (unlock func()) {
+func (c *Cache) lock(pub *policyv1beta1.PodUnavailableBudget) (unlock func()) {
 	key := keyOf(pub)
 	c.mu.Lock()
 	l := c.locks[key]
@@ -221,7 +221,7 @@ func (c *Cache) lock(pub *policyv1alpha1.PodUnavailableBudget) (unlock func()) {
 
 // keyOf is the key of a budget's lock and Spend queue: its UID, or, for a budget without
 // one (only in tests), its namespace/name.
-func keyOf(pub *policyv1alpha1.PodUnavailableBudget) lockKey {
+func keyOf(pub *policyv1beta1.PodUnavailableBudget) lockKey {
 	if pub.UID == "" {
 		return lockKey{name: types.NamespacedName{Namespace: pub.Namespace, Name: pub.Name}}
 	}

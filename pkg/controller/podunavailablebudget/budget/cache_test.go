@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	policyv1alpha1 "github.com/bosun-dev/api/policy/v1alpha1"
+	policyv1beta1 "github.com/bosun-dev/api/policy/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -17,10 +17,10 @@ import (
 	"github.com/bosun-dev/bosun/pkg/controller/podunavailablebudget/budget/budgettest"
 )
 
-func newPUB(rv string, allowed int32) *policyv1alpha1.PodUnavailableBudget {
-	return &policyv1alpha1.PodUnavailableBudget{
+func newPUB(rv string, allowed int32) *policyv1beta1.PodUnavailableBudget {
+	return &policyv1beta1.PodUnavailableBudget{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pub", UID: "uid-1", ResourceVersion: rv},
-		Status:     policyv1alpha1.PodUnavailableBudgetStatus{UnavailableAllowed: allowed},
+		Status:     policyv1beta1.PodUnavailableBudgetStatus{UnavailableAllowed: allowed},
 	}
 }
 
@@ -35,7 +35,7 @@ var errDenied = errors.New("no budget left")
 
 // spend is the webhook's change: take one from unavailableAllowed, or refuse.
 func spend(pod string) Change {
-	return func(pub *policyv1alpha1.PodUnavailableBudget) (bool, error) {
+	return func(pub *policyv1beta1.PodUnavailableBudget) (bool, error) {
 		if pub.Status.UnavailableAllowed <= 0 {
 			return false, errDenied
 		}
@@ -58,8 +58,8 @@ func TestConflictBackoff(t *testing.T) {
 func TestFreshest(t *testing.T) {
 	tests := []struct {
 		name        string
-		written     *policyv1alpha1.PodUnavailableBudget
-		informer    *policyv1alpha1.PodUnavailableBudget
+		written     *policyv1beta1.PodUnavailableBudget
+		informer    *policyv1beta1.PodUnavailableBudget
 		wantWritten bool
 	}{
 		{name: "nothing written", informer: newPUB("10", 1)},
@@ -67,7 +67,7 @@ func TestFreshest(t *testing.T) {
 		{name: "written is newer numerically, not lexically", written: newPUB("100", 0), informer: newPUB("99", 1), wantWritten: true},
 		{name: "informer is newer", written: newPUB("10", 0), informer: newPUB("11", 1)},
 		{name: "same version", written: newPUB("10", 0), informer: newPUB("10", 1)},
-		{name: "written is of another budget", written: func() *policyv1alpha1.PodUnavailableBudget {
+		{name: "written is of another budget", written: func() *policyv1beta1.PodUnavailableBudget {
 			p := newPUB("20", 0)
 			p.UID = "uid-old"
 			return p
@@ -162,7 +162,7 @@ func TestUpdateStatusNoWrite(t *testing.T) {
 	server := budgettest.NewServer(newPUB("", 1))
 	informer := server.Budget("ns", "pub")
 	c := fastCache()
-	got, err := c.UpdateStatus(ctx, server, informer, func(pub *policyv1alpha1.PodUnavailableBudget) (bool, error) {
+	got, err := c.UpdateStatus(ctx, server, informer, func(pub *policyv1beta1.PodUnavailableBudget) (bool, error) {
 		pub.Status.UnavailableAllowed = 42
 		return false, nil
 	})
@@ -189,9 +189,9 @@ func TestUpdateStatusChangeErrorsAreReturnedUnchanged(t *testing.T) {
 	informer := server.Budget("ns", "pub")
 	c := fastCache()
 	// Even an error that looks like a conflict is the change's verdict, not a reason to retry.
-	changeErr := apierrors.NewConflict(policyv1alpha1.Resource("podunavailablebudgets"), "pub", errors.New("mine"))
+	changeErr := apierrors.NewConflict(policyv1beta1.Resource("podunavailablebudgets"), "pub", errors.New("mine"))
 	calls := 0
-	_, err := c.UpdateStatus(ctx, server, informer, func(*policyv1alpha1.PodUnavailableBudget) (bool, error) {
+	_, err := c.UpdateStatus(ctx, server, informer, func(*policyv1beta1.PodUnavailableBudget) (bool, error) {
 		calls++
 		return false, changeErr
 	})
@@ -214,7 +214,7 @@ func TestUpdateStatusRetriesConflictsFromLiveCopy(t *testing.T) {
 	c := fastCache()
 
 	var seen []int32
-	got, err := c.UpdateStatus(ctx, server, informer, func(pub *policyv1alpha1.PodUnavailableBudget) (bool, error) {
+	got, err := c.UpdateStatus(ctx, server, informer, func(pub *policyv1beta1.PodUnavailableBudget) (bool, error) {
 		seen = append(seen, pub.Status.UnavailableAllowed)
 		return spend("a")(pub)
 	})
@@ -239,7 +239,7 @@ func TestUpdateStatusGivesUpAfterFourConflicts(t *testing.T) {
 	server.InjectConflicts(100)
 	c := fastCache()
 	calls := 0
-	_, err := c.UpdateStatus(ctx, server, informer, func(pub *policyv1alpha1.PodUnavailableBudget) (bool, error) {
+	_, err := c.UpdateStatus(ctx, server, informer, func(pub *policyv1beta1.PodUnavailableBudget) (bool, error) {
 		calls++
 		return spend("a")(pub)
 	})

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	policyv1alpha1 "github.com/bosun-dev/api/policy/v1alpha1"
+	policyv1beta1 "github.com/bosun-dev/api/policy/v1beta1"
 	bosunclientset "github.com/bosun-dev/client-go/clientset/versioned"
 	"k8s.io/klog/v2"
 )
@@ -16,7 +16,7 @@ const spendTimeout = 30 * time.Second
 
 // spendRequest is one caller's change waiting for a shared status write.
 type spendRequest struct {
-	informerCopy *policyv1alpha1.PodUnavailableBudget
+	informerCopy *policyv1beta1.PodUnavailableBudget
 	change       Change
 	done         chan error
 }
@@ -40,7 +40,7 @@ type spendQueue struct {
 // request that then failed comes back when the entry expires, as for any admitted pod
 // that was not deleted.
 func (c *Cache) Spend(ctx context.Context, client bosunclientset.Interface,
-	informerCopy *policyv1alpha1.PodUnavailableBudget, change Change) error {
+	informerCopy *policyv1beta1.PodUnavailableBudget, change Change) error {
 	req := &spendRequest{informerCopy: informerCopy, change: change, done: make(chan error, 1)}
 	key := keyOf(informerCopy)
 
@@ -99,7 +99,7 @@ func (c *Cache) writeBatch(ctx context.Context, client bosunclientset.Interface,
 	}
 	results := make([]error, len(batch))
 	wanted := make([]bool, len(batch))
-	_, err := c.UpdateStatus(ctx, client, informerCopy, func(pub *policyv1alpha1.PodUnavailableBudget) (bool, error) {
+	_, err := c.UpdateStatus(ctx, client, informerCopy, func(pub *policyv1beta1.PodUnavailableBudget) (bool, error) {
 		write := false
 		for i, r := range batch {
 			// Each change gets a copy, so a refused or write-less change leaves nothing

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	policyv1alpha1 "github.com/bosun-dev/api/policy/v1alpha1"
+	policyv1beta1 "github.com/bosun-dev/api/policy/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -36,7 +36,7 @@ func TestSpendBatchesConcurrentChanges(t *testing.T) {
 	var changesRun atomic.Int32
 	counted := func(pod string) Change {
 		change := spend(pod)
-		return func(pub *policyv1alpha1.PodUnavailableBudget) (bool, error) {
+		return func(pub *policyv1beta1.PodUnavailableBudget) (bool, error) {
 			changesRun.Add(1)
 			return change(pub)
 		}
@@ -117,11 +117,11 @@ func TestSpendKeepsEachChangeApart(t *testing.T) {
 	informer := server.Budget("ns", "pub")
 	c := fastCache()
 
-	refusing := func(pub *policyv1alpha1.PodUnavailableBudget) (bool, error) {
+	refusing := func(pub *policyv1beta1.PodUnavailableBudget) (bool, error) {
 		pub.Status.UnavailableAllowed = 100 // must not survive the refusal
 		return false, errDenied
 	}
-	dryRun := func(pub *policyv1alpha1.PodUnavailableBudget) (bool, error) {
+	dryRun := func(pub *policyv1beta1.PodUnavailableBudget) (bool, error) {
 		pub.Status.UnavailableAllowed = 50 // must not survive: nothing to write
 		return false, nil
 	}
@@ -150,7 +150,7 @@ func TestSpendReportsTheWriteError(t *testing.T) {
 	c := fastCache()
 
 	admitting := &spendRequest{informerCopy: informer, change: spend("a"), done: make(chan error, 1)}
-	refused := &spendRequest{informerCopy: informer, change: func(*policyv1alpha1.PodUnavailableBudget) (bool, error) {
+	refused := &spendRequest{informerCopy: informer, change: func(*policyv1beta1.PodUnavailableBudget) (bool, error) {
 		return false, errDenied
 	}, done: make(chan error, 1)}
 	c.writeBatch(ctx, server, []*spendRequest{admitting, refused})

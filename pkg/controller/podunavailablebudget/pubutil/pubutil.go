@@ -2,11 +2,10 @@ package pubutil
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
-	policyv1alpha1 "github.com/bosun-dev/api/policy/v1alpha1"
+	policyv1beta1 "github.com/bosun-dev/api/policy/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -42,24 +41,24 @@ const (
 // RelatedBudget returns the name of the budget a pod is tagged with, "" when untagged. The
 // newer annotation wins over the older one when both are present and differ.
 func RelatedBudget(pod *corev1.Pod) string {
-	if name := pod.Annotations[policyv1alpha1.PodRelatedPubAnnotationNew]; name != "" {
+	if name := pod.Annotations[policyv1beta1.PodRelatedPubAnnotationNew]; name != "" {
 		return name
 	}
-	return pod.Annotations[policyv1alpha1.PodRelatedPubAnnotation]
+	return pod.Annotations[policyv1beta1.PodRelatedPubAnnotation]
 }
 
 // RelatedBudgetAnnotations returns the annotations that tag a pod with a budget: both
 // spellings, because older OpenKruise reads only the first one.
 func RelatedBudgetAnnotations(pubName string) map[string]string {
 	return map[string]string{
-		policyv1alpha1.PodRelatedPubAnnotation:    pubName,
-		policyv1alpha1.PodRelatedPubAnnotationNew: pubName,
+		policyv1beta1.PodRelatedPubAnnotation:    pubName,
+		policyv1beta1.PodRelatedPubAnnotationNew: pubName,
 	}
 }
 
 // NoProtect reports whether a pod opted out of every budget check.
 func NoProtect(pod *corev1.Pod) bool {
-	return pod.Annotations[policyv1alpha1.PodPubNoProtectionAnnotation] == "true"
+	return pod.Annotations[policyv1beta1.PodPubNoProtectionAnnotation] == "true"
 }
 
 // IsActive reports whether a pod still counts towards a budget: not finished and not being
@@ -72,7 +71,7 @@ func IsActive(pod *corev1.Pod) bool {
 // which makes it count as unavailable even when Ready.
 func HasUnavailableLabel(pod *corev1.Pod) bool {
 	for key := range pod.Labels {
-		if strings.HasPrefix(key, policyv1alpha1.PubUnavailablePodLabelPrefix) {
+		if strings.HasPrefix(key, policyv1beta1.PubUnavailablePodLabelPrefix) {
 			return true
 		}
 	}
@@ -135,83 +134,10 @@ func IsAvailable(pod *corev1.Pod) bool {
 		IsStateConsistent(pod)
 }
 
-// OperationSet is a set of operations a budget protects.
-type OperationSet map[policyv1alpha1.PubOperation]bool
-
-// Has reports whether op is in the set.
-func (s OperationSet) Has(op policyv1alpha1.PubOperation) bool {
-	return s[op]
-}
-
-// DefaultProtectedOperations is what a budget protects without the protect-operations
-// annotation (UPDATE implying RESIZE).
-func DefaultProtectedOperations() OperationSet {
-	return OperationSet{
-		policyv1alpha1.PubDeleteOperation: true,
-		policyv1alpha1.PubUpdateOperation: true,
-		policyv1alpha1.PubEvictOperation:  true,
-		policyv1alpha1.PubResizeOperation: true,
-	}
-}
-
-// ParseProtectedOperations parses the protect-operations annotation: a comma-separated list
-// of DELETE, UPDATE, EVICT and RESIZE, spaces around each word allowed. An empty value means
-// the default set. UPDATE implies RESIZE: bosun has no separate switch for in-place resize,
-// and a resize restarts nothing only if the runtime supports it, so a budget protecting
-// updates protects resizes too.
-func ParseProtectedOperations(value string) (OperationSet, error) {
-	if strings.TrimSpace(value) == "" {
-		return DefaultProtectedOperations(), nil
-	}
-	ops := OperationSet{}
-	for _, word := range strings.Split(value, ",") {
-		op := policyv1alpha1.PubOperation(strings.TrimSpace(word))
-		switch op {
-		case policyv1alpha1.PubDeleteOperation, policyv1alpha1.PubEvictOperation, policyv1alpha1.PubResizeOperation:
-			ops[op] = true
-		case policyv1alpha1.PubUpdateOperation:
-			ops[op] = true
-			ops[policyv1alpha1.PubResizeOperation] = true
-		default:
-			return nil, fmt.Errorf("%q is not one of %s, %s, %s, %s", strings.TrimSpace(word),
-				policyv1alpha1.PubDeleteOperation, policyv1alpha1.PubUpdateOperation,
-				policyv1alpha1.PubEvictOperation, policyv1alpha1.PubResizeOperation)
-		}
-	}
-	return ops, nil
-}
-
-// ProtectedOperations returns the operations a budget protects. An annotation that does not
-// parse (which the budget webhook refuses, so only a budget stored before it ran can carry
-// one) means the default set: protecting too much is safer than protecting nothing.
-func ProtectedOperations(pub *policyv1alpha1.PodUnavailableBudget) OperationSet {
-	ops, err := ParseProtectedOperations(pub.Annotations[policyv1alpha1.PubProtectOperationAnnotation])
-	if err != nil {
-		return DefaultProtectedOperations()
-	}
-	return ops
-}
-
-// ProtectTotalReplicas returns the expected pod count a budget's protect-total-replicas
-// annotation sets. ok is false when the annotation is absent; err is set when it is present
-// but not a decimal int32.
-func ProtectTotalReplicas(pub *policyv1alpha1.PodUnavailableBudget) (n int32, ok bool, err error) {
-	value, present := pub.Annotations[policyv1alpha1.PubProtectTotalReplicasAnnotation]
-	if !present {
-		return 0, false, nil
-	}
-	parsed, err := strconv.ParseInt(value, 10, 32)
-	if err != nil {
-		return 0, true, fmt.Errorf("annotation %s=%q is not a decimal int32: %w",
-			policyv1alpha1.PubProtectTotalReplicasAnnotation, value, err)
-	}
-	return int32(parsed), true, nil
-}
-
 // DesiredAvailable returns how many of expected pods a budget keeps available:
 // expected − maxUnavailable (floored at 0), or minAvailable; percentages are of expected,
 // rounded up.
-func DesiredAvailable(spec policyv1alpha1.PodUnavailableBudgetSpec, expected int32) (int32, error) {
+func DesiredAvailable(spec policyv1beta1.PodUnavailableBudgetSpec, expected int32) (int32, error) {
 	switch {
 	case spec.MaxUnavailable != nil:
 		maxUnavailable, err := intstr.GetScaledValueFromIntOrPercent(spec.MaxUnavailable, int(expected), true)
@@ -230,6 +156,6 @@ func DesiredAvailable(spec policyv1alpha1.PodUnavailableBudgetSpec, expected int
 }
 
 // BoolAnnotation reports whether a budget's annotation key is exactly "true".
-func BoolAnnotation(pub *policyv1alpha1.PodUnavailableBudget, key string) bool {
+func BoolAnnotation(pub *policyv1beta1.PodUnavailableBudget, key string) bool {
 	return pub.Annotations[key] == "true"
 }

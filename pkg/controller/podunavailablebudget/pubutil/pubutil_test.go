@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
-	policyv1alpha1 "github.com/bosun-dev/api/policy/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
+	policyv1beta1 "github.com/bosun-dev/api/policy/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -61,10 +61,10 @@ func TestRelatedBudget(t *testing.T) {
 		want        string
 	}{
 		{"untagged", nil, ""},
-		{"old key only", map[string]string{policyv1alpha1.PodRelatedPubAnnotation: "old"}, "old"},
-		{"new key only", map[string]string{policyv1alpha1.PodRelatedPubAnnotationNew: "new"}, "new"},
-		{"new wins", map[string]string{policyv1alpha1.PodRelatedPubAnnotation: "old", policyv1alpha1.PodRelatedPubAnnotationNew: "new"}, "new"},
-		{"empty new falls back", map[string]string{policyv1alpha1.PodRelatedPubAnnotation: "old", policyv1alpha1.PodRelatedPubAnnotationNew: ""}, "old"},
+		{"old key only", map[string]string{policyv1beta1.PodRelatedPubAnnotation: "old"}, "old"},
+		{"new key only", map[string]string{policyv1beta1.PodRelatedPubAnnotationNew: "new"}, "new"},
+		{"new wins", map[string]string{policyv1beta1.PodRelatedPubAnnotation: "old", policyv1beta1.PodRelatedPubAnnotationNew: "new"}, "new"},
+		{"empty new falls back", map[string]string{policyv1beta1.PodRelatedPubAnnotation: "old", policyv1beta1.PodRelatedPubAnnotationNew: ""}, "old"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -102,8 +102,8 @@ func TestPodPredicates(t *testing.T) {
 		available                      bool
 	}{
 		{name: "ready running", pod: readyPod("nginx", "docker.io/library/nginx@"+digestA), active: true, available: true},
-		{name: "no-protect true", pod: withAnnotations(readyPod("nginx", ""), policyv1alpha1.PodPubNoProtectionAnnotation, "true"), noProtect: true, active: true, available: true},
-		{name: "no-protect other value", pod: withAnnotations(readyPod("nginx", ""), policyv1alpha1.PodPubNoProtectionAnnotation, "yes"), active: true, available: true},
+		{name: "no-protect true", pod: withAnnotations(readyPod("nginx", ""), policyv1beta1.PodPubNoProtectionAnnotation, "true"), noProtect: true, active: true, available: true},
+		{name: "no-protect other value", pod: withAnnotations(readyPod("nginx", ""), policyv1beta1.PodPubNoProtectionAnnotation, "yes"), active: true, available: true},
 		{name: "pending", pod: func() *corev1.Pod { p := readyPod("nginx", ""); p.Status.Phase = corev1.PodPending; return p }(), active: true},
 		{name: "succeeded", pod: func() *corev1.Pod { p := readyPod("nginx", ""); p.Status.Phase = corev1.PodSucceeded; return p }()},
 		{name: "failed", pod: func() *corev1.Pod { p := readyPod("nginx", ""); p.Status.Phase = corev1.PodFailed; return p }()},
@@ -173,7 +173,7 @@ func TestIsStateConsistent(t *testing.T) {
 		}, false},
 		{"all digests: in-place state is not consulted", func(t *testing.T) *corev1.Pod {
 			p := readyPod("nginx@"+digestA, "nginx@"+digestA)
-			return withAnnotations(p, appsv1alpha1.InPlaceUpdateStateKey, inPlaceState(t, map[string]string{"app": "nginx@" + digestA}))
+			return withAnnotations(p, appsv1beta1.InPlaceUpdateStateKey, inPlaceState(t, map[string]string{"app": "nginx@" + digestA}))
 		}, true},
 		{"mixed: digest container wrong", func(*testing.T) *corev1.Pod {
 			return twoContainers("nginx@"+digestA, "nginx@"+digestB, "busybox:1", "id-busybox")
@@ -184,33 +184,33 @@ func TestIsStateConsistent(t *testing.T) {
 		{"in-place update not yet running the new image", func(t *testing.T) *corev1.Pod {
 			p := readyPod("nginx:1.26", "id-old")
 			p.Status.ContainerStatuses[0].Image = "nginx:1.25"
-			return withAnnotations(p, appsv1alpha1.InPlaceUpdateStateKey, inPlaceState(t, map[string]string{"app": "id-old"}))
+			return withAnnotations(p, appsv1beta1.InPlaceUpdateStateKey, inPlaceState(t, map[string]string{"app": "id-old"}))
 		}, false},
 		{"in-place update completed", func(t *testing.T) *corev1.Pod {
 			p := readyPod("nginx:1.26", "id-new")
-			return withAnnotations(p, appsv1alpha1.InPlaceUpdateStateKey, inPlaceState(t, map[string]string{"app": "id-old"}))
+			return withAnnotations(p, appsv1beta1.InPlaceUpdateStateKey, inPlaceState(t, map[string]string{"app": "id-old"}))
 		}, true},
 		{"in-place update under the legacy key, not yet done", func(t *testing.T) *corev1.Pod {
 			p := readyPod("nginx:1.26", "id-old")
 			p.Status.ContainerStatuses[0].Image = "nginx:1.25"
-			return withAnnotations(p, appsv1alpha1.InPlaceUpdateStateKeyOld, inPlaceState(t, map[string]string{"app": "id-old"}))
+			return withAnnotations(p, appsv1beta1.InPlaceUpdateStateKeyOld, inPlaceState(t, map[string]string{"app": "id-old"}))
 		}, false},
 		{"in-place update: new image resolves to the old image ID", func(t *testing.T) *corev1.Pod {
 			p := readyPod("nginx:1.26", "id-same")
-			return withAnnotations(p, appsv1alpha1.InPlaceUpdateStateKey, inPlaceState(t, map[string]string{"app": "id-same"}))
+			return withAnnotations(p, appsv1beta1.InPlaceUpdateStateKey, inPlaceState(t, map[string]string{"app": "id-same"}))
 		}, true},
 		{"in-place update: only the updated container is checked", func(t *testing.T) *corev1.Pod {
 			p := twoContainers("nginx:1.26", "id-new", "busybox:1", "id-busybox")
-			return withAnnotations(p, appsv1alpha1.InPlaceUpdateStateKey, inPlaceState(t, map[string]string{"app": "id-old"}))
+			return withAnnotations(p, appsv1beta1.InPlaceUpdateStateKey, inPlaceState(t, map[string]string{"app": "id-old"}))
 		}, true},
 		{"in-place update in grace period", func(t *testing.T) *corev1.Pod {
 			p := readyPod("nginx:1.26", "id-new")
 			return withAnnotations(p,
-				appsv1alpha1.InPlaceUpdateStateKey, inPlaceState(t, map[string]string{"app": "id-old"}),
-				appsv1alpha1.InPlaceUpdateGraceKey, "{}")
+				appsv1beta1.InPlaceUpdateStateKey, inPlaceState(t, map[string]string{"app": "id-old"}),
+				appsv1beta1.InPlaceUpdateGraceKey, "{}")
 		}, false},
 		{"unreadable in-place state", func(*testing.T) *corev1.Pod {
-			return withAnnotations(readyPod("nginx:1.26", "id-new"), appsv1alpha1.InPlaceUpdateStateKey, "{not json")
+			return withAnnotations(readyPod("nginx:1.26", "id-new"), appsv1beta1.InPlaceUpdateStateKey, "{not json")
 		}, false},
 	}
 	for _, tt := range tests {
@@ -226,133 +226,26 @@ func TestIsStateConsistent(t *testing.T) {
 	}
 }
 
-func TestParseProtectedOperations(t *testing.T) {
-	all := []policyv1alpha1.PubOperation{
-		policyv1alpha1.PubDeleteOperation, policyv1alpha1.PubUpdateOperation,
-		policyv1alpha1.PubEvictOperation, policyv1alpha1.PubResizeOperation,
-	}
-	tests := []struct {
-		value   string
-		want    []policyv1alpha1.PubOperation
-		wantErr bool
-	}{
-		{value: "", want: all},
-		{value: "   ", want: all},
-		{value: "DELETE", want: []policyv1alpha1.PubOperation{"DELETE"}},
-		{value: "EVICT", want: []policyv1alpha1.PubOperation{"EVICT"}},
-		{value: "UPDATE", want: []policyv1alpha1.PubOperation{"UPDATE", "RESIZE"}},
-		{value: "RESIZE", want: []policyv1alpha1.PubOperation{"RESIZE"}},
-		{value: "DELETE,EVICT", want: []policyv1alpha1.PubOperation{"DELETE", "EVICT"}},
-		{value: " DELETE , EVICT ", want: []policyv1alpha1.PubOperation{"DELETE", "EVICT"}},
-		{value: "DELETE,UPDATE,EVICT,RESIZE", want: all},
-		{value: "DELETE,FOO", wantErr: true},
-		{value: "delete", wantErr: true},
-		{value: "DELETE,", wantErr: true},
-		{value: "DELETE;EVICT", wantErr: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.value, func(t *testing.T) {
-			got, err := ParseProtectedOperations(tt.value)
-			if tt.wantErr {
-				if err == nil {
-					t.Fatalf("ParseProtectedOperations(%q) = %v, want an error", tt.value, got)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("ParseProtectedOperations(%q): %v", tt.value, err)
-			}
-			assertOperations(t, got, tt.want)
-		})
-	}
-}
-
-func assertOperations(t *testing.T, got OperationSet, want []policyv1alpha1.PubOperation) {
-	t.Helper()
-	wantSet := map[policyv1alpha1.PubOperation]bool{}
-	for _, op := range want {
-		wantSet[op] = true
-	}
-	for _, op := range []policyv1alpha1.PubOperation{"DELETE", "UPDATE", "EVICT", "RESIZE", "OTHER"} {
-		if got.Has(op) != wantSet[op] {
-			t.Errorf("Has(%s) = %v, want %v", op, got.Has(op), wantSet[op])
-		}
-	}
-}
-
-func pubWithAnnotations(kv ...string) *policyv1alpha1.PodUnavailableBudget {
-	pub := &policyv1alpha1.PodUnavailableBudget{ObjectMeta: metav1.ObjectMeta{Name: "pub", Annotations: map[string]string{}}}
-	for i := 0; i+1 < len(kv); i += 2 {
-		pub.Annotations[kv[i]] = kv[i+1]
-	}
-	return pub
-}
-
-func TestProtectedOperations(t *testing.T) {
-	tests := []struct {
-		name string
-		pub  *policyv1alpha1.PodUnavailableBudget
-		want []policyv1alpha1.PubOperation
-	}{
-		{"absent", pubWithAnnotations(), []policyv1alpha1.PubOperation{"DELETE", "UPDATE", "EVICT", "RESIZE"}},
-		{"set", pubWithAnnotations(policyv1alpha1.PubProtectOperationAnnotation, "EVICT"), []policyv1alpha1.PubOperation{"EVICT"}},
-		{"invalid means default", pubWithAnnotations(policyv1alpha1.PubProtectOperationAnnotation, "EVICT,FOO"), []policyv1alpha1.PubOperation{"DELETE", "UPDATE", "EVICT", "RESIZE"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			assertOperations(t, ProtectedOperations(tt.pub), tt.want)
-		})
-	}
-}
-
-func TestProtectTotalReplicas(t *testing.T) {
-	tests := []struct {
-		name    string
-		pub     *policyv1alpha1.PodUnavailableBudget
-		n       int32
-		ok      bool
-		wantErr bool
-	}{
-		{name: "absent", pub: pubWithAnnotations()},
-		{name: "three", pub: pubWithAnnotations(policyv1alpha1.PubProtectTotalReplicasAnnotation, "3"), n: 3, ok: true},
-		{name: "zero", pub: pubWithAnnotations(policyv1alpha1.PubProtectTotalReplicasAnnotation, "0"), n: 0, ok: true},
-		{name: "not a number", pub: pubWithAnnotations(policyv1alpha1.PubProtectTotalReplicasAnnotation, "abc"), ok: true, wantErr: true},
-		{name: "too large", pub: pubWithAnnotations(policyv1alpha1.PubProtectTotalReplicasAnnotation, "2147483648"), ok: true, wantErr: true},
-		{name: "empty", pub: pubWithAnnotations(policyv1alpha1.PubProtectTotalReplicasAnnotation, ""), ok: true, wantErr: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			n, ok, err := ProtectTotalReplicas(tt.pub)
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("err = %v, want error %v", err, tt.wantErr)
-			}
-			if n != tt.n || ok != tt.ok {
-				t.Errorf("ProtectTotalReplicas = (%d, %v), want (%d, %v)", n, ok, tt.n, tt.ok)
-			}
-		})
-	}
-}
-
 func TestDesiredAvailable(t *testing.T) {
 	intOrStr := func(v intstr.IntOrString) *intstr.IntOrString { return &v }
 	tests := []struct {
 		name     string
-		spec     policyv1alpha1.PodUnavailableBudgetSpec
+		spec     policyv1beta1.PodUnavailableBudgetSpec
 		expected int32
 		want     int32
 		wantErr  bool
 	}{
-		{name: "maxUnavailable 25% of 4", spec: policyv1alpha1.PodUnavailableBudgetSpec{MaxUnavailable: intOrStr(intstr.FromString("25%"))}, expected: 4, want: 3},
-		{name: "maxUnavailable 25% of 5 rounds up", spec: policyv1alpha1.PodUnavailableBudgetSpec{MaxUnavailable: intOrStr(intstr.FromString("25%"))}, expected: 5, want: 3},
-		{name: "maxUnavailable 1 of 3", spec: policyv1alpha1.PodUnavailableBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(1))}, expected: 3, want: 2},
-		{name: "maxUnavailable larger than count floors at 0", spec: policyv1alpha1.PodUnavailableBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(5))}, expected: 3, want: 0},
-		{name: "maxUnavailable of 0 pods", spec: policyv1alpha1.PodUnavailableBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(1))}, expected: 0, want: 0},
-		{name: "maxUnavailable 100%", spec: policyv1alpha1.PodUnavailableBudgetSpec{MaxUnavailable: intOrStr(intstr.FromString("100%"))}, expected: 7, want: 0},
-		{name: "minAvailable 50% of 4", spec: policyv1alpha1.PodUnavailableBudgetSpec{MinAvailable: intOrStr(intstr.FromString("50%"))}, expected: 4, want: 2},
-		{name: "minAvailable 50% of 5 rounds up", spec: policyv1alpha1.PodUnavailableBudgetSpec{MinAvailable: intOrStr(intstr.FromString("50%"))}, expected: 5, want: 3},
-		{name: "minAvailable literal ignores the count", spec: policyv1alpha1.PodUnavailableBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(10))}, expected: 3, want: 10},
-		{name: "invalid percent", spec: policyv1alpha1.PodUnavailableBudgetSpec{MaxUnavailable: intOrStr(intstr.FromString("x%"))}, expected: 3, wantErr: true},
-		{name: "neither", spec: policyv1alpha1.PodUnavailableBudgetSpec{}, expected: 3, wantErr: true},
+		{name: "maxUnavailable 25% of 4", spec: policyv1beta1.PodUnavailableBudgetSpec{MaxUnavailable: intOrStr(intstr.FromString("25%"))}, expected: 4, want: 3},
+		{name: "maxUnavailable 25% of 5 rounds up", spec: policyv1beta1.PodUnavailableBudgetSpec{MaxUnavailable: intOrStr(intstr.FromString("25%"))}, expected: 5, want: 3},
+		{name: "maxUnavailable 1 of 3", spec: policyv1beta1.PodUnavailableBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(1))}, expected: 3, want: 2},
+		{name: "maxUnavailable larger than count floors at 0", spec: policyv1beta1.PodUnavailableBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(5))}, expected: 3, want: 0},
+		{name: "maxUnavailable of 0 pods", spec: policyv1beta1.PodUnavailableBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(1))}, expected: 0, want: 0},
+		{name: "maxUnavailable 100%", spec: policyv1beta1.PodUnavailableBudgetSpec{MaxUnavailable: intOrStr(intstr.FromString("100%"))}, expected: 7, want: 0},
+		{name: "minAvailable 50% of 4", spec: policyv1beta1.PodUnavailableBudgetSpec{MinAvailable: intOrStr(intstr.FromString("50%"))}, expected: 4, want: 2},
+		{name: "minAvailable 50% of 5 rounds up", spec: policyv1beta1.PodUnavailableBudgetSpec{MinAvailable: intOrStr(intstr.FromString("50%"))}, expected: 5, want: 3},
+		{name: "minAvailable literal ignores the count", spec: policyv1beta1.PodUnavailableBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(10))}, expected: 3, want: 10},
+		{name: "invalid percent", spec: policyv1beta1.PodUnavailableBudgetSpec{MaxUnavailable: intOrStr(intstr.FromString("x%"))}, expected: 3, wantErr: true},
+		{name: "neither", spec: policyv1beta1.PodUnavailableBudgetSpec{}, expected: 3, wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -17,9 +17,9 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	bosunclientset "github.com/bosun-dev/client-go/clientset/versioned"
-	appsinformers "github.com/bosun-dev/client-go/informers/externalversions/apps/v1alpha1"
+	appsinformers "github.com/bosun-dev/client-go/informers/externalversions/apps/v1beta1"
 
 	"github.com/bosun-dev/bosun/pkg/controller/expectations"
 	"github.com/bosun-dev/bosun/pkg/controller/informers"
@@ -85,7 +85,7 @@ type Controller struct {
 // New builds the controller from the node agent's context: the agent's informers scoped to
 // its node, its runtime, its client and recorder.
 func New(ctx context.Context, cc *controller.Context) (controller.Controller, error) {
-	return NewController(ctx, cc.ContainerRecreateRequests.Apps().V1alpha1().ContainerRecreateRequests(),
+	return NewController(ctx, cc.ContainerRecreateRequests.Apps().V1beta1().ContainerRecreateRequests(),
 		cc.Pods.Core().V1().Pods(), cc.Runtime, cc.BosunClient, cc.Recorder)
 }
 
@@ -129,7 +129,7 @@ func (c *Controller) Run(ctx context.Context) {
 
 // indexByPod is the podIndex function.
 func indexByPod(obj any) ([]string, error) {
-	crr, ok := obj.(*appsv1alpha1.ContainerRecreateRequest)
+	crr, ok := obj.(*appsv1beta1.ContainerRecreateRequest)
 	if !ok {
 		return nil, nil
 	}
@@ -137,12 +137,12 @@ func indexByPod(obj any) ([]string, error) {
 }
 
 // podKey is the queue key of crr's pod.
-func podKey(crr *appsv1alpha1.ContainerRecreateRequest) string {
+func podKey(crr *appsv1beta1.ContainerRecreateRequest) string {
 	return queue.KeyForRef(crr.Namespace, crr.Spec.PodName)
 }
 
 func (c *Controller) addRequest(ctx context.Context, obj any) {
-	crr, ok := obj.(*appsv1alpha1.ContainerRecreateRequest)
+	crr, ok := obj.(*appsv1beta1.ContainerRecreateRequest)
 	if !ok {
 		return
 	}
@@ -154,7 +154,7 @@ func (c *Controller) addRequest(ctx context.Context, obj any) {
 // request of a pod finishes, the next one waiting for the pod can start, and an event that
 // queued nothing would leave it waiting (OpenKruise issues #1058, #1626).
 func (c *Controller) updateRequest(ctx context.Context, _, cur any) {
-	crr, ok := cur.(*appsv1alpha1.ContainerRecreateRequest)
+	crr, ok := cur.(*appsv1beta1.ContainerRecreateRequest)
 	if !ok {
 		return
 	}
@@ -167,7 +167,7 @@ func (c *Controller) updateRequest(ctx context.Context, _, cur any) {
 // request may now start. A request leaves this node's informer when it is deleted and also
 // when the manager removes its active label after completion. obj may be a tombstone.
 func (c *Controller) deleteRequest(ctx context.Context, obj any) {
-	crr, ok := queue.FromTombstone[*appsv1alpha1.ContainerRecreateRequest](obj)
+	crr, ok := queue.FromTombstone[*appsv1beta1.ContainerRecreateRequest](obj)
 	if !ok {
 		utilruntime.HandleErrorWithContext(ctx, nil, "ContainerRecreateRequest event carries an unexpected object", "type", fmt.Sprintf("%T", obj))
 		return
@@ -182,7 +182,7 @@ func (c *Controller) deleteRequest(ctx context.Context, obj any) {
 const writtenVersionWait = 10 * time.Second
 
 // requestKey is the key of a request in the written-versions store: namespace/name.
-func requestKey(crr *appsv1alpha1.ContainerRecreateRequest) string {
+func requestKey(crr *appsv1beta1.ContainerRecreateRequest) string {
 	return cache.MetaObjectToName(crr).String()
 }
 
@@ -193,7 +193,7 @@ func (c *Controller) cachedVersion(namespace, name string) (types.UID, string, b
 	if err != nil || !exists {
 		return "", "", false
 	}
-	crr, ok := obj.(*appsv1alpha1.ContainerRecreateRequest)
+	crr, ok := obj.(*appsv1beta1.ContainerRecreateRequest)
 	if !ok {
 		return "", "", false
 	}

@@ -9,7 +9,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 )
 
 // Every event of a request queues its pod, finished requests and removals included: the next
@@ -18,7 +18,7 @@ func TestHandlersQueueThePod(t *testing.T) {
 	f := newFixture(t, "app")
 	crr := f.newRequest("r1", "app")
 	finished := crr.DeepCopy()
-	finished.Status.Phase = appsv1alpha1.ContainerRecreateRequestCompleted
+	finished.Status.Phase = appsv1beta1.ContainerRecreateRequestCompleted
 	finished.Status.CompletionTime = ptr.To(metav1.NewTime(t0))
 	other := f.newRequest("r2", "app")
 	other.Spec.PodName = "other"
@@ -73,13 +73,13 @@ func TestIndexByPod(t *testing.T) {
 	a := f.newRequest("a", "app")
 	b := f.newRequest("b", "app")
 	b.Spec.PodName = "other"
-	for _, crr := range []*appsv1alpha1.ContainerRecreateRequest{a, b} {
+	for _, crr := range []*appsv1beta1.ContainerRecreateRequest{a, b} {
 		if err := f.requests.Add(crr); err != nil {
 			t.Fatal(err)
 		}
 	}
 	objs, err := f.requests.ByIndex(podIndex, podQueueKey)
-	if err != nil || len(objs) != 1 || objs[0].(*appsv1alpha1.ContainerRecreateRequest).Name != "a" {
+	if err != nil || len(objs) != 1 || objs[0].(*appsv1beta1.ContainerRecreateRequest).Name != "a" {
 		t.Errorf("ByIndex = %v, %v", objs, err)
 	}
 }

@@ -15,8 +15,9 @@
 //     ten seconds), and looks at the pod again when that wait ends;
 //  3. picks the first request and marks every later new one Pending; a picked request
 //     that is not Recreating yet is set Recreating, and the event of that write continues;
-//  4. with unreadyGracePeriodSeconds, waits for the manager's unready-acquired annotation,
-//     then until the grace period after it has passed;
+//  4. with unreadyGracePeriodSeconds, waits for the manager's PreRecreateGrace condition
+//     (or, on a request that has only that, the v1alpha1 annotation
+//     crr.apps.kruise.io/unready-acquired), then until the grace period after it has passed;
 //  5. checks that the containers run in this node's runtime (the scheme of their container
 //     IDs), and reads the pod's containers from the CRI as the kubelet does;
 //  6. plans the request's step from what it saw alone (planRecreate, a pure function, in
@@ -36,8 +37,16 @@
 //     at again after that long.
 //
 // A container counts as recreated when its ID or its restart count differs from those the
-// request was admitted with, and as Succeeded once the pod status the manager copied shows
-// that same container ready, for at least minStartedSeconds.
+// request was admitted with, and as Succeeded once the pod status the manager copied
+// (status.containerStatusSnapshot, or the v1alpha1 annotation
+// crr.apps.kruise.io/sync-container-statuses of a request that has only that) shows that
+// same container ready, for at least minStartedSeconds.
+//
+// The agent works on the v1beta1 API and shares the request's status with the manager:
+// it writes the phase, completion and container states, the manager the snapshot and the
+// PreRecreateGrace condition. The agent's whole-status updates carry the resourceVersion
+// of the copy they were made from, so they fail rather than undo a write of the manager,
+// and its container states go in a patch that names only them.
 //
 // Beyond OpenKruise:
 //

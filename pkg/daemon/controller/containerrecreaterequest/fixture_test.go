@@ -22,7 +22,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	bosunfake "github.com/bosun-dev/client-go/clientset/versioned/fake"
 	bosuninformers "github.com/bosun-dev/client-go/informers/externalversions"
 
@@ -98,7 +98,7 @@ func newFixtureWithRuntime(t *testing.T, runtime controller.RuntimeSource, conta
 	}
 
 	client := bosunfake.NewSimpleClientset()
-	requestInformer := bosuninformers.NewSharedInformerFactory(client, 0).Apps().V1alpha1().ContainerRecreateRequests()
+	requestInformer := bosuninformers.NewSharedInformerFactory(client, 0).Apps().V1beta1().ContainerRecreateRequests()
 	podInformer := informers.NewSharedInformerFactory(kubefake.NewClientset(), 0).Core().V1().Pods()
 	recorder := record.NewFakeRecorder(100)
 	if runtime == nil {
@@ -118,21 +118,21 @@ func newFixtureWithRuntime(t *testing.T, runtime controller.RuntimeSource, conta
 
 // newRequest returns a request for the test pod's containers as admission leaves it: labels,
 // default strategy, status contexts of the containers' current instances.
-func (f *fixture) newRequest(name string, containers ...string) *appsv1alpha1.ContainerRecreateRequest {
-	crr := &appsv1alpha1.ContainerRecreateRequest{
+func (f *fixture) newRequest(name string, containers ...string) *appsv1beta1.ContainerRecreateRequest {
+	crr := &appsv1beta1.ContainerRecreateRequest{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: testNamespace, Name: name, UID: types.UID("uid-" + name),
 			CreationTimestamp: metav1.NewTime(f.clock.Now()),
 			Labels: map[string]string{
-				appsv1alpha1.ContainerRecreateRequestPodUIDKey:   testPodUID,
-				appsv1alpha1.ContainerRecreateRequestNodeNameKey: testNode,
-				appsv1alpha1.ContainerRecreateRequestActiveKey:   "true",
+				appsv1beta1.ContainerRecreateRequestPodUIDKey:   testPodUID,
+				appsv1beta1.ContainerRecreateRequestNodeNameKey: testNode,
+				appsv1beta1.ContainerRecreateRequestActiveKey:   "true",
 			},
 		},
-		Spec: appsv1alpha1.ContainerRecreateRequestSpec{
+		Spec: appsv1beta1.ContainerRecreateRequestSpec{
 			PodName: testPod,
-			Strategy: &appsv1alpha1.ContainerRecreateRequestStrategy{
-				FailurePolicy: appsv1alpha1.ContainerRecreateRequestFailurePolicyFail, TerminationGracePeriodSeconds: ptr.To[int64](30),
+			Strategy: &appsv1beta1.ContainerRecreateRequestStrategy{
+				FailurePolicy: appsv1beta1.ContainerRecreateRequestFailurePolicyFail, TerminationGracePeriodSeconds: ptr.To[int64](30),
 			},
 		},
 	}
@@ -141,18 +141,18 @@ func (f *fixture) newRequest(name string, containers ...string) *appsv1alpha1.Co
 		if !ok {
 			f.t.Fatalf("the fake runtime has no container %s", name)
 		}
-		crr.Spec.Containers = append(crr.Spec.Containers, appsv1alpha1.ContainerRecreateRequestContainer{
+		crr.Spec.Containers = append(crr.Spec.Containers, appsv1beta1.ContainerRecreateRequestContainer{
 			Name:          name,
-			StatusContext: &appsv1alpha1.ContainerRecreateRequestContainerContext{ContainerID: crifake.KubeContainerID(current.ID), RestartCount: current.RestartCount},
+			StatusContext: &appsv1beta1.ContainerRecreateRequestContainerContext{ContainerID: crifake.KubeContainerID(current.ID), RestartCount: current.RestartCount},
 		})
 	}
 	return crr
 }
 
 // create puts crr into the fake API server and the informer cache.
-func (f *fixture) create(crr *appsv1alpha1.ContainerRecreateRequest) *appsv1alpha1.ContainerRecreateRequest {
+func (f *fixture) create(crr *appsv1beta1.ContainerRecreateRequest) *appsv1beta1.ContainerRecreateRequest {
 	f.t.Helper()
-	created, err := f.client.AppsV1alpha1().ContainerRecreateRequests(crr.Namespace).Create(f.ctx, crr, metav1.CreateOptions{})
+	created, err := f.client.AppsV1beta1().ContainerRecreateRequests(crr.Namespace).Create(f.ctx, crr, metav1.CreateOptions{})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func (f *fixture) create(crr *appsv1alpha1.ContainerRecreateRequest) *appsv1alph
 // informer would after the controller's writes.
 func (f *fixture) refresh() {
 	f.t.Helper()
-	list, err := f.client.AppsV1alpha1().ContainerRecreateRequests(metav1.NamespaceAll).List(f.ctx, metav1.ListOptions{})
+	list, err := f.client.AppsV1beta1().ContainerRecreateRequests(metav1.NamespaceAll).List(f.ctx, metav1.ListOptions{})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -195,9 +195,9 @@ func (f *fixture) syncErr() error {
 }
 
 // get returns the request as the fake API server holds it.
-func (f *fixture) get(name string) *appsv1alpha1.ContainerRecreateRequest {
+func (f *fixture) get(name string) *appsv1beta1.ContainerRecreateRequest {
 	f.t.Helper()
-	crr, err := f.client.AppsV1alpha1().ContainerRecreateRequests(testNamespace).Get(f.ctx, name, metav1.GetOptions{})
+	crr, err := f.client.AppsV1beta1().ContainerRecreateRequests(testNamespace).Get(f.ctx, name, metav1.GetOptions{})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -205,26 +205,31 @@ func (f *fixture) get(name string) *appsv1alpha1.ContainerRecreateRequest {
 }
 
 // update writes crr (as the manager would) into the fake API server and the cache.
-func (f *fixture) update(crr *appsv1alpha1.ContainerRecreateRequest) {
+func (f *fixture) update(crr *appsv1beta1.ContainerRecreateRequest) {
 	f.t.Helper()
-	if _, err := f.client.AppsV1alpha1().ContainerRecreateRequests(crr.Namespace).Update(f.ctx, crr, metav1.UpdateOptions{}); err != nil {
+	if _, err := f.client.AppsV1beta1().ContainerRecreateRequests(crr.Namespace).Update(f.ctx, crr, metav1.UpdateOptions{}); err != nil {
 		f.t.Fatal(err)
 	}
 	f.refresh()
 }
 
-// syncStatuses writes the manager's sync-container-statuses annotation: the current
-// containers of names, with readiness ready.
+// syncStatuses writes the manager's status.containerStatusSnapshot: the current containers
+// of names, with readiness ready.
 func (f *fixture) syncStatuses(name string, ready bool, containers ...string) {
 	f.t.Helper()
-	var list []appsv1alpha1.ContainerRecreateRequestSyncContainerStatus
-	for _, c := range containers {
-		current, _ := f.runtime.Container(testPodUID, c)
-		list = append(list, appsv1alpha1.ContainerRecreateRequestSyncContainerStatus{
-			Name: c, Ready: ready, RestartCount: current.RestartCount, ContainerID: crifake.KubeContainerID(current.ID),
-		})
+	crr := f.get(name)
+	crr.Status.ContainerStatusSnapshot = f.snapshot(ready, containers...)
+	if _, err := f.client.AppsV1beta1().ContainerRecreateRequests(crr.Namespace).UpdateStatus(f.ctx, crr, metav1.UpdateOptions{}); err != nil {
+		f.t.Fatal(err)
 	}
-	value, err := json.Marshal(list)
+	f.refresh()
+}
+
+// syncStatusesAnnotation writes what a v1alpha1 manager (OpenKruise's) writes instead: the
+// annotation crr.apps.kruise.io/sync-container-statuses, and no status field.
+func (f *fixture) syncStatusesAnnotation(name string, ready bool, containers ...string) {
+	f.t.Helper()
+	value, err := json.Marshal(f.snapshot(ready, containers...))
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -232,8 +237,31 @@ func (f *fixture) syncStatuses(name string, ready bool, containers ...string) {
 	if crr.Annotations == nil {
 		crr.Annotations = map[string]string{}
 	}
-	crr.Annotations[appsv1alpha1.ContainerRecreateRequestSyncContainerStatusesKey] = string(value)
+	crr.Annotations[appsv1beta1.ContainerRecreateRequestSyncContainerStatusesKey] = string(value)
 	f.update(crr)
+}
+
+// snapshot is the pod-side status of the current containers of names, with readiness ready.
+func (f *fixture) snapshot(ready bool, containers ...string) []appsv1beta1.ContainerRecreateRequestSyncContainerStatus {
+	var list []appsv1beta1.ContainerRecreateRequestSyncContainerStatus
+	for _, c := range containers {
+		current, _ := f.runtime.Container(testPodUID, c)
+		list = append(list, appsv1beta1.ContainerRecreateRequestSyncContainerStatus{
+			Name: c, Ready: ready, RestartCount: current.RestartCount, ContainerID: crifake.KubeContainerID(current.ID),
+		})
+	}
+	return list
+}
+
+// setConditions writes the request's status.conditions, as the manager does.
+func (f *fixture) setConditions(name string, conditions ...metav1.Condition) {
+	f.t.Helper()
+	crr := f.get(name)
+	crr.Status.Conditions = conditions
+	if _, err := f.client.AppsV1beta1().ContainerRecreateRequests(crr.Namespace).UpdateStatus(f.ctx, crr, metav1.UpdateOptions{}); err != nil {
+		f.t.Fatal(err)
+	}
+	f.refresh()
 }
 
 // states returns the request's container states as "name:phase[:killed][:message]".
@@ -260,7 +288,7 @@ func (f *fixture) expectStates(name string, want ...string) {
 	}
 }
 
-func (f *fixture) expectPhase(name string, want appsv1alpha1.ContainerRecreateRequestPhase) {
+func (f *fixture) expectPhase(name string, want appsv1beta1.ContainerRecreateRequestPhase) {
 	f.t.Helper()
 	if got := f.get(name).Status.Phase; got != want {
 		f.t.Errorf("phase of %s = %q, want %q", name, got, want)

@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/klog/v2"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 
 	"github.com/bosun-dev/bosun/pkg/daemon/cri"
 )
@@ -36,7 +36,7 @@ const (
 // kill stops container (the current instance of the target called name) the way the kubelet
 // stops a container: event, preStop hook within the grace period, then StopContainer with
 // what is left of the grace period. The kubelet starts the replacement.
-func (c *Controller) kill(ctx context.Context, crr *appsv1alpha1.ContainerRecreateRequest, podUID, name string, container cri.Container, rt *cri.Runtime) error {
+func (c *Controller) kill(ctx context.Context, crr *appsv1beta1.ContainerRecreateRequest, podUID, name string, container cri.Container, rt *cri.Runtime) error {
 	logger := klog.FromContext(ctx).WithValues("container", name, "containerID", container.ID)
 	grace := int64(defaultStopGraceSeconds)
 	if crr.Spec.Strategy != nil && crr.Spec.Strategy.TerminationGracePeriodSeconds != nil {
@@ -63,7 +63,7 @@ func (c *Controller) kill(ctx context.Context, crr *appsv1alpha1.ContainerRecrea
 }
 
 // specContainer returns the request's entry for the container called name.
-func specContainer(crr *appsv1alpha1.ContainerRecreateRequest, name string) *appsv1alpha1.ContainerRecreateRequestContainer {
+func specContainer(crr *appsv1beta1.ContainerRecreateRequest, name string) *appsv1beta1.ContainerRecreateRequestContainer {
 	for i := range crr.Spec.Containers {
 		if crr.Spec.Containers[i].Name == name {
 			return &crr.Spec.Containers[i]
@@ -75,7 +75,7 @@ func specContainer(crr *appsv1alpha1.ContainerRecreateRequest, name string) *app
 // containerReference names the container called name of crr's pod, for events, as the
 // kubelet's container events do. The pod comes from the informer when it is there (and is
 // the request's pod), otherwise from what the request says about it.
-func (c *Controller) containerReference(crr *appsv1alpha1.ContainerRecreateRequest, podUID, name string) *corev1.ObjectReference {
+func (c *Controller) containerReference(crr *appsv1beta1.ContainerRecreateRequest, podUID, name string) *corev1.ObjectReference {
 	ref := &corev1.ObjectReference{
 		Kind: "Pod", APIVersion: "v1", Namespace: crr.Namespace, Name: crr.Spec.PodName, UID: types.UID(podUID),
 		FieldPath: fmt.Sprintf("spec.containers{%s}", name),
@@ -87,7 +87,7 @@ func (c *Controller) containerReference(crr *appsv1alpha1.ContainerRecreateReque
 }
 
 // runPreStop runs the container's preStop hook, giving up after grace.
-func (c *Controller) runPreStop(ctx context.Context, rt *cri.Runtime, podUID, containerID string, target *appsv1alpha1.ContainerRecreateRequestContainer, grace time.Duration) error {
+func (c *Controller) runPreStop(ctx context.Context, rt *cri.Runtime, podUID, containerID string, target *appsv1beta1.ContainerRecreateRequestContainer, grace time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, grace)
 	defer cancel()
 	hook := target.PreStop

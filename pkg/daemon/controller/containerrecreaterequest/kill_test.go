@@ -15,14 +15,14 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 
 	"github.com/bosun-dev/bosun/pkg/daemon/cri/crifake"
 )
 
 // killWith runs a request for container app with grace and preStop until app is stopped,
 // and returns the container calls and events.
-func killWith(t *testing.T, f *fixture, grace *int64, preStop *appsv1alpha1.ProbeHandler, ports []corev1.ContainerPort) ([]crifake.ContainerCall, []string) {
+func killWith(t *testing.T, f *fixture, grace *int64, preStop *appsv1beta1.ProbeHandler, ports []corev1.ContainerPort) ([]crifake.ContainerCall, []string) {
 	t.Helper()
 	crr := f.newRequest("r1", "app")
 	crr.Spec.Strategy.TerminationGracePeriodSeconds = grace
@@ -58,7 +58,7 @@ func TestPreStopExecRunsFirstAndShortensTheGrace(t *testing.T) {
 				return &runtimeapi.ExecSyncResponse{ExitCode: tc.exitCode}, nil
 			})
 			calls, events := killWith(t, f, ptr.To(tc.grace),
-				&appsv1alpha1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"/drain", "--now"}}}, nil)
+				&appsv1beta1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"/drain", "--now"}}}, nil)
 			want := []crifake.ContainerCall{
 				{Method: "ExecSync", ContainerID: f.ids["app"], Timeout: tc.grace, Cmd: []string{"/drain", "--now"}},
 				{Method: "StopContainer", ContainerID: f.ids["app"], Timeout: tc.wantStop},
@@ -82,7 +82,7 @@ func TestGraceDefaultsAndZeroSkipsTheHook(t *testing.T) {
 	}
 
 	g := newFixture(t, "app")
-	calls, _ = killWith(t, g, ptr.To[int64](0), &appsv1alpha1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}, nil)
+	calls, _ = killWith(t, g, ptr.To[int64](0), &appsv1beta1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}, nil)
 	if len(calls) != 1 || calls[0].Method != "StopContainer" || calls[0].Timeout != minStopGraceSeconds {
 		t.Errorf("calls %+v, want no hook and a stop with the floor grace", calls)
 	}
@@ -108,7 +108,7 @@ func TestPreStopHTTPGetToThePodIP(t *testing.T) {
 	portNumber, _ := strconv.Atoi(port)
 
 	f := newFixture(t, "app")
-	hook := &appsv1alpha1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+	hook := &appsv1beta1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
 		Path: "drain?fast=1", Port: intstr.FromString("admin"),
 		HTTPHeaders: []corev1.HTTPHeader{{Name: "X-Drain", Value: "yes"}, {Name: "Host", Value: "app.local"}},
 	}}
@@ -127,7 +127,7 @@ func TestPreStopHTTPGetToThePodIP(t *testing.T) {
 }
 
 func TestPreStopFailuresStillStop(t *testing.T) {
-	tests := map[string]*appsv1alpha1.ProbeHandler{
+	tests := map[string]*appsv1beta1.ProbeHandler{
 		"unknown named port": {HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromString("nope")}},
 		"nothing listens":    {HTTPGet: &corev1.HTTPGetAction{Host: "127.0.0.1", Port: intstr.FromInt32(1)}},
 		"tcpSocket":          {TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(80)}},

@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/utils/ptr"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 
 	"github.com/bosun-dev/bosun/pkg/daemon/cri"
 )
@@ -51,7 +51,7 @@ const (
 // observation is what a plan is made from. Nothing in it changes while one sync runs,
 // except stopped, so planning again after a stop sees the same request and containers.
 type observation struct {
-	crr *appsv1alpha1.ContainerRecreateRequest
+	crr *appsv1beta1.ContainerRecreateRequest
 	// containers are the pod's current containers in the runtime, by name.
 	containers map[string]cri.Container
 	// runtimeName names the runtime; it is the scheme of the pod status's container IDs.
@@ -68,7 +68,7 @@ type plan struct {
 	// stop names the container to stop (actionStop).
 	stop string
 	// states are the container states to record (actionWrite).
-	states []appsv1alpha1.ContainerRecreateRequestContainerRecreateState
+	states []appsv1beta1.ContainerRecreateRequestContainerRecreateState
 	// steps are where each container stands, in spec order; nil when the plan records
 	// states observed anew, before looking at what to do with them.
 	steps []step
@@ -103,8 +103,8 @@ func planRecreate(in observation) plan {
 		return plan{action: actionWrite, states: observed}
 	}
 
-	strategy := ptr.Deref(in.crr.Spec.Strategy, appsv1alpha1.ContainerRecreateRequestStrategy{})
-	ignoreFailures := strategy.FailurePolicy == appsv1alpha1.ContainerRecreateRequestFailurePolicyIgnore
+	strategy := ptr.Deref(in.crr.Spec.Strategy, appsv1beta1.ContainerRecreateRequestStrategy{})
+	ignoreFailures := strategy.FailurePolicy == appsv1beta1.ContainerRecreateRequestFailurePolicyIgnore
 	states := observed
 	steps := make([]step, len(states))
 	for i := range steps {
@@ -115,11 +115,11 @@ walk:
 		state := &states[i]
 		if err, stopped := in.stopped[state.Name]; stopped {
 			if err == nil {
-				state.Phase, state.IsKilled = appsv1alpha1.ContainerRecreateRequestRecreating, true
+				state.Phase, state.IsKilled = appsv1beta1.ContainerRecreateRequestRecreating, true
 				steps[i] = stepRestarting
 				break walk
 			}
-			state.Phase, state.Message = appsv1alpha1.ContainerRecreateRequestFailed, fmt.Sprintf("kill container error: %v", err)
+			state.Phase, state.Message = appsv1beta1.ContainerRecreateRequestFailed, fmt.Sprintf("kill container error: %v", err)
 			steps[i] = stepFailed
 			if !ignoreFailures {
 				// Recorded first; the next sync completes the request.
@@ -128,20 +128,20 @@ walk:
 			continue
 		}
 		switch state.Phase {
-		case appsv1alpha1.ContainerRecreateRequestSucceeded:
+		case appsv1beta1.ContainerRecreateRequestSucceeded:
 			steps[i] = stepDone
-		case appsv1alpha1.ContainerRecreateRequestFailed:
+		case appsv1beta1.ContainerRecreateRequestFailed:
 			steps[i] = stepFailed
 			if !ignoreFailures {
 				return plan{action: actionComplete, steps: steps}
 			}
-		case appsv1alpha1.ContainerRecreateRequestRecreating:
+		case appsv1beta1.ContainerRecreateRequestRecreating:
 			state.IsKilled = true
 			steps[i] = stepRestarting
 			if strategy.OrderedRecreate {
 				break walk
 			}
-		case appsv1alpha1.ContainerRecreateRequestPending:
+		case appsv1beta1.ContainerRecreateRequestPending:
 			if _, found := in.containers[state.Name]; !found {
 				steps[i] = stepMissing
 				break walk
@@ -161,9 +161,9 @@ walk:
 }
 
 // allFinished reports whether every container Succeeded or Failed.
-func allFinished(states []appsv1alpha1.ContainerRecreateRequestContainerRecreateState) bool {
+func allFinished(states []appsv1beta1.ContainerRecreateRequestContainerRecreateState) bool {
 	for _, state := range states {
-		if state.Phase != appsv1alpha1.ContainerRecreateRequestSucceeded && state.Phase != appsv1alpha1.ContainerRecreateRequestFailed {
+		if state.Phase != appsv1beta1.ContainerRecreateRequestSucceeded && state.Phase != appsv1beta1.ContainerRecreateRequestFailed {
 			return false
 		}
 	}

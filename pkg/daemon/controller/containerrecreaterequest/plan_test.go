@@ -1,7 +1,6 @@
 package containerrecreaterequest
 
 import (
-	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -10,22 +9,22 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 
 	"github.com/bosun-dev/bosun/pkg/daemon/cri"
 )
 
 // parseStates reads container states written "name:phase[:killed[:message]]", killed
 // being "killed" or empty.
-func parseStates(t *testing.T, specs ...string) []appsv1alpha1.ContainerRecreateRequestContainerRecreateState {
+func parseStates(t *testing.T, specs ...string) []appsv1beta1.ContainerRecreateRequestContainerRecreateState {
 	t.Helper()
-	var out []appsv1alpha1.ContainerRecreateRequestContainerRecreateState
+	var out []appsv1beta1.ContainerRecreateRequestContainerRecreateState
 	for _, spec := range specs {
 		parts := strings.SplitN(spec, ":", 4)
 		if len(parts) < 2 {
 			t.Fatalf("bad state %q", spec)
 		}
-		state := appsv1alpha1.ContainerRecreateRequestContainerRecreateState{Name: parts[0], Phase: appsv1alpha1.ContainerRecreateRequestPhase(parts[1])}
+		state := appsv1beta1.ContainerRecreateRequestContainerRecreateState{Name: parts[0], Phase: appsv1beta1.ContainerRecreateRequestPhase(parts[1])}
 		if len(parts) > 2 {
 			state.IsKilled = parts[2] == "killed"
 		}
@@ -60,7 +59,7 @@ func TestPlanRecreate(t *testing.T) {
 	tests := []struct {
 		name string
 		// strategy changes the default strategy (failure policy Fail, nothing else).
-		strategy func(*appsv1alpha1.ContainerRecreateRequestStrategy)
+		strategy func(*appsv1beta1.ContainerRecreateRequestStrategy)
 		targets  []string
 		recorded []string
 		// ready names the containers whose current instance the manager copied as ready.
@@ -169,7 +168,7 @@ func TestPlanRecreate(t *testing.T) {
 		},
 		{
 			name:     "a ready container that has not run minStartedSeconds yet is looked at again",
-			strategy: func(s *appsv1alpha1.ContainerRecreateRequestStrategy) { s.MinStartedSeconds = 10 },
+			strategy: func(s *appsv1beta1.ContainerRecreateRequestStrategy) { s.MinStartedSeconds = 10 },
 			targets:  []string{"a"}, recorded: []string{"a:Recreating:killed"}, ready: []string{"a"},
 			containers: []cri.Container{restarted("a", 5*time.Second)},
 			wantAction: actionWait, wantSteps: []step{stepRestarting}, wantAfter: 10 * time.Second,
@@ -182,7 +181,7 @@ func TestPlanRecreate(t *testing.T) {
 		},
 		{
 			name:     "forceRecreate stops a container that already restarted once more",
-			strategy: func(s *appsv1alpha1.ContainerRecreateRequestStrategy) { s.ForceRecreate = true },
+			strategy: func(s *appsv1beta1.ContainerRecreateRequestStrategy) { s.ForceRecreate = true },
 			targets:  []string{"a"}, recorded: []string{"a:Pending"},
 			containers: []cri.Container{restarted("a", time.Minute)},
 			wantAction: actionStop, wantStop: "a", wantSteps: []step{stepStop},
@@ -194,15 +193,15 @@ func TestPlanRecreate(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			crr := &appsv1alpha1.ContainerRecreateRequest{Spec: appsv1alpha1.ContainerRecreateRequestSpec{
-				Strategy: &appsv1alpha1.ContainerRecreateRequestStrategy{FailurePolicy: appsv1alpha1.ContainerRecreateRequestFailurePolicyFail},
+			crr := &appsv1beta1.ContainerRecreateRequest{Spec: appsv1beta1.ContainerRecreateRequestSpec{
+				Strategy: &appsv1beta1.ContainerRecreateRequestStrategy{FailurePolicy: appsv1beta1.ContainerRecreateRequestFailurePolicyFail},
 			}}
 			if tc.strategy != nil {
 				tc.strategy(crr.Spec.Strategy)
 			}
 			for _, name := range tc.targets {
-				crr.Spec.Containers = append(crr.Spec.Containers, appsv1alpha1.ContainerRecreateRequestContainer{
-					Name: name, StatusContext: &appsv1alpha1.ContainerRecreateRequestContainerContext{ContainerID: runtimeName + "://" + name + "1"},
+				crr.Spec.Containers = append(crr.Spec.Containers, appsv1beta1.ContainerRecreateRequestContainer{
+					Name: name, StatusContext: &appsv1beta1.ContainerRecreateRequestContainerContext{ContainerID: runtimeName + "://" + name + "1"},
 				})
 			}
 			crr.Status.ContainerRecreateStates = parseStates(t, tc.recorded...)
@@ -210,19 +209,13 @@ func TestPlanRecreate(t *testing.T) {
 			for _, c := range tc.containers {
 				containers[c.Name] = c
 			}
-			var synced []appsv1alpha1.ContainerRecreateRequestSyncContainerStatus
+			var synced []appsv1beta1.ContainerRecreateRequestSyncContainerStatus
 			for _, name := range tc.ready {
-				synced = append(synced, appsv1alpha1.ContainerRecreateRequestSyncContainerStatus{
+				synced = append(synced, appsv1beta1.ContainerRecreateRequestSyncContainerStatus{
 					Name: name, Ready: true, ContainerID: runtimeName + "://" + containers[name].ID, RestartCount: containers[name].RestartCount,
 				})
 			}
-			if synced != nil {
-				value, err := json.Marshal(synced)
-				if err != nil {
-					t.Fatal(err)
-				}
-				crr.Annotations = map[string]string{appsv1alpha1.ContainerRecreateRequestSyncContainerStatusesKey: string(value)}
-			}
+			crr.Status.ContainerStatusSnapshot = synced
 			recorded := slices.Clone(crr.Status.ContainerRecreateStates)
 
 			got := planRecreate(observation{crr: crr, containers: containers, runtimeName: runtimeName, now: now, stopped: tc.stopped})
@@ -243,8 +236,8 @@ func TestPlanRecreate(t *testing.T) {
 	}
 }
 
-func ignoreFailures(s *appsv1alpha1.ContainerRecreateRequestStrategy) {
-	s.FailurePolicy = appsv1alpha1.ContainerRecreateRequestFailurePolicyIgnore
+func ignoreFailures(s *appsv1beta1.ContainerRecreateRequestStrategy) {
+	s.FailurePolicy = appsv1beta1.ContainerRecreateRequestFailurePolicyIgnore
 }
 
-func ordered(s *appsv1alpha1.ContainerRecreateRequestStrategy) { s.OrderedRecreate = true }
+func ordered(s *appsv1beta1.ContainerRecreateRequestStrategy) { s.OrderedRecreate = true }

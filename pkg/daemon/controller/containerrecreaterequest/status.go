@@ -12,8 +12,9 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 
+	"github.com/bosun-dev/bosun/pkg/controller/containerrecreaterequest/crrutil"
 	"github.com/bosun-dev/bosun/pkg/daemon/cri"
 )
 
@@ -22,21 +23,21 @@ import (
 // manager copied from the pod, at now. A finished state stays. A new container is
 // recognized by its ID or restart count only, never by comparing start times with the
 // request's creation, which come from different clocks (OpenKruise issue #2483).
-func observeStates(crr *appsv1alpha1.ContainerRecreateRequest, containers map[string]cri.Container, runtimeName string,
-	now time.Time) []appsv1alpha1.ContainerRecreateRequestContainerRecreateState {
-	strategy := ptr.Deref(crr.Spec.Strategy, appsv1alpha1.ContainerRecreateRequestStrategy{})
+func observeStates(crr *appsv1beta1.ContainerRecreateRequest, containers map[string]cri.Container, runtimeName string,
+	now time.Time) []appsv1beta1.ContainerRecreateRequestContainerRecreateState {
+	strategy := ptr.Deref(crr.Spec.Strategy, appsv1beta1.ContainerRecreateRequestStrategy{})
 	minStarted := time.Duration(strategy.MinStartedSeconds) * time.Second
 	synced := syncedStatuses(crr)
 
-	states := make([]appsv1alpha1.ContainerRecreateRequestContainerRecreateState, 0, len(crr.Spec.Containers))
+	states := make([]appsv1beta1.ContainerRecreateRequestContainerRecreateState, 0, len(crr.Spec.Containers))
 	for _, target := range crr.Spec.Containers {
 		previous := previousState(crr, target.Name)
-		if previous != nil && (previous.Phase == appsv1alpha1.ContainerRecreateRequestSucceeded || previous.Phase == appsv1alpha1.ContainerRecreateRequestFailed) {
+		if previous != nil && (previous.Phase == appsv1beta1.ContainerRecreateRequestSucceeded || previous.Phase == appsv1beta1.ContainerRecreateRequestFailed) {
 			states = append(states, *previous)
 			continue
 		}
-		admitted := ptr.Deref(target.StatusContext, appsv1alpha1.ContainerRecreateRequestContainerContext{})
-		state := appsv1alpha1.ContainerRecreateRequestContainerRecreateState{Name: target.Name, Phase: appsv1alpha1.ContainerRecreateRequestPending}
+		admitted := ptr.Deref(target.StatusContext, appsv1beta1.ContainerRecreateRequestContainerContext{})
+		state := appsv1beta1.ContainerRecreateRequestContainerRecreateState{Name: target.Name, Phase: appsv1beta1.ContainerRecreateRequestPending}
 		if previous != nil {
 			state.IsKilled = previous.IsKilled
 		}
@@ -46,15 +47,15 @@ func observeStates(crr *appsv1alpha1.ContainerRecreateRequest, containers map[st
 		case !found:
 			state.Message = "not found container on Node"
 		case container.State == runtimeapi.ContainerState_CONTAINER_EXITED:
-			state.Phase = appsv1alpha1.ContainerRecreateRequestRecreating
+			state.Phase = appsv1beta1.ContainerRecreateRequestRecreating
 		case strategy.ForceRecreate && !state.IsKilled:
 			// Already restarting or not: it is stopped once more for this request.
 		case currentID != admitted.ContainerID || container.RestartCount > admitted.RestartCount:
-			state.Phase = appsv1alpha1.ContainerRecreateRequestRecreating
+			state.Phase = appsv1beta1.ContainerRecreateRequestRecreating
 			status, ok := synced[target.Name]
 			if ok && status.ContainerID == currentID && status.Ready &&
 				!container.StartedAt.IsZero() && now.Sub(container.StartedAt) >= minStarted {
-				state.Phase = appsv1alpha1.ContainerRecreateRequestSucceeded
+				state.Phase = appsv1beta1.ContainerRecreateRequestSucceeded
 			}
 		}
 		states = append(states, state)
@@ -62,7 +63,7 @@ func observeStates(crr *appsv1alpha1.ContainerRecreateRequest, containers map[st
 	return states
 }
 
-func previousState(crr *appsv1alpha1.ContainerRecreateRequest, name string) *appsv1alpha1.ContainerRecreateRequestContainerRecreateState {
+func previousState(crr *appsv1beta1.ContainerRecreateRequest, name string) *appsv1beta1.ContainerRecreateRequestContainerRecreateState {
 	for i := range crr.Status.ContainerRecreateStates {
 		if crr.Status.ContainerRecreateStates[i].Name == name {
 			return &crr.Status.ContainerRecreateStates[i]
@@ -71,30 +72,27 @@ func previousState(crr *appsv1alpha1.ContainerRecreateRequest, name string) *app
 	return nil
 }
 
-// syncedStatuses reads the pod-side container statuses the manager copies into the
-// request's annotation. One that does not parse counts as none yet: the manager rewrites
-// it on the pod's next change.
-func syncedStatuses(crr *appsv1alpha1.ContainerRecreateRequest) map[string]appsv1alpha1.ContainerRecreateRequestSyncContainerStatus {
-	value := crr.Annotations[appsv1alpha1.ContainerRecreateRequestSyncContainerStatusesKey]
-	if value == "" {
+// syncedStatuses returns, by container name, the pod-side container statuses the manager
+// copies into the request (crrutil.ContainerStatusSnapshot: the status field, or the
+// v1alpha1 annotation of a request that has only that). An annotation that does not parse
+// counts as none yet: the manager writes the field on the pod's next change.
+func syncedStatuses(crr *appsv1beta1.ContainerRecreateRequest) map[string]appsv1beta1.ContainerRecreateRequestSyncContainerStatus {
+	snapshot := crrutil.ContainerStatusSnapshot(crr)
+	if len(snapshot) == 0 {
 		return nil
 	}
-	var list []appsv1alpha1.ContainerRecreateRequestSyncContainerStatus
-	if err := json.Unmarshal([]byte(value), &list); err != nil {
-		return nil
-	}
-	byName := make(map[string]appsv1alpha1.ContainerRecreateRequestSyncContainerStatus, len(list))
-	for _, status := range list {
+	byName := make(map[string]appsv1beta1.ContainerRecreateRequestSyncContainerStatus, len(snapshot))
+	for _, status := range snapshot {
 		byName[status.Name] = status
 	}
 	return byName
 }
 
 // updatePhase writes phase into crr's status.
-func (c *Controller) updatePhase(ctx context.Context, crr *appsv1alpha1.ContainerRecreateRequest, phase appsv1alpha1.ContainerRecreateRequestPhase) error {
+func (c *Controller) updatePhase(ctx context.Context, crr *appsv1beta1.ContainerRecreateRequest, phase appsv1beta1.ContainerRecreateRequestPhase) error {
 	updated := crr.DeepCopy()
 	updated.Status.Phase = phase
-	written, err := c.client.AppsV1alpha1().ContainerRecreateRequests(crr.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	written, err := c.client.AppsV1beta1().ContainerRecreateRequests(crr.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
 	if err != nil {
 		return fmt.Errorf("setting the phase of ContainerRecreateRequest %s/%s to %s: %w", crr.Namespace, crr.Name, phase, err)
 	}
@@ -104,12 +102,12 @@ func (c *Controller) updatePhase(ctx context.Context, crr *appsv1alpha1.Containe
 
 // complete finishes crr with message (empty when every container finished) and queues
 // its pod again, whose next request can now start.
-func (c *Controller) complete(ctx context.Context, key string, crr *appsv1alpha1.ContainerRecreateRequest, message string) error {
+func (c *Controller) complete(ctx context.Context, key string, crr *appsv1beta1.ContainerRecreateRequest, message string) error {
 	updated := crr.DeepCopy()
-	updated.Status.Phase = appsv1alpha1.ContainerRecreateRequestCompleted
+	updated.Status.Phase = appsv1beta1.ContainerRecreateRequestCompleted
 	updated.Status.CompletionTime = ptr.To(metav1.NewTime(c.clock.Now()))
 	updated.Status.Message = message
-	written, err := c.client.AppsV1alpha1().ContainerRecreateRequests(crr.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	written, err := c.client.AppsV1beta1().ContainerRecreateRequests(crr.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
 	if err != nil {
 		return fmt.Errorf("completing ContainerRecreateRequest %s/%s: %w", crr.Namespace, crr.Name, err)
 	}
@@ -121,12 +119,12 @@ func (c *Controller) complete(ctx context.Context, key string, crr *appsv1alpha1
 
 // patchStates writes the container states into crr's status by a merge patch, which leaves
 // the phase alone.
-func (c *Controller) patchStates(ctx context.Context, crr *appsv1alpha1.ContainerRecreateRequest, states []appsv1alpha1.ContainerRecreateRequestContainerRecreateState) error {
+func (c *Controller) patchStates(ctx context.Context, crr *appsv1beta1.ContainerRecreateRequest, states []appsv1beta1.ContainerRecreateRequestContainerRecreateState) error {
 	patch, err := json.Marshal(map[string]any{"status": map[string]any{"containerRecreateStates": states}})
 	if err != nil {
 		return fmt.Errorf("encoding the container states of ContainerRecreateRequest %s/%s: %w", crr.Namespace, crr.Name, err)
 	}
-	written, err := c.client.AppsV1alpha1().ContainerRecreateRequests(crr.Namespace).Patch(ctx, crr.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+	written, err := c.client.AppsV1beta1().ContainerRecreateRequests(crr.Namespace).Patch(ctx, crr.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
 	if err != nil {
 		return fmt.Errorf("writing the container states of ContainerRecreateRequest %s/%s: %w", crr.Namespace, crr.Name, err)
 	}

@@ -10,8 +10,9 @@ import (
 
 	"k8s.io/klog/v2"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 
+	"github.com/bosun-dev/bosun/pkg/controller/containerrecreaterequest/crrutil"
 	"github.com/bosun-dev/bosun/pkg/controller/queue"
 )
 
@@ -25,10 +26,10 @@ const (
 
 // The phases in the order a pod's requests are looked at: a request in progress before
 // those queued, queued ones before new ones. Completed ones come first but are skipped.
-var phaseWeight = map[appsv1alpha1.ContainerRecreateRequestPhase]int{
-	appsv1alpha1.ContainerRecreateRequestCompleted:  1,
-	appsv1alpha1.ContainerRecreateRequestRecreating: 2,
-	appsv1alpha1.ContainerRecreateRequestPending:    3,
+var phaseWeight = map[appsv1beta1.ContainerRecreateRequestPhase]int{
+	appsv1beta1.ContainerRecreateRequestCompleted:  1,
+	appsv1beta1.ContainerRecreateRequestRecreating: 2,
+	appsv1beta1.ContainerRecreateRequestPending:    3,
 	"": 4,
 }
 
@@ -44,15 +45,15 @@ func (c *Controller) syncPod(ctx context.Context, key string) error {
 	if err != nil {
 		return fmt.Errorf("listing the ContainerRecreateRequests of pod %s: %w", key, err)
 	}
-	requests := make([]*appsv1alpha1.ContainerRecreateRequest, 0, len(objs))
+	requests := make([]*appsv1beta1.ContainerRecreateRequest, 0, len(objs))
 	for _, obj := range objs {
-		if crr, ok := obj.(*appsv1alpha1.ContainerRecreateRequest); ok {
+		if crr, ok := obj.(*appsv1beta1.ContainerRecreateRequest); ok {
 			requests = append(requests, crr)
 		}
 	}
 	slices.SortFunc(requests, inRunOrder)
 
-	var picked *appsv1alpha1.ContainerRecreateRequest
+	var picked *appsv1beta1.ContainerRecreateRequest
 	for _, crr := range requests {
 		if finished(crr) {
 			continue
@@ -72,7 +73,7 @@ func (c *Controller) syncPod(ctx context.Context, key string) error {
 		if crr.Status.Phase == "" {
 			logger.V(2).Info("Queueing ContainerRecreateRequest behind another one of the same pod",
 				"containerRecreateRequest", klog.KObj(crr), "running", klog.KObj(picked))
-			if err := c.updatePhase(ctx, crr, appsv1alpha1.ContainerRecreateRequestPending); err != nil {
+			if err := c.updatePhase(ctx, crr, appsv1beta1.ContainerRecreateRequestPending); err != nil {
 				return err
 			}
 		}
@@ -83,22 +84,23 @@ func (c *Controller) syncPod(ctx context.Context, key string) error {
 	logger = logger.WithValues("containerRecreateRequest", klog.KObj(picked))
 	ctx = klog.NewContext(ctx, logger)
 
-	if picked.Status.Phase != appsv1alpha1.ContainerRecreateRequestRecreating {
+	if picked.Status.Phase != appsv1beta1.ContainerRecreateRequestRecreating {
 		// The event of this write brings the request back for the next step.
 		logger.V(2).Info("Starting ContainerRecreateRequest")
-		return c.updatePhase(ctx, picked, appsv1alpha1.ContainerRecreateRequestRecreating)
+		return c.updatePhase(ctx, picked, appsv1beta1.ContainerRecreateRequestRecreating)
 	}
 
 	if grace := unreadyGracePeriod(picked); grace != nil {
-		value := picked.Annotations[appsv1alpha1.ContainerRecreateRequestUnreadyAcquiredKey]
-		if value == "" {
+		acquired, recorded, err := crrutil.UnreadyAcquired(picked)
+		if !recorded {
 			// The manager makes the pod not ready and records when; its write of the
-			// annotation brings the request back.
+			// PreRecreateGrace condition brings the request back.
 			logger.V(4).Info("Waiting for the manager to make the pod not ready")
 			return nil
 		}
-		acquired, err := time.Parse(time.RFC3339, value)
 		if err != nil {
+			// Only a v1alpha1 annotation can hold a time that does not parse.
+			value := picked.Annotations[appsv1beta1.ContainerRecreateRequestUnreadyAcquiredKey]
 			return c.complete(ctx, key, picked, fmt.Sprintf("failed to parse unready acquired time %q: %v", value, err))
 		}
 		if left := acquired.Add(time.Duration(*grace) * time.Second).Sub(c.clock.Now()); left > 0 {
@@ -112,7 +114,7 @@ func (c *Controller) syncPod(ctx context.Context, key string) error {
 
 // inRunOrder orders requests by phase weight, then by creation. Requests created within
 // the same second fall back to their names, which is all that is left to tell them apart.
-func inRunOrder(a, b *appsv1alpha1.ContainerRecreateRequest) int {
+func inRunOrder(a, b *appsv1beta1.ContainerRecreateRequest) int {
 	return cmp.Or(
 		cmp.Compare(weightOf(a.Status.Phase), weightOf(b.Status.Phase)),
 		a.CreationTimestamp.Time.Compare(b.CreationTimestamp.Time),
@@ -120,7 +122,7 @@ func inRunOrder(a, b *appsv1alpha1.ContainerRecreateRequest) int {
 	)
 }
 
-func weightOf(phase appsv1alpha1.ContainerRecreateRequestPhase) int {
+func weightOf(phase appsv1beta1.ContainerRecreateRequestPhase) int {
 	if w, ok := phaseWeight[phase]; ok {
 		return w
 	}
@@ -129,11 +131,11 @@ func weightOf(phase appsv1alpha1.ContainerRecreateRequestPhase) int {
 
 // finished reports whether crr needs nothing more from the agent: completed or being
 // deleted.
-func finished(crr *appsv1alpha1.ContainerRecreateRequest) bool {
-	return crr.DeletionTimestamp != nil || crr.Status.CompletionTime != nil || crr.Status.Phase == appsv1alpha1.ContainerRecreateRequestCompleted
+func finished(crr *appsv1beta1.ContainerRecreateRequest) bool {
+	return crr.DeletionTimestamp != nil || crr.Status.CompletionTime != nil || crr.Status.Phase == appsv1beta1.ContainerRecreateRequestCompleted
 }
 
-func unreadyGracePeriod(crr *appsv1alpha1.ContainerRecreateRequest) *int64 {
+func unreadyGracePeriod(crr *appsv1beta1.ContainerRecreateRequest) *int64 {
 	if crr.Spec.Strategy == nil {
 		return nil
 	}
@@ -142,7 +144,7 @@ func unreadyGracePeriod(crr *appsv1alpha1.ContainerRecreateRequest) *int64 {
 
 // recreate takes a Recreating request one step further: it reads the pod's containers from
 // the runtime, plans the step (planRecreate) and carries out what the plan calls for.
-func (c *Controller) recreate(ctx context.Context, key string, crr *appsv1alpha1.ContainerRecreateRequest) error {
+func (c *Controller) recreate(ctx context.Context, key string, crr *appsv1beta1.ContainerRecreateRequest) error {
 	rt := c.runtime.Runtime()
 	if rt == nil {
 		return fmt.Errorf("the container runtime is not available")
@@ -150,9 +152,9 @@ func (c *Controller) recreate(ctx context.Context, key string, crr *appsv1alpha1
 	if err := sameRuntime(crr, rt.Name); err != nil {
 		return c.complete(ctx, key, crr, fmt.Sprintf("failed to find runtime service: %v", err))
 	}
-	podUID := crr.Labels[appsv1alpha1.ContainerRecreateRequestPodUIDKey]
+	podUID := crr.Labels[appsv1beta1.ContainerRecreateRequestPodUIDKey]
 	if podUID == "" {
-		return c.complete(ctx, key, crr, fmt.Sprintf("missing label %s", appsv1alpha1.ContainerRecreateRequestPodUIDKey))
+		return c.complete(ctx, key, crr, fmt.Sprintf("missing label %s", appsv1beta1.ContainerRecreateRequestPodUIDKey))
 	}
 	readCtx, cancel := context.WithTimeout(ctx, runtimeCallTimeout)
 	containers, err := rt.PodContainers(readCtx, podUID)
@@ -188,7 +190,7 @@ func (c *Controller) recreate(ctx context.Context, key string, crr *appsv1alpha1
 
 // sameRuntime checks that every target container runs in the runtime this agent talks to,
 // going by the scheme of the container ID the request was admitted with.
-func sameRuntime(crr *appsv1alpha1.ContainerRecreateRequest, runtimeName string) error {
+func sameRuntime(crr *appsv1beta1.ContainerRecreateRequest, runtimeName string) error {
 	for _, container := range crr.Spec.Containers {
 		if container.StatusContext == nil || container.StatusContext.ContainerID == "" {
 			return fmt.Errorf("container %s has no container ID in its status context", container.Name)

@@ -9,16 +9,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 
 	"github.com/bosun-dev/bosun/pkg/controller/queue/queuetest"
 	"github.com/bosun-dev/bosun/pkg/daemon/cri/crifake"
 )
 
 const (
-	pending    = appsv1alpha1.ContainerRecreateRequestPending
-	recreating = appsv1alpha1.ContainerRecreateRequestRecreating
-	completed  = appsv1alpha1.ContainerRecreateRequestCompleted
+	pending    = appsv1beta1.ContainerRecreateRequestPending
+	recreating = appsv1beta1.ContainerRecreateRequestRecreating
+	completed  = appsv1beta1.ContainerRecreateRequestCompleted
 )
 
 // TestHappyPath follows one request from pick-up to completion: the phase, the states, one
@@ -117,13 +117,13 @@ func TestSerialization(t *testing.T) {
 // Requests of the same second run in name order; a Recreating one comes before older
 // Pending ones.
 func TestRunOrder(t *testing.T) {
-	mk := func(name string, second int, phase appsv1alpha1.ContainerRecreateRequestPhase) *appsv1alpha1.ContainerRecreateRequest {
-		return &appsv1alpha1.ContainerRecreateRequest{
+	mk := func(name string, second int, phase appsv1beta1.ContainerRecreateRequestPhase) *appsv1beta1.ContainerRecreateRequest {
+		return &appsv1beta1.ContainerRecreateRequest{
 			ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(t0.Add(time.Duration(second) * time.Second))},
-			Status:     appsv1alpha1.ContainerRecreateRequestStatus{Phase: phase},
+			Status:     appsv1beta1.ContainerRecreateRequestStatus{Phase: phase},
 		}
 	}
-	requests := []*appsv1alpha1.ContainerRecreateRequest{
+	requests := []*appsv1beta1.ContainerRecreateRequest{
 		mk("new-b", 1, ""), mk("new-a", 1, ""), mk("old-new", 0, ""), mk("queued", 0, pending),
 		mk("running", 5, recreating), mk("done", 9, completed),
 	}
@@ -178,16 +178,47 @@ func TestUnreadyGrace(t *testing.T) {
 	crr.Status.Phase = recreating
 	f.create(crr)
 
-	// No annotation yet: wait for the manager.
+	// No PreRecreateGrace condition yet: wait for the manager.
 	before := f.writes()
 	f.sync()
 	if f.writes() != before || len(f.queue.Delayed()) != 0 {
-		t.Error("without the annotation the agent waits for the manager's write")
+		t.Error("without the condition the agent waits for the manager's write")
 	}
-	// Annotated one second ago: two seconds left.
+	// One that is not True is no acquisition either.
+	f.setConditions("r1", metav1.Condition{Type: "PreRecreateGrace", Status: metav1.ConditionFalse, Reason: "NotYet",
+		LastTransitionTime: metav1.NewTime(f.clock.Now().Add(-time.Hour))})
+	before = f.writes()
+	f.sync()
+	if f.writes() != before || len(f.queue.Delayed()) != 0 {
+		t.Error("with the condition not True the agent waits for the manager's write")
+	}
+	// Acquired one second ago: two seconds left. A stale v1alpha1 annotation beside the
+	// condition does not count.
 	crr = f.get("r1")
-	crr.Annotations = map[string]string{appsv1alpha1.ContainerRecreateRequestUnreadyAcquiredKey: f.clock.Now().Add(-time.Second).Format(time.RFC3339)}
+	crr.Annotations = map[string]string{appsv1beta1.ContainerRecreateRequestUnreadyAcquiredKey: f.clock.Now().Add(-time.Hour).Format(time.RFC3339)}
 	f.update(crr)
+	f.setConditions("r1", metav1.Condition{Type: "PreRecreateGrace", Status: metav1.ConditionTrue, Reason: "PreRecreateGrace",
+		LastTransitionTime: metav1.NewTime(f.clock.Now().Add(-time.Second))})
+	f.sync()
+	if got, want := f.queue.Delayed(), []queuetest.Delayed{{Key: podQueueKey, Delay: 2*time.Second + unreadyGraceSlack}}; !slices.Equal(got, want) {
+		t.Errorf("delayed %v, want %v", got, want)
+	}
+	f.expectStates("r1")
+	f.clock.Step(2 * time.Second)
+	f.sync()
+	f.expectStates("r1", "app:Pending")
+}
+
+// A request whose only record of the acquisition is the v1alpha1 annotation (a v1alpha1
+// manager's write, or OpenKruise's) waits on it as before; one that does not parse
+// completes the request.
+func TestUnreadyGraceFromTheAnnotation(t *testing.T) {
+	f := newFixture(t, "app")
+	crr := f.newRequest("r1", "app")
+	crr.Spec.Strategy.UnreadyGracePeriodSeconds = ptr.To[int64](3)
+	crr.Status.Phase = recreating
+	crr.Annotations = map[string]string{appsv1beta1.ContainerRecreateRequestUnreadyAcquiredKey: f.clock.Now().Add(-time.Second).Format(time.RFC3339)}
+	f.create(crr)
 	f.sync()
 	if got, want := f.queue.Delayed(), []queuetest.Delayed{{Key: podQueueKey, Delay: 2*time.Second + unreadyGraceSlack}}; !slices.Equal(got, want) {
 		t.Errorf("delayed %v, want %v", got, want)
@@ -202,13 +233,34 @@ func TestUnreadyGrace(t *testing.T) {
 	bad := g.newRequest("r2", "app")
 	bad.Spec.Strategy.UnreadyGracePeriodSeconds = ptr.To[int64](3)
 	bad.Status.Phase = recreating
-	bad.Annotations = map[string]string{appsv1alpha1.ContainerRecreateRequestUnreadyAcquiredKey: "yesterday"}
+	bad.Annotations = map[string]string{appsv1beta1.ContainerRecreateRequestUnreadyAcquiredKey: "yesterday"}
 	g.create(bad)
 	g.sync()
 	got := g.get("r2").Status
 	if got.Phase != completed || !strings.Contains(got.Message, `failed to parse unready acquired time "yesterday"`) {
 		t.Errorf("status %+v", got)
 	}
+}
+
+// The pod status a v1alpha1 manager copied into the annotation, with no status field,
+// lets the container count as Succeeded as the field does.
+func TestSucceededFromTheAnnotation(t *testing.T) {
+	f := newFixture(t, "app")
+	crr := f.newRequest("r1", "app")
+	crr.Status.Phase = recreating
+	f.create(crr)
+	f.sync()
+	f.sync()
+	f.expectStates("r1", "app:Recreating:killed")
+	f.runtime.RestartContainer(testPodUID, "app")
+	f.syncStatusesAnnotation("r1", false, "app")
+	f.sync()
+	f.expectStates("r1", "app:Recreating:killed")
+	f.syncStatusesAnnotation("r1", true, "app")
+	f.sync()
+	f.expectStates("r1", "app:Succeeded:killed")
+	f.sync()
+	f.expectPhase("r1", completed)
 }
 
 func TestOtherRuntimeCompletes(t *testing.T) {
@@ -287,8 +339,8 @@ func TestUnorderedRecreateStopsOnePerSync(t *testing.T) {
 }
 
 func TestFailurePolicy(t *testing.T) {
-	for _, policy := range []appsv1alpha1.ContainerRecreateRequestFailurePolicyType{
-		appsv1alpha1.ContainerRecreateRequestFailurePolicyFail, appsv1alpha1.ContainerRecreateRequestFailurePolicyIgnore,
+	for _, policy := range []appsv1beta1.ContainerRecreateRequestFailurePolicyType{
+		appsv1beta1.ContainerRecreateRequestFailurePolicyFail, appsv1beta1.ContainerRecreateRequestFailurePolicyIgnore,
 	} {
 		t.Run(string(policy), func(t *testing.T) {
 			f := newFixture(t, "a", "b")
@@ -300,11 +352,11 @@ func TestFailurePolicy(t *testing.T) {
 			f.sync()
 			f.sync()
 			states := f.get("r1").Status.ContainerRecreateStates
-			if states[0].Phase != appsv1alpha1.ContainerRecreateRequestFailed || !strings.HasPrefix(states[0].Message, "kill container error: ") ||
+			if states[0].Phase != appsv1beta1.ContainerRecreateRequestFailed || !strings.HasPrefix(states[0].Message, "kill container error: ") ||
 				!strings.Contains(states[0].Message, "device busy") {
 				t.Errorf("state of a = %+v", states[0])
 			}
-			if policy == appsv1alpha1.ContainerRecreateRequestFailurePolicyFail {
+			if policy == appsv1beta1.ContainerRecreateRequestFailurePolicyFail {
 				f.expectStates("r1", "a:Failed:"+states[0].Message, "b:Pending")
 				f.sync()
 				f.expectPhase("r1", completed)
@@ -386,8 +438,8 @@ func TestForceRecreate(t *testing.T) {
 func TestMissingAndExitedContainers(t *testing.T) {
 	f := newFixture(t, "a", "b")
 	crr := f.newRequest("r1", "a", "b")
-	crr.Spec.Containers = append(crr.Spec.Containers, appsv1alpha1.ContainerRecreateRequestContainer{
-		Name: "c", StatusContext: &appsv1alpha1.ContainerRecreateRequestContainerContext{ContainerID: crifake.KubeContainerID("gone")},
+	crr.Spec.Containers = append(crr.Spec.Containers, appsv1beta1.ContainerRecreateRequestContainer{
+		Name: "c", StatusContext: &appsv1beta1.ContainerRecreateRequestContainerContext{ContainerID: crifake.KubeContainerID("gone")},
 	})
 	crr.Spec.Strategy.OrderedRecreate = false
 	crr.Status.Phase = recreating
@@ -406,12 +458,12 @@ func TestMissingAndExitedContainers(t *testing.T) {
 }
 
 func TestSameRuntime(t *testing.T) {
-	withIDs := func(ids ...string) *appsv1alpha1.ContainerRecreateRequest {
-		crr := &appsv1alpha1.ContainerRecreateRequest{}
+	withIDs := func(ids ...string) *appsv1beta1.ContainerRecreateRequest {
+		crr := &appsv1beta1.ContainerRecreateRequest{}
 		for i, id := range ids {
-			c := appsv1alpha1.ContainerRecreateRequestContainer{Name: string(rune('a' + i))}
+			c := appsv1beta1.ContainerRecreateRequestContainer{Name: string(rune('a' + i))}
 			if id != "-" {
-				c.StatusContext = &appsv1alpha1.ContainerRecreateRequestContainerContext{ContainerID: id}
+				c.StatusContext = &appsv1beta1.ContainerRecreateRequestContainerContext{ContainerID: id}
 			}
 			crr.Spec.Containers = append(crr.Spec.Containers, c)
 		}

@@ -18,10 +18,10 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	bosunclientset "github.com/bosun-dev/client-go/clientset/versioned"
-	appsinformers "github.com/bosun-dev/client-go/informers/externalversions/apps/v1alpha1"
-	appslisters "github.com/bosun-dev/client-go/listers/apps/v1alpha1"
+	appsinformers "github.com/bosun-dev/client-go/informers/externalversions/apps/v1beta1"
+	appslisters "github.com/bosun-dev/client-go/listers/apps/v1beta1"
 
 	"github.com/bosun-dev/bosun/pkg/controller/informers"
 	"github.com/bosun-dev/bosun/pkg/controller/options"
@@ -122,7 +122,7 @@ type Controller struct {
 
 // New builds the controller from the node agent's context.
 func New(ctx context.Context, cc *controller.Context) (controller.Controller, error) {
-	return NewController(ctx, cc.NodeImage.Apps().V1alpha1().NodeImages(), cc.KubeClient, cc.BosunClient, cc.Runtime, cc.Recorder,
+	return NewController(ctx, cc.NodeImage.Apps().V1beta1().NodeImages(), cc.KubeClient, cc.BosunClient, cc.Runtime, cc.Recorder,
 		Config{NodeName: cc.NodeName, SecretsNamespace: cc.SecretsNamespace, MaxParallelPulls: cc.MaxParallelImagePulls,
 			// Where the runtime is containerd, its content store shows the bytes pulled.
 			Progress: containerdprogress.NewWatcher()},
@@ -190,7 +190,7 @@ func (c *Controller) enqueue(delay time.Duration) {
 }
 
 func (c *Controller) addNodeImage(ctx context.Context, obj any) {
-	nodeImage, ok := obj.(*appsv1alpha1.NodeImage)
+	nodeImage, ok := obj.(*appsv1beta1.NodeImage)
 	if !ok || nodeImage.Name != c.nodeName {
 		return
 	}
@@ -202,8 +202,8 @@ func (c *Controller) addNodeImage(ctx context.Context, obj any) {
 // otherwise sync after every step of every pull. Timers catch up with status changes
 // made by others.
 func (c *Controller) updateNodeImage(ctx context.Context, old, cur any) {
-	oldImage, ok1 := old.(*appsv1alpha1.NodeImage)
-	curImage, ok2 := cur.(*appsv1alpha1.NodeImage)
+	oldImage, ok1 := old.(*appsv1beta1.NodeImage)
+	curImage, ok2 := cur.(*appsv1beta1.NodeImage)
 	if !ok1 || !ok2 || curImage.Name != c.nodeName {
 		return
 	}
@@ -215,7 +215,7 @@ func (c *Controller) updateNodeImage(ctx context.Context, old, cur any) {
 }
 
 func (c *Controller) deleteNodeImage(ctx context.Context, obj any) {
-	nodeImage, ok := queue.FromTombstone[*appsv1alpha1.NodeImage](obj)
+	nodeImage, ok := queue.FromTombstone[*appsv1beta1.NodeImage](obj)
 	if !ok || nodeImage.Name != c.nodeName {
 		return
 	}
@@ -224,9 +224,9 @@ func (c *Controller) deleteNodeImage(ctx context.Context, obj any) {
 }
 
 // nodeImageReference is the NodeImage as the object of events.
-func nodeImageReference(nodeImage *appsv1alpha1.NodeImage) *corev1.ObjectReference {
+func nodeImageReference(nodeImage *appsv1beta1.NodeImage) *corev1.ObjectReference {
 	return &corev1.ObjectReference{
-		APIVersion: appsv1alpha1.SchemeGroupVersion.String(),
+		APIVersion: appsv1beta1.SchemeGroupVersion.String(),
 		Kind:       "NodeImage",
 		Name:       nodeImage.Name,
 		UID:        nodeImage.UID,
@@ -240,7 +240,7 @@ type statusWriter struct {
 	limiter *rate.Limiter
 	// last is the status last written (or found on first sight of the NodeImage);
 	// refreshAt is when it is written again even if unchanged.
-	last      *appsv1alpha1.NodeImageStatus
+	last      *appsv1beta1.NodeImageStatus
 	refreshAt time.Time
 }
 
@@ -249,7 +249,7 @@ func newStatusWriter(clk clock.Clock) statusWriter {
 }
 
 // observe records status as written now.
-func (w *statusWriter) observe(status *appsv1alpha1.NodeImageStatus) {
+func (w *statusWriter) observe(status *appsv1beta1.NodeImageStatus) {
 	w.last = status
 	w.refreshAt = w.clock.Now().Add(statusRefreshPeriod + rand.N(statusRefreshJitter))
 }

@@ -6,12 +6,12 @@ import (
 
 	"k8s.io/client-go/tools/cache"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 )
 
 func TestOnlySpecChangesQueue(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
-	old := newNodeImage("nginx", newTag("1.25", appsv1alpha1.PullAlways, 3))
+	old := newNodeImage("nginx", newTag("1.25", appsv1beta1.PullAlways, 3))
 
 	statusOnly := old.DeepCopy()
 	statusOnly.ResourceVersion = "2"
@@ -49,5 +49,15 @@ func TestNewControllerNeedsTheNodeName(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
 	if _, err := NewController(f.ctx, nil, nil, nil, nil, nil, Config{}); err == nil {
 		t.Error("built without a node name")
+	}
+}
+
+// The agent names its NodeImage in events as this release writes every reference: in
+// apps.kruise.io/v1beta1.
+func TestNodeImageReference(t *testing.T) {
+	ni := newNodeImage("nginx", newTag("1.25", appsv1beta1.PullAlways, 3))
+	ref := nodeImageReference(ni)
+	if ref.APIVersion != "apps.kruise.io/v1beta1" || ref.Kind != "NodeImage" || ref.Name != ni.Name || ref.UID != ni.UID {
+		t.Errorf("reference = %+v, want apps.kruise.io/v1beta1 NodeImage %s (%s)", ref, ni.Name, ni.UID)
 	}
 }

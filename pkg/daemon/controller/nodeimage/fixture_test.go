@@ -23,7 +23,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	bosunfake "github.com/bosun-dev/client-go/clientset/versioned/fake"
 	bosuninformers "github.com/bosun-dev/client-go/informers/externalversions"
 
@@ -105,7 +105,7 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 	kubeClient := kubefake.NewClientset(secrets...)
 	bosunClient := bosunfake.NewSimpleClientset()
 	factory := bosuninformers.NewSharedInformerFactory(bosunClient, 0)
-	informer := factory.Apps().V1alpha1().NodeImages()
+	informer := factory.Apps().V1beta1().NodeImages()
 	clk := clocktesting.NewFakeClock(t0)
 	recorder := &eventRecorder{}
 	source := &runtimeSource{rt: rt}
@@ -132,9 +132,9 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 }
 
 // create stores nodeImage in the fake API server and the cache.
-func (f *fixture) create(nodeImage *appsv1alpha1.NodeImage) {
+func (f *fixture) create(nodeImage *appsv1beta1.NodeImage) {
 	f.t.Helper()
-	created, err := f.bosunClient.AppsV1alpha1().NodeImages().Create(f.ctx, nodeImage, metav1.CreateOptions{})
+	created, err := f.bosunClient.AppsV1beta1().NodeImages().Create(f.ctx, nodeImage, metav1.CreateOptions{})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func (f *fixture) create(nodeImage *appsv1alpha1.NodeImage) {
 }
 
 // observe copies the API server's NodeImage into the cache, as the informer would.
-func (f *fixture) observe() *appsv1alpha1.NodeImage {
+func (f *fixture) observe() *appsv1beta1.NodeImage {
 	f.t.Helper()
 	current := f.current()
 	if err := f.indexer.Update(current); err != nil {
@@ -154,12 +154,12 @@ func (f *fixture) observe() *appsv1alpha1.NodeImage {
 }
 
 // updateSpec changes the NodeImage's spec in the API server and the cache.
-func (f *fixture) updateSpec(change func(*appsv1alpha1.NodeImageSpec)) {
+func (f *fixture) updateSpec(change func(*appsv1beta1.NodeImageSpec)) {
 	f.t.Helper()
 	nodeImage := f.current()
 	change(&nodeImage.Spec)
 	nodeImage.Generation++
-	updated, err := f.bosunClient.AppsV1alpha1().NodeImages().Update(f.ctx, nodeImage, metav1.UpdateOptions{})
+	updated, err := f.bosunClient.AppsV1beta1().NodeImages().Update(f.ctx, nodeImage, metav1.UpdateOptions{})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -169,9 +169,9 @@ func (f *fixture) updateSpec(change func(*appsv1alpha1.NodeImageSpec)) {
 }
 
 // current reads the NodeImage from the fake API server.
-func (f *fixture) current() *appsv1alpha1.NodeImage {
+func (f *fixture) current() *appsv1beta1.NodeImage {
 	f.t.Helper()
-	nodeImage, err := f.bosunClient.AppsV1alpha1().NodeImages().Get(f.ctx, testNode, metav1.GetOptions{})
+	nodeImage, err := f.bosunClient.AppsV1beta1().NodeImages().Get(f.ctx, testNode, metav1.GetOptions{})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func (f *fixture) sync() {
 }
 
 // tagStatus returns the status of image:tag in the API server, nil when there is none.
-func (f *fixture) tagStatus(image, tag string) *appsv1alpha1.ImageTagStatus {
+func (f *fixture) tagStatus(image, tag string) *appsv1beta1.ImageTagStatus {
 	f.t.Helper()
 	return nodeimageutil.FindTagStatus(f.current().Status.ImageStatuses[image].Tags, tag)
 }
@@ -252,27 +252,27 @@ func (f *fixture) secretActions() []string {
 // Objects.
 
 var jobOwner = corev1.ObjectReference{
-	APIVersion: appsv1alpha1.SchemeGroupVersion.String(), Kind: "ImagePullJob", Namespace: "default", Name: "job", UID: "job-uid",
+	APIVersion: appsv1beta1.SchemeGroupVersion.String(), Kind: "ImagePullJob", Namespace: "default", Name: "job", UID: "job-uid",
 }
 
 // newNodeImage returns the node's NodeImage with one image and the given tags.
-func newNodeImage(image string, tags ...appsv1alpha1.ImageTagSpec) *appsv1alpha1.NodeImage {
-	return &appsv1alpha1.NodeImage{
+func newNodeImage(image string, tags ...appsv1beta1.ImageTagSpec) *appsv1beta1.NodeImage {
+	return &appsv1beta1.NodeImage{
 		ObjectMeta: metav1.ObjectMeta{Name: testNode, UID: types.UID(testNode + "-uid"), Generation: 1},
-		Spec: appsv1alpha1.NodeImageSpec{Images: map[string]appsv1alpha1.ImageSpec{
+		Spec: appsv1beta1.NodeImageSpec{Images: map[string]appsv1beta1.ImageSpec{
 			image: {Tags: tags},
 		}},
 	}
 }
 
 // newTag returns a tag owned by jobOwner, with backoffLimit and timeoutSeconds set.
-func newTag(tag string, policy appsv1alpha1.ImagePullPolicy, backoffLimit int32) appsv1alpha1.ImageTagSpec {
-	return appsv1alpha1.ImageTagSpec{
+func newTag(tag string, policy appsv1beta1.ImagePullPolicy, backoffLimit int32) appsv1beta1.ImageTagSpec {
+	return appsv1beta1.ImageTagSpec{
 		Tag:             tag,
 		CreatedAt:       &metav1.Time{Time: t0},
 		ImagePullPolicy: policy,
 		OwnerReferences: []corev1.ObjectReference{jobOwner},
-		PullPolicy: &appsv1alpha1.ImageTagPullPolicy{
+		PullPolicy: &appsv1beta1.ImageTagPullPolicy{
 			TimeoutSeconds:          ptr.To[int32](3600),
 			BackoffLimit:            ptr.To(backoffLimit),
 			TTLSecondsAfterFinished: ptr.To[int32](300),

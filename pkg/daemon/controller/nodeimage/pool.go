@@ -14,7 +14,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 
 	"github.com/bosun-dev/bosun/pkg/daemon/cri"
 )
@@ -54,13 +54,13 @@ func newImagePool(name string) *imagePool {
 // setPullConfig records the credentials and sandbox config of the image's next pulls. The
 // sandbox config carries the spec's labels and annotations plus the annotation that tells
 // runtimes and their plugins the agent is pulling.
-func (p *imagePool) setPullConfig(credentials []cri.RegistryCredential, sandbox *appsv1alpha1.SandboxConfig) {
+func (p *imagePool) setPullConfig(credentials []cri.RegistryCredential, sandbox *appsv1beta1.SandboxConfig) {
 	config := &runtimeapi.PodSandboxConfig{Annotations: map[string]string{}}
 	if sandbox != nil {
 		config.Labels = maps.Clone(sandbox.Labels)
 		maps.Copy(config.Annotations, sandbox.Annotations)
 	}
-	config.Annotations[appsv1alpha1.PullingImageByAnnotationKey] = appsv1alpha1.PullingImageByAnnotationValue
+	config.Annotations[appsv1beta1.PullingImageByAnnotationKey] = appsv1beta1.PullingImageByAnnotationValue
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.credentials, p.sandbox = credentials, config
@@ -83,23 +83,23 @@ func (p *imagePool) stop() {
 // tagWorker pulls one version of one tag, with retries, and keeps its status.
 type tagWorker struct {
 	image   string
-	spec    appsv1alpha1.ImageTagSpec
+	spec    appsv1beta1.ImageTagSpec
 	owner   *corev1.ObjectReference // the NodeImage, for events
 	cancel  context.CancelFunc
 	started time.Time
 
 	mu     sync.Mutex
-	status appsv1alpha1.ImageTagStatus
+	status appsv1beta1.ImageTagStatus
 }
 
 // currentStatus returns a copy of the worker's status.
-func (w *tagWorker) currentStatus() appsv1alpha1.ImageTagStatus {
+func (w *tagWorker) currentStatus() appsv1beta1.ImageTagStatus {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return *w.status.DeepCopy()
 }
 
-func (w *tagWorker) update(change func(*appsv1alpha1.ImageTagStatus)) {
+func (w *tagWorker) update(change func(*appsv1beta1.ImageTagStatus)) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	change(&w.status)
@@ -120,14 +120,14 @@ func now(clk clock.Clock) *metav1.Time {
 
 // startWorker starts pulling version spec.Version of a tag of pool; the worker reports
 // Waiting at once.
-func (c *Controller) startWorker(ctx context.Context, pool *imagePool, spec appsv1alpha1.ImageTagSpec, nodeImage *corev1.ObjectReference) *tagWorker {
+func (c *Controller) startWorker(ctx context.Context, pool *imagePool, spec appsv1beta1.ImageTagSpec, nodeImage *corev1.ObjectReference) *tagWorker {
 	ctx, cancel := context.WithCancel(ctx)
 	w := &tagWorker{
 		image:  pool.name,
 		spec:   *spec.DeepCopy(),
 		owner:  nodeImage,
 		cancel: cancel,
-		status: appsv1alpha1.ImageTagStatus{Tag: spec.Tag, Phase: appsv1alpha1.ImagePhaseWaiting, Version: spec.Version},
+		status: appsv1beta1.ImageTagStatus{Tag: spec.Tag, Phase: appsv1beta1.ImagePhaseWaiting, Version: spec.Version},
 	}
 	logger := klog.FromContext(ctx).WithValues("image", pool.name, "tag", spec.Tag, "version", spec.Version)
 	c.pulls.Add(1)
@@ -154,8 +154,8 @@ func (c *Controller) runWorker(ctx context.Context, pool *imagePool, w *tagWorke
 	// Pulling is reported before the runtime is called at all: a pull can take longer than
 	// the manager waits for a node to answer.
 	w.started = c.clock.Now()
-	w.update(func(s *appsv1alpha1.ImageTagStatus) {
-		s.Phase = appsv1alpha1.ImagePhasePulling
+	w.update(func(s *appsv1beta1.ImageTagStatus) {
+		s.Phase = appsv1beta1.ImagePhasePulling
 		s.StartTime = now(c.clock)
 		s.Progress = 0
 	})
@@ -170,8 +170,8 @@ func (c *Controller) runWorker(ctx context.Context, pool *imagePool, w *tagWorke
 	elapsed := c.clock.Since(w.started).Round(time.Millisecond)
 	ref := cri.ImageReference(w.image, w.spec.Tag)
 	if err != nil {
-		w.update(func(s *appsv1alpha1.ImageTagStatus) {
-			s.Phase = appsv1alpha1.ImagePhaseFailed
+		w.update(func(s *appsv1beta1.ImageTagStatus) {
+			s.Phase = appsv1beta1.ImagePhaseFailed
 			s.CompletionTime = now(c.clock)
 			s.Message = err.Error()
 		})
@@ -182,8 +182,8 @@ func (c *Controller) runWorker(ctx context.Context, pool *imagePool, w *tagWorke
 		}
 		c.recorder.Event(w.owner, corev1.EventTypeWarning, PullImageFailedReason, message)
 	} else {
-		w.update(func(s *appsv1alpha1.ImageTagStatus) {
-			s.Phase = appsv1alpha1.ImagePhaseSucceeded
+		w.update(func(s *appsv1beta1.ImageTagStatus) {
+			s.Phase = appsv1beta1.ImagePhaseSucceeded
 			s.CompletionTime = now(c.clock)
 			s.Progress = 100
 			s.ImageID = w.image + "@" + imageID
@@ -235,7 +235,7 @@ func (c *Controller) pullWithRetries(ctx context.Context, pool *imagePool, w *ta
 
 // pullLimits reads a tag's pull policy: the bound of one attempt, the number of attempts,
 // and the deadline of all of them (zero: none) for a pull started at start.
-func pullLimits(policy *appsv1alpha1.ImageTagPullPolicy, start time.Time) (timeout time.Duration, attempts int, deadline time.Time) {
+func pullLimits(policy *appsv1beta1.ImageTagPullPolicy, start time.Time) (timeout time.Duration, attempts int, deadline time.Time) {
 	timeoutSeconds, backoffLimit := int32(defaultTimeoutSeconds), int32(defaultBackoffLimit)
 	if policy != nil {
 		if policy.TimeoutSeconds != nil && *policy.TimeoutSeconds > 0 {
@@ -286,7 +286,7 @@ func (c *Controller) pullOnce(ctx context.Context, pool *imagePool, w *tagWorker
 
 func (c *Controller) attempt(ctx context.Context, pool *imagePool, w *tagWorker) (string, error) {
 	ref := cri.ImageReference(w.image, w.spec.Tag)
-	if w.spec.ImagePullPolicy == appsv1alpha1.PullIfNotPresent {
+	if w.spec.ImagePullPolicy == appsv1beta1.PullIfNotPresent {
 		rt := c.runtime.Runtime()
 		if rt == nil {
 			return "", errRuntimeUnavailable
@@ -306,7 +306,7 @@ func (c *Controller) attempt(ctx context.Context, pool *imagePool, w *tagWorker)
 		Credentials:   cri.MatchCredentials(credentials, w.image),
 		SandboxConfig: sandbox,
 	}, func(percent int32) {
-		w.update(func(s *appsv1alpha1.ImageTagStatus) { s.Progress = max(0, min(100, percent)) })
+		w.update(func(s *appsv1beta1.ImageTagStatus) { s.Progress = max(0, min(100, percent)) })
 		c.enqueue(0)
 	})
 }

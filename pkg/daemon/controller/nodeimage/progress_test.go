@@ -5,7 +5,7 @@ import (
 	"sync"
 	"testing"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 
 	"github.com/bosun-dev/bosun/pkg/daemon/cri"
 )
@@ -44,7 +44,7 @@ func TestPullReportsTheWatchersProgressWhilePulling(t *testing.T) {
 	watcher := &fakeWatcher{percent: 40}
 	f := newFixture(t, fixtureOptions{progress: watcher})
 	release := f.runtime.BlockPulls()
-	f.create(newNodeImage("nginx", newTag("1.25", appsv1alpha1.PullAlways, 3)))
+	f.create(newNodeImage("nginx", newTag("1.25", appsv1beta1.PullAlways, 3)))
 
 	f.sync()
 	f.eventually("the watcher to report", func() bool {
@@ -53,7 +53,7 @@ func TestPullReportsTheWatchersProgressWhilePulling(t *testing.T) {
 	})
 	f.sync()
 	status := f.tagStatus("nginx", "1.25")
-	if status.Phase != appsv1alpha1.ImagePhasePulling || status.Progress != 40 {
+	if status.Phase != appsv1beta1.ImagePhasePulling || status.Progress != 40 {
 		t.Fatalf("status while pulling %+v", status)
 	}
 	if images, _, stopped := watcher.state(); len(images) != 1 || images[0] != "nginx:1.25" || stopped {
@@ -66,7 +66,7 @@ func TestPullReportsTheWatchersProgressWhilePulling(t *testing.T) {
 	if _, _, stopped := watcher.state(); !stopped {
 		t.Error("the watcher still runs after the pull returned")
 	}
-	if status := f.tagStatus("nginx", "1.25"); status.Phase != appsv1alpha1.ImagePhaseSucceeded || status.Progress != 100 {
+	if status := f.tagStatus("nginx", "1.25"); status.Phase != appsv1beta1.ImagePhaseSucceeded || status.Progress != 100 {
 		t.Errorf("final status %+v", status)
 	}
 }

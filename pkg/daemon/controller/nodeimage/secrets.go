@@ -13,7 +13,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 
 	"github.com/bosun-dev/bosun/pkg/daemon/cri"
 )
@@ -42,7 +42,7 @@ func newSecretCache(client kubernetes.Interface, namespace string, clk clock.Clo
 // credentials returns the registry credentials of refs, in order. Only secrets of the
 // secrets namespace are read; others, and missing or malformed secrets, contribute none.
 // A failed read is an error.
-func (s *secretCache) credentials(ctx context.Context, refs []appsv1alpha1.ReferenceObject) ([]cri.RegistryCredential, error) {
+func (s *secretCache) credentials(ctx context.Context, refs []appsv1beta1.ReferenceObject) ([]cri.RegistryCredential, error) {
 	logger := klog.FromContext(ctx)
 	var credentials []cri.RegistryCredential
 	for _, ref := range refs {

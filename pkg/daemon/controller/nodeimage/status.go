@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 
 	"github.com/bosun-dev/bosun/pkg/controller/nodeimage/nodeimageutil"
 )
@@ -20,14 +20,14 @@ import (
 // buildStatus rebuilds the whole status from the spec, the workers and the statuses of
 // done tags. A tag without a worker keeps the status it has. unfinished is true while some
 // tag has no completed status of its spec version.
-func (c *Controller) buildStatus(nodeImage *appsv1alpha1.NodeImage) (*appsv1alpha1.NodeImageStatus, bool) {
-	status := &appsv1alpha1.NodeImageStatus{FirstSyncStatus: nodeImage.Status.FirstSyncStatus.DeepCopy()}
+func (c *Controller) buildStatus(nodeImage *appsv1beta1.NodeImage) (*appsv1beta1.NodeImageStatus, bool) {
+	status := &appsv1beta1.NodeImageStatus{FirstSyncStatus: nodeImage.Status.FirstSyncStatus.DeepCopy()}
 	unfinished := false
 	for name, imageSpec := range nodeImage.Spec.Images {
-		var tags []appsv1alpha1.ImageTagStatus
+		var tags []appsv1beta1.ImageTagStatus
 		for _, tag := range imageSpec.Tags {
 			status.Desired++
-			var tagStatus *appsv1alpha1.ImageTagStatus
+			var tagStatus *appsv1beta1.ImageTagStatus
 			if pool := c.pools[name]; pool != nil && pool.workers[tag.Tag] != nil {
 				current := pool.workers[tag.Tag].currentStatus()
 				tagStatus = &current
@@ -46,18 +46,18 @@ func (c *Controller) buildStatus(nodeImage *appsv1alpha1.NodeImage) (*appsv1alph
 		if len(tags) == 0 {
 			continue
 		}
-		slices.SortFunc(tags, func(a, b appsv1alpha1.ImageTagStatus) int { return strings.Compare(a.Tag, b.Tag) })
+		slices.SortFunc(tags, func(a, b appsv1beta1.ImageTagStatus) int { return strings.Compare(a.Tag, b.Tag) })
 		if status.ImageStatuses == nil {
-			status.ImageStatuses = map[string]appsv1alpha1.ImageStatus{}
+			status.ImageStatuses = map[string]appsv1beta1.ImageStatus{}
 		}
-		status.ImageStatuses[name] = appsv1alpha1.ImageStatus{Tags: tags}
+		status.ImageStatuses[name] = appsv1beta1.ImageStatus{Tags: tags}
 	}
 	return status, unfinished
 }
 
 // writeStatus writes status unless it equals the last one written and no refresh is due.
 // limited is true when the write rate limit held the write back.
-func (c *Controller) writeStatus(ctx context.Context, nodeImage *appsv1alpha1.NodeImage, status *appsv1alpha1.NodeImageStatus) (limited bool, err error) {
+func (c *Controller) writeStatus(ctx context.Context, nodeImage *appsv1beta1.NodeImage, status *appsv1beta1.NodeImageStatus) (limited bool, err error) {
 	w := &c.writer
 	if w.last != nil && apiequality.Semantic.DeepEqual(w.last, status) && c.clock.Now().Before(w.refreshAt) {
 		return false, nil
@@ -66,7 +66,7 @@ func (c *Controller) writeStatus(ctx context.Context, nodeImage *appsv1alpha1.No
 		klog.FromContext(ctx).V(4).Info("NodeImage status write rate-limited")
 		return true, nil
 	}
-	client := c.bosunClient.AppsV1alpha1().NodeImages()
+	client := c.bosunClient.AppsV1beta1().NodeImages()
 	update := nodeImage.DeepCopy()
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		update.Status = *status.DeepCopy()

@@ -6,16 +6,16 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 )
 
 func TestStatusWriteSkipsUnchangedStatusUntilRefresh(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
-	nodeImage := newNodeImage("nginx", newTag("1.25", appsv1alpha1.PullAlways, 3))
+	nodeImage := newNodeImage("nginx", newTag("1.25", appsv1beta1.PullAlways, 3))
 	f.create(nodeImage)
 	f.c.writer.observe(nodeImage.Status.DeepCopy())
 
-	status := &appsv1alpha1.NodeImageStatus{Desired: 1, Succeeded: 1}
+	status := &appsv1beta1.NodeImageStatus{Desired: 1, Succeeded: 1}
 	for range 3 {
 		if limited, err := f.c.writeStatus(f.ctx, nodeImage, status.DeepCopy()); err != nil || limited {
 			t.Fatalf("write: limited %v, %v", limited, err)
@@ -46,20 +46,20 @@ func TestStatusWriteSkipsUnchangedStatusUntilRefresh(t *testing.T) {
 
 func TestStatusWritesAreRateLimited(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
-	nodeImage := newNodeImage("nginx", newTag("1.25", appsv1alpha1.PullAlways, 3))
+	nodeImage := newNodeImage("nginx", newTag("1.25", appsv1beta1.PullAlways, 3))
 	f.create(nodeImage)
 
 	// A burst of 5, then one every 2 s.
 	for i := range 5 {
-		if limited, err := f.c.writeStatus(f.ctx, nodeImage, &appsv1alpha1.NodeImageStatus{Desired: int32(i + 1)}); err != nil || limited {
+		if limited, err := f.c.writeStatus(f.ctx, nodeImage, &appsv1beta1.NodeImageStatus{Desired: int32(i + 1)}); err != nil || limited {
 			t.Fatalf("write %d: limited %v, %v", i, limited, err)
 		}
 	}
-	if limited, _ := f.c.writeStatus(f.ctx, nodeImage, &appsv1alpha1.NodeImageStatus{Desired: 10}); !limited {
+	if limited, _ := f.c.writeStatus(f.ctx, nodeImage, &appsv1beta1.NodeImageStatus{Desired: 10}); !limited {
 		t.Error("the sixth write at once was not limited")
 	}
 	f.clock.Step(2 * time.Second)
-	if limited, _ := f.c.writeStatus(f.ctx, nodeImage, &appsv1alpha1.NodeImageStatus{Desired: 10}); limited {
+	if limited, _ := f.c.writeStatus(f.ctx, nodeImage, &appsv1beta1.NodeImageStatus{Desired: 10}); limited {
 		t.Error("a write 2 s later was limited")
 	}
 	if n := f.statusWrites(); n != 6 {
@@ -70,16 +70,16 @@ func TestStatusWritesAreRateLimited(t *testing.T) {
 func TestStatusDropsTagsGoneFromSpecAndKeepsDoneOnes(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
 	done := metav1.NewTime(t0)
-	nodeImage := newNodeImage("nginx", newTag("1.25", appsv1alpha1.PullAlways, 3))
+	nodeImage := newNodeImage("nginx", newTag("1.25", appsv1beta1.PullAlways, 3))
 	nodeImage.Spec.Images["nginx"].Tags[0].Version = 2
-	nodeImage.Status = appsv1alpha1.NodeImageStatus{
+	nodeImage.Status = appsv1beta1.NodeImageStatus{
 		Desired: 2, Succeeded: 2,
-		ImageStatuses: map[string]appsv1alpha1.ImageStatus{
-			"nginx": {Tags: []appsv1alpha1.ImageTagStatus{
-				{Tag: "1.24", Phase: appsv1alpha1.ImagePhaseSucceeded, Version: 0, CompletionTime: &done},
-				{Tag: "1.25", Phase: appsv1alpha1.ImagePhaseFailed, Version: 2, CompletionTime: &done, Message: "boom"},
+		ImageStatuses: map[string]appsv1beta1.ImageStatus{
+			"nginx": {Tags: []appsv1beta1.ImageTagStatus{
+				{Tag: "1.24", Phase: appsv1beta1.ImagePhaseSucceeded, Version: 0, CompletionTime: &done},
+				{Tag: "1.25", Phase: appsv1beta1.ImagePhaseFailed, Version: 2, CompletionTime: &done, Message: "boom"},
 			}},
-			"redis": {Tags: []appsv1alpha1.ImageTagStatus{{Tag: "7", Phase: appsv1alpha1.ImagePhaseSucceeded, CompletionTime: &done}}},
+			"redis": {Tags: []appsv1beta1.ImageTagStatus{{Tag: "7", Phase: appsv1beta1.ImagePhaseSucceeded, CompletionTime: &done}}},
 		},
 	}
 	f.create(nodeImage)

@@ -11,7 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 
 	"github.com/bosun-dev/bosun/pkg/controller/nodeimage/nodeimageutil"
 )
@@ -54,7 +54,7 @@ func (c *Controller) syncNodeImage(ctx context.Context, key string) error {
 }
 
 // syncPools keeps one pool per image of the spec and one worker per tag still to pull.
-func (c *Controller) syncPools(ctx context.Context, nodeImage *appsv1alpha1.NodeImage) error {
+func (c *Controller) syncPools(ctx context.Context, nodeImage *appsv1beta1.NodeImage) error {
 	for name, pool := range c.pools {
 		if _, ok := nodeImage.Spec.Images[name]; !ok {
 			klog.FromContext(ctx).V(2).Info("Image removed from spec, stopping its pulls", "image", name)
@@ -98,8 +98,8 @@ func (c *Controller) syncPools(ctx context.Context, nodeImage *appsv1alpha1.Node
 // answers the spec's version and has a completion time; a worker whose result has not
 // reached the cache yet is kept, since it is the newer truth. It returns whether a tag
 // still to pull was left without a worker because start is false.
-func (c *Controller) syncTags(ctx context.Context, pool *imagePool, tags []appsv1alpha1.ImageTagSpec,
-	statuses []appsv1alpha1.ImageTagStatus, owner *corev1.ObjectReference, start bool) (leftUnstarted bool) {
+func (c *Controller) syncTags(ctx context.Context, pool *imagePool, tags []appsv1beta1.ImageTagSpec,
+	statuses []appsv1beta1.ImageTagStatus, owner *corev1.ObjectReference, start bool) (leftUnstarted bool) {
 	logger := klog.FromContext(ctx)
 	wanted := map[string]bool{}
 	for _, tag := range tags {

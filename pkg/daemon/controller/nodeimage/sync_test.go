@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 
 	"github.com/bosun-dev/bosun/pkg/daemon/cri/crifake"
 )
@@ -21,16 +21,16 @@ import (
 func TestPullReportsPullingThenSucceeded(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
 	release := f.runtime.BlockPulls()
-	nodeImage := newNodeImage("nginx", newTag("1.25", appsv1alpha1.PullAlways, 3))
-	nodeImage.Spec.Images["nginx"] = appsv1alpha1.ImageSpec{
+	nodeImage := newNodeImage("nginx", newTag("1.25", appsv1beta1.PullAlways, 3))
+	nodeImage.Spec.Images["nginx"] = appsv1beta1.ImageSpec{
 		Tags:          nodeImage.Spec.Images["nginx"].Tags,
-		SandboxConfig: &appsv1alpha1.SandboxConfig{Labels: map[string]string{"l": "v"}, Annotations: map[string]string{"a": "b"}},
+		SandboxConfig: &appsv1beta1.SandboxConfig{Labels: map[string]string{"l": "v"}, Annotations: map[string]string{"a": "b"}},
 	}
 	f.create(nodeImage)
 
 	f.sync()
 	status := f.tagStatus("nginx", "1.25")
-	if status == nil || (status.Phase != appsv1alpha1.ImagePhaseWaiting && status.Phase != appsv1alpha1.ImagePhasePulling) || status.Version != 0 {
+	if status == nil || (status.Phase != appsv1beta1.ImagePhaseWaiting && status.Phase != appsv1beta1.ImagePhasePulling) || status.Version != 0 {
 		t.Fatalf("first status %+v", status)
 	}
 
@@ -38,7 +38,7 @@ func TestPullReportsPullingThenSucceeded(t *testing.T) {
 	f.eventually("the pull to reach the runtime", func() bool { return len(f.runtime.Pulls()) == 1 })
 	f.sync()
 	status = f.tagStatus("nginx", "1.25")
-	if status.Phase != appsv1alpha1.ImagePhasePulling || status.StartTime == nil || status.Progress != 0 || status.CompletionTime != nil {
+	if status.Phase != appsv1beta1.ImagePhasePulling || status.StartTime == nil || status.Progress != 0 || status.CompletionTime != nil {
 		t.Fatalf("status while pulling %+v", status)
 	}
 	if s := f.current().Status; s.Desired != 1 || s.Pulling != 1 || s.Waiting != 0 || s.Succeeded != 0 {
@@ -56,7 +56,7 @@ func TestPullReportsPullingThenSucceeded(t *testing.T) {
 		t.Fatal("the runtime does not have the image")
 	}
 	status = f.tagStatus("nginx", "1.25")
-	if status.Phase != appsv1alpha1.ImagePhaseSucceeded || status.CompletionTime == nil || status.Progress != 100 || status.ImageID != "nginx@"+id || status.Message != "" {
+	if status.Phase != appsv1beta1.ImagePhaseSucceeded || status.CompletionTime == nil || status.Progress != 100 || status.ImageID != "nginx@"+id || status.Message != "" {
 		t.Errorf("final status %+v", status)
 	}
 	if s := f.current().Status; s.Desired != 1 || s.Succeeded != 1 || s.Pulling != 0 || s.Failed != 0 {
@@ -67,7 +67,7 @@ func TestPullReportsPullingThenSucceeded(t *testing.T) {
 	if pull.Image != "nginx:1.25" || pull.Auth != nil {
 		t.Errorf("pull %+v", pull)
 	}
-	if a := pull.SandboxConfig.GetAnnotations(); a[appsv1alpha1.PullingImageByAnnotationKey] != "kruise-daemon" || a["a"] != "b" || pull.SandboxConfig.GetLabels()["l"] != "v" {
+	if a := pull.SandboxConfig.GetAnnotations(); a[appsv1beta1.PullingImageByAnnotationKey] != "kruise-daemon" || a["a"] != "b" || pull.SandboxConfig.GetLabels()["l"] != "v" {
 		t.Errorf("sandbox config %+v", pull.SandboxConfig)
 	}
 	events := f.recorder.take()
@@ -92,7 +92,7 @@ func TestPullReportsPullingThenSucceeded(t *testing.T) {
 func TestParallelPullLimitKeepsTagsWaiting(t *testing.T) {
 	f := newFixture(t, fixtureOptions{maxParallelPulls: 1})
 	release := f.runtime.BlockPulls()
-	f.create(newNodeImage("nginx", newTag("1.25", appsv1alpha1.PullAlways, 3), newTag("1.26", appsv1alpha1.PullAlways, 3)))
+	f.create(newNodeImage("nginx", newTag("1.25", appsv1beta1.PullAlways, 3), newTag("1.26", appsv1beta1.PullAlways, 3)))
 
 	f.sync()
 	f.eventually("one pull to reach the runtime", func() bool { return len(f.runtime.Pulls()) == 1 })
@@ -124,13 +124,13 @@ func TestIfNotPresentSkipsThePullOfAPresentImage(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
 	id := f.runtime.AddImage("docker.io/library/nginx:1.25")
 	f.create(newNodeImage("nginx",
-		newTag("1.25", appsv1alpha1.PullIfNotPresent, 3),
-		newTag("1.26", appsv1alpha1.PullIfNotPresent, 3)))
+		newTag("1.25", appsv1beta1.PullIfNotPresent, 3),
+		newTag("1.26", appsv1beta1.PullIfNotPresent, 3)))
 
 	f.sync()
 	f.waitForResult("nginx", "1.25")
 	f.waitForResult("nginx", "1.26")
-	if status := f.tagStatus("nginx", "1.25"); status.Phase != appsv1alpha1.ImagePhaseSucceeded || status.ImageID != "nginx@"+id || status.Progress != 100 {
+	if status := f.tagStatus("nginx", "1.25"); status.Phase != appsv1beta1.ImagePhaseSucceeded || status.ImageID != "nginx@"+id || status.Progress != 100 {
 		t.Errorf("present image: %+v", status)
 	}
 	pulls := f.runtime.Pulls()
@@ -149,7 +149,7 @@ func TestAlwaysPullsAPresentImage(t *testing.T) {
 
 	f.sync()
 	f.waitForResult("nginx", "1.25")
-	if len(f.runtime.Pulls()) != 1 || f.tagStatus("nginx", "1.25").Phase != appsv1alpha1.ImagePhaseSucceeded {
+	if len(f.runtime.Pulls()) != 1 || f.tagStatus("nginx", "1.25").Phase != appsv1beta1.ImagePhaseSucceeded {
 		t.Errorf("pulls %+v, status %+v", f.runtime.Pulls(), f.tagStatus("nginx", "1.25"))
 	}
 }
@@ -157,7 +157,7 @@ func TestAlwaysPullsAPresentImage(t *testing.T) {
 func TestFailedAttemptsAreRetriedUpToTheBackoffLimit(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
 	f.runtime.FailPulls(errors.New("registry is down"))
-	f.create(newNodeImage("nginx", newTag("1.25", appsv1alpha1.PullAlways, 1)))
+	f.create(newNodeImage("nginx", newTag("1.25", appsv1beta1.PullAlways, 1)))
 
 	f.sync()
 	f.waitForResult("nginx", "1.25")
@@ -165,7 +165,7 @@ func TestFailedAttemptsAreRetriedUpToTheBackoffLimit(t *testing.T) {
 		t.Errorf("%d attempts with backoffLimit 1, want 2", n)
 	}
 	status := f.tagStatus("nginx", "1.25")
-	if status.Phase != appsv1alpha1.ImagePhaseFailed || status.CompletionTime == nil || !strings.Contains(status.Message, "registry is down") {
+	if status.Phase != appsv1beta1.ImagePhaseFailed || status.CompletionTime == nil || !strings.Contains(status.Message, "registry is down") {
 		t.Errorf("status %+v", status)
 	}
 	if s := f.current().Status; s.Failed != 1 || s.Pulling != 0 {
@@ -183,7 +183,7 @@ func TestFailedAttemptsAreRetriedUpToTheBackoffLimit(t *testing.T) {
 func TestAttemptTimeout(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
 	f.runtime.BlockPulls()
-	tag := newTag("1.25", appsv1alpha1.PullAlways, 0)
+	tag := newTag("1.25", appsv1beta1.PullAlways, 0)
 	tag.PullPolicy.TimeoutSeconds = ptr.To[int32](5)
 	f.create(newNodeImage("nginx", tag))
 
@@ -192,7 +192,7 @@ func TestAttemptTimeout(t *testing.T) {
 	f.clock.Step(5 * time.Second)
 	f.waitForResult("nginx", "1.25")
 	status := f.tagStatus("nginx", "1.25")
-	if status.Phase != appsv1alpha1.ImagePhaseFailed || status.Message != "the pull did not finish within 5s" {
+	if status.Phase != appsv1beta1.ImagePhaseFailed || status.Message != "the pull did not finish within 5s" {
 		t.Errorf("status %+v", status)
 	}
 }
@@ -200,7 +200,7 @@ func TestAttemptTimeout(t *testing.T) {
 func TestActiveDeadlineEndsThePull(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
 	f.runtime.BlockPulls()
-	tag := newTag("1.25", appsv1alpha1.PullAlways, 3)
+	tag := newTag("1.25", appsv1beta1.PullAlways, 3)
 	tag.PullPolicy.ActiveDeadlineSeconds = ptr.To[int64](3)
 	f.create(newNodeImage("nginx", tag))
 
@@ -211,7 +211,7 @@ func TestActiveDeadlineEndsThePull(t *testing.T) {
 	f.eventually("the pull to fail", func() bool { return f.workerFinished("nginx", "1.25") })
 	f.sync()
 	status := f.tagStatus("nginx", "1.25")
-	if status.Phase != appsv1alpha1.ImagePhaseFailed || status.Message != "pulling exceeds the activeDeadlineSeconds" {
+	if status.Phase != appsv1beta1.ImagePhaseFailed || status.Message != "pulling exceeds the activeDeadlineSeconds" {
 		t.Errorf("status %+v", status)
 	}
 	if n := len(f.runtime.Pulls()); n != 1 {
@@ -221,16 +221,16 @@ func TestActiveDeadlineEndsThePull(t *testing.T) {
 
 func TestVersionBumpPullsAgain(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
-	f.create(newNodeImage("nginx", newTag("1.25", appsv1alpha1.PullIfNotPresent, 3)))
+	f.create(newNodeImage("nginx", newTag("1.25", appsv1beta1.PullIfNotPresent, 3)))
 	f.sync()
 	f.waitForResult("nginx", "1.25")
 	f.observe()
 	f.sync()
 
-	f.updateSpec(func(spec *appsv1alpha1.NodeImageSpec) {
+	f.updateSpec(func(spec *appsv1beta1.NodeImageSpec) {
 		image := spec.Images["nginx"]
 		image.Tags[0].Version = 1
-		image.Tags[0].ImagePullPolicy = appsv1alpha1.PullAlways
+		image.Tags[0].ImagePullPolicy = appsv1beta1.PullAlways
 		spec.Images["nginx"] = image
 	})
 	f.sync()
@@ -238,7 +238,7 @@ func TestVersionBumpPullsAgain(t *testing.T) {
 		t.Errorf("status right after the bump %+v", status)
 	}
 	f.waitForResult("nginx", "1.25")
-	if status := f.tagStatus("nginx", "1.25"); status.Version != 1 || status.Phase != appsv1alpha1.ImagePhaseSucceeded {
+	if status := f.tagStatus("nginx", "1.25"); status.Version != 1 || status.Phase != appsv1beta1.ImagePhaseSucceeded {
 		t.Errorf("status after the new pull %+v", status)
 	}
 	if n := len(f.runtime.Pulls()); n != 2 {
@@ -249,15 +249,15 @@ func TestVersionBumpPullsAgain(t *testing.T) {
 func TestRemovedImageStopsItsPull(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
 	f.runtime.BlockPulls()
-	nodeImage := newNodeImage("nginx", newTag("1.25", appsv1alpha1.PullAlways, 3))
-	nodeImage.Spec.Images["redis"] = appsv1alpha1.ImageSpec{Tags: []appsv1alpha1.ImageTagSpec{newTag("7", appsv1alpha1.PullAlways, 3)}}
+	nodeImage := newNodeImage("nginx", newTag("1.25", appsv1beta1.PullAlways, 3))
+	nodeImage.Spec.Images["redis"] = appsv1beta1.ImageSpec{Tags: []appsv1beta1.ImageTagSpec{newTag("7", appsv1beta1.PullAlways, 3)}}
 	f.create(nodeImage)
 	f.sync()
 	f.eventually("both pulls to reach the runtime", func() bool { return len(f.runtime.Pulls()) == 2 })
 	pool := f.c.pools["nginx"]
 	worker := pool.workers["1.25"]
 
-	f.updateSpec(func(spec *appsv1alpha1.NodeImageSpec) { delete(spec.Images, "nginx") })
+	f.updateSpec(func(spec *appsv1beta1.NodeImageSpec) { delete(spec.Images, "nginx") })
 	f.sync()
 	if _, ok := f.c.pools["nginx"]; ok {
 		t.Error("the pool of a removed image is kept")
@@ -268,7 +268,7 @@ func TestRemovedImageStopsItsPull(t *testing.T) {
 	}
 	// The stopped worker gives up its pull and reports nothing.
 	f.eventually("the stopped pull to end", func() bool {
-		return worker.currentStatus().Phase == appsv1alpha1.ImagePhasePulling && f.runtime.ImageCallCount(crifake.PullImageCall) == 2
+		return worker.currentStatus().Phase == appsv1beta1.ImagePhasePulling && f.runtime.ImageCallCount(crifake.PullImageCall) == 2
 	})
 	if worker.finished() {
 		t.Error("a stopped worker reported a result")
@@ -286,15 +286,15 @@ func TestPullCredentialsComeFromSecretsOfTheSecretsNamespace(t *testing.T) {
 	elsewhere.Namespace = "default"
 	f := newFixture(t, fixtureOptions{secrets: []*corev1.Secret{secret, elsewhere}})
 	f.runtime.RequireCredentials("reg.io/team/app", "alice", "s3cret")
-	nodeImage := newNodeImage("reg.io/team/app", newTag("v1", appsv1alpha1.PullAlways, 0))
+	nodeImage := newNodeImage("reg.io/team/app", newTag("v1", appsv1beta1.PullAlways, 0))
 	image := nodeImage.Spec.Images["reg.io/team/app"]
-	image.PullSecrets = []appsv1alpha1.ReferenceObject{{Namespace: "default", Name: "reg-abc123"}, {Namespace: testSecretsNamespace, Name: "reg-abc123"}, {Namespace: testSecretsNamespace, Name: "missing"}}
+	image.PullSecrets = []appsv1beta1.ReferenceObject{{Namespace: "default", Name: "reg-abc123"}, {Namespace: testSecretsNamespace, Name: "reg-abc123"}, {Namespace: testSecretsNamespace, Name: "missing"}}
 	nodeImage.Spec.Images["reg.io/team/app"] = image
 	f.create(nodeImage)
 
 	f.sync()
 	f.waitForResult("reg.io/team/app", "v1")
-	if status := f.tagStatus("reg.io/team/app", "v1"); status.Phase != appsv1alpha1.ImagePhaseSucceeded {
+	if status := f.tagStatus("reg.io/team/app", "v1"); status.Phase != appsv1beta1.ImagePhaseSucceeded {
 		t.Fatalf("status %+v", status)
 	}
 	pulls := f.runtime.Pulls()
@@ -316,15 +316,15 @@ func TestSecretCredentialsFailingMeansNoAnonymousPull(t *testing.T) {
 	}
 	f := newFixture(t, fixtureOptions{secrets: []*corev1.Secret{secret}})
 	f.runtime.RequireCredentials("reg.io/app", "alice", "right")
-	nodeImage := newNodeImage("reg.io/app", newTag("v1", appsv1alpha1.PullAlways, 0))
+	nodeImage := newNodeImage("reg.io/app", newTag("v1", appsv1beta1.PullAlways, 0))
 	image := nodeImage.Spec.Images["reg.io/app"]
-	image.PullSecrets = []appsv1alpha1.ReferenceObject{{Namespace: testSecretsNamespace, Name: "reg"}}
+	image.PullSecrets = []appsv1beta1.ReferenceObject{{Namespace: testSecretsNamespace, Name: "reg"}}
 	nodeImage.Spec.Images["reg.io/app"] = image
 	f.create(nodeImage)
 
 	f.sync()
 	f.waitForResult("reg.io/app", "v1")
-	if status := f.tagStatus("reg.io/app", "v1"); status.Phase != appsv1alpha1.ImagePhaseFailed || !strings.Contains(status.Message, "authorization failed") {
+	if status := f.tagStatus("reg.io/app", "v1"); status.Phase != appsv1beta1.ImagePhaseFailed || !strings.Contains(status.Message, "authorization failed") {
 		t.Errorf("status %+v", status)
 	}
 	if pulls := f.runtime.Pulls(); len(pulls) != 1 || pulls[0].Auth == nil {
@@ -335,7 +335,7 @@ func TestSecretCredentialsFailingMeansNoAnonymousPull(t *testing.T) {
 func TestDeletedNodeImageStopsEveryPull(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
 	f.runtime.BlockPulls()
-	f.create(newNodeImage("nginx", newTag("1.25", appsv1alpha1.PullAlways, 3)))
+	f.create(newNodeImage("nginx", newTag("1.25", appsv1beta1.PullAlways, 3)))
 	f.sync()
 	if err := f.indexer.Delete(f.current()); err != nil {
 		t.Fatal(err)
@@ -350,7 +350,7 @@ func TestPullsWaitForTheRuntime(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
 	rt := f.source.Runtime()
 	f.source.set(nil)
-	f.create(newNodeImage("nginx", newTag("1.25", appsv1alpha1.PullAlways, 3)))
+	f.create(newNodeImage("nginx", newTag("1.25", appsv1beta1.PullAlways, 3)))
 
 	if err := f.c.syncHandler(f.ctx, testNode); err == nil || !strings.Contains(err.Error(), "not available") {
 		t.Errorf("sync without a runtime: %v", err)
@@ -365,7 +365,7 @@ func TestPullsWaitForTheRuntime(t *testing.T) {
 	f.source.set(rt)
 	f.sync()
 	f.waitForResult("nginx", "1.25")
-	if status := f.tagStatus("nginx", "1.25"); status.Phase != appsv1alpha1.ImagePhaseSucceeded {
+	if status := f.tagStatus("nginx", "1.25"); status.Phase != appsv1beta1.ImagePhaseSucceeded {
 		t.Errorf("status %+v", status)
 	}
 }
@@ -386,13 +386,13 @@ func (p *progressPuller) PullImage(ctx context.Context, req PullRequest, progres
 func TestAPullerWithProgressReportsIt(t *testing.T) {
 	puller := &progressPuller{release: make(chan struct{})}
 	f := newFixture(t, fixtureOptions{puller: puller})
-	f.create(newNodeImage("nginx", newTag("1.25", appsv1alpha1.PullAlways, 3)))
+	f.create(newNodeImage("nginx", newTag("1.25", appsv1beta1.PullAlways, 3)))
 	f.sync()
 	f.eventually("progress 50", func() bool {
 		return f.c.pools["nginx"].workers["1.25"].currentStatus().Progress == 50
 	})
 	f.sync()
-	if status := f.tagStatus("nginx", "1.25"); status.Phase != appsv1alpha1.ImagePhasePulling || status.Progress != 50 {
+	if status := f.tagStatus("nginx", "1.25"); status.Phase != appsv1beta1.ImagePhasePulling || status.Progress != 50 {
 		t.Errorf("status mid-pull %+v", status)
 	}
 	close(puller.release)

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"sync"
 
-	policyv1alpha1 "github.com/bosun-dev/api/policy/v1alpha1"
+	policyv1beta1 "github.com/bosun-dev/api/policy/v1beta1"
 	"github.com/bosun-dev/client-go/clientset/versioned/fake"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -23,7 +23,7 @@ type Server struct {
 
 	mu      sync.Mutex
 	version uint64
-	budgets map[types.NamespacedName]*policyv1alpha1.PodUnavailableBudget
+	budgets map[types.NamespacedName]*policyv1beta1.PodUnavailableBudget
 	// conflicts is how many of the next status updates fail as if another writer had
 	// just written the budget.
 	conflicts int
@@ -32,8 +32,8 @@ type Server struct {
 }
 
 // NewServer returns a server holding copies of budgets, each given a fresh resourceVersion.
-func NewServer(budgets ...*policyv1alpha1.PodUnavailableBudget) *Server {
-	s := &Server{Clientset: fake.NewClientset(), version: 100, budgets: map[types.NamespacedName]*policyv1alpha1.PodUnavailableBudget{}}
+func NewServer(budgets ...*policyv1beta1.PodUnavailableBudget) *Server {
+	s := &Server{Clientset: fake.NewClientset(), version: 100, budgets: map[types.NamespacedName]*policyv1beta1.PodUnavailableBudget{}}
 	for _, pub := range budgets {
 		s.Put(pub)
 	}
@@ -44,7 +44,7 @@ func NewServer(budgets ...*policyv1alpha1.PodUnavailableBudget) *Server {
 
 // Put stores a copy of pub, with the next resourceVersion, as another writer would, and
 // returns the stored copy.
-func (s *Server) Put(pub *policyv1alpha1.PodUnavailableBudget) *policyv1alpha1.PodUnavailableBudget {
+func (s *Server) Put(pub *policyv1beta1.PodUnavailableBudget) *policyv1beta1.PodUnavailableBudget {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	stored := pub.DeepCopy()
@@ -62,7 +62,7 @@ func (s *Server) Delete(namespace, name string) {
 }
 
 // Budget returns a copy of the stored budget, nil when there is none.
-func (s *Server) Budget(namespace, name string) *policyv1alpha1.PodUnavailableBudget {
+func (s *Server) Budget(namespace, name string) *policyv1beta1.PodUnavailableBudget {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.budgets[types.NamespacedName{Namespace: namespace, Name: name}].DeepCopy()
@@ -90,14 +90,14 @@ func (s *Server) get(action clienttesting.Action) (bool, runtime.Object, error) 
 	s.gets++
 	pub := s.budgets[types.NamespacedName{Namespace: get.GetNamespace(), Name: get.GetName()}]
 	if pub == nil {
-		return true, nil, apierrors.NewNotFound(policyv1alpha1.Resource("podunavailablebudgets"), get.GetName())
+		return true, nil, apierrors.NewNotFound(policyv1beta1.Resource("podunavailablebudgets"), get.GetName())
 	}
 	return true, pub.DeepCopy(), nil
 }
 
 func (s *Server) update(action clienttesting.Action) (bool, runtime.Object, error) {
 	update := action.(clienttesting.UpdateAction)
-	in, ok := update.GetObject().(*policyv1alpha1.PodUnavailableBudget)
+	in, ok := update.GetObject().(*policyv1beta1.PodUnavailableBudget)
 	if !ok {
 		return true, nil, fmt.Errorf("update of %T, not a PodUnavailableBudget", update.GetObject())
 	}
@@ -106,11 +106,11 @@ func (s *Server) update(action clienttesting.Action) (bool, runtime.Object, erro
 	key := types.NamespacedName{Namespace: update.GetNamespace(), Name: in.Name}
 	stored := s.budgets[key]
 	if stored == nil {
-		return true, nil, apierrors.NewNotFound(policyv1alpha1.Resource("podunavailablebudgets"), in.Name)
+		return true, nil, apierrors.NewNotFound(policyv1beta1.Resource("podunavailablebudgets"), in.Name)
 	}
 	conflict := func() error {
 		s.conflictsAnswered++
-		return apierrors.NewConflict(policyv1alpha1.Resource("podunavailablebudgets"), in.Name,
+		return apierrors.NewConflict(policyv1beta1.Resource("podunavailablebudgets"), in.Name,
 			fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
 	}
 	if s.conflicts > 0 {

@@ -186,4 +186,11 @@ const (
 	// DefaultImagePullSecretNamespace is the namespace where pull secrets are copied for
 	// the node agents, which read secrets only there.
 	DefaultImagePullSecretNamespace = "kruise-daemon-config"
+
+	// ConversionAnnotationPrefix starts the reserved annotations in which version
+	// conversion records what the other API version of an object cannot hold
+	// (conversion.bosun.dev/v1alpha1 on v1beta1 objects, conversion.bosun.dev/v1beta1 on
+	// v1alpha1 objects). Only conversion writes them, for every kind of both groups; they
+	// belong to the object they were written on and are never copied elsewhere.
+	ConversionAnnotationPrefix = "conversion.bosun.dev/"
 )
