@@ -98,22 +98,41 @@ var podUnavailableBudgetConversion = lossless.Kind[PodUnavailableBudget, v1beta1
 	},
 }
 
+// carryPodUnavailableBudgetUp fills the v1beta1 fields from the annotations only with
+// values the v1beta1 schema accepts: a value outside it would make the converted object
+// one that a v1beta1 client could read but not write back, and would answer a v1beta1
+// request differently from the v1alpha1 one (the schema refuses what admission of the
+// annotation accepts or refuses with another code). The annotation itself is kept
+// verbatim, so nothing is lost, and controllers read it where the field is unset.
 func carryPodUnavailableBudgetUp(in *PodUnavailableBudget, out *v1beta1.PodUnavailableBudget) {
 	out.Spec.ProtectOperations = nil
 	if v := in.Annotations[PubProtectOperationAnnotation]; v != "" {
-		parts := strings.Split(v, ",")
-		out.Spec.ProtectOperations = make([]v1beta1.PubOperation, len(parts))
-		for i, p := range parts {
-			out.Spec.ProtectOperations[i] = v1beta1.PubOperation(p)
-		}
+		out.Spec.ProtectOperations = parseProtectOperations(v)
 	}
 
 	out.Spec.ProtectTotalReplicas = nil
 	if v, ok := in.Annotations[PubProtectTotalReplicasAnnotation]; ok {
-		if n, ok := parseProtectTotalReplicas(v); ok {
+		if n, ok := parseProtectTotalReplicas(v); ok && n >= 1 {
 			out.Spec.ProtectTotalReplicas = &n
 		}
 	}
+}
+
+// parseProtectOperations splits the annotation kruise.io/pub-protect-operations exactly
+// on commas, without trimming, so that joining the result gives the annotation back; nil
+// unless every part is an operation the v1beta1 field accepts.
+func parseProtectOperations(v string) []v1beta1.PubOperation {
+	parts := strings.Split(v, ",")
+	ops := make([]v1beta1.PubOperation, len(parts))
+	for i, p := range parts {
+		switch op := v1beta1.PubOperation(p); op {
+		case v1beta1.PubDeleteOperation, v1beta1.PubUpdateOperation, v1beta1.PubEvictOperation, v1beta1.PubResizeOperation:
+			ops[i] = op
+		default:
+			return nil
+		}
+	}
+	return ops
 }
 
 func carryPodUnavailableBudgetDown(in *v1beta1.PodUnavailableBudget, out *PodUnavailableBudget) {

@@ -126,17 +126,23 @@ func TestPodUnavailableBudgetCarriersUp(t *testing.T) {
 	}{
 		{annotations: map[string]string{opsKey: "DELETE,EVICT"}, wantOps: []v1beta1.PubOperation{"DELETE", "EVICT"}},
 		{annotations: map[string]string{opsKey: "EVICT"}, wantOps: []v1beta1.PubOperation{"EVICT"}},
-		// Split exactly: nothing trimmed or dropped, so that joining gives the annotation back.
-		{annotations: map[string]string{opsKey: "DELETE,,EVICT"}, wantOps: []v1beta1.PubOperation{"DELETE", "", "EVICT"}},
-		{annotations: map[string]string{opsKey: "DELETE, EVICT"}, wantOps: []v1beta1.PubOperation{"DELETE", " EVICT"}},
-		{annotations: map[string]string{opsKey: ","}, wantOps: []v1beta1.PubOperation{"", ""}},
-		{annotations: map[string]string{opsKey: "nonsense"}, wantOps: []v1beta1.PubOperation{"nonsense"}},
+		{annotations: map[string]string{opsKey: "RESIZE,UPDATE,DELETE"}, wantOps: []v1beta1.PubOperation{"RESIZE", "UPDATE", "DELETE"}},
+		// Split exactly, nothing trimmed, so that joining gives the annotation back; a part
+		// the v1beta1 field cannot hold leaves the field unset (the annotation stays, and
+		// controllers read it trimmed).
+		{annotations: map[string]string{opsKey: "DELETE,,EVICT"}},
+		{annotations: map[string]string{opsKey: "DELETE, EVICT"}},
+		{annotations: map[string]string{opsKey: ","}},
+		{annotations: map[string]string{opsKey: "nonsense"}},
+		{annotations: map[string]string{opsKey: "delete"}},
 		{annotations: map[string]string{opsKey: ""}},
 		{annotations: map[string]string{totalKey: "3"}, wantTotal: ptrTo[int32](3)},
 		{annotations: map[string]string{totalKey: "03"}, wantTotal: ptrTo[int32](3)},
 		{annotations: map[string]string{totalKey: "+3"}, wantTotal: ptrTo[int32](3)},
-		{annotations: map[string]string{totalKey: "0"}, wantTotal: ptrTo[int32](0)},
-		{annotations: map[string]string{totalKey: "-1"}, wantTotal: ptrTo[int32](-1)},
+		// Below the field's minimum of 1: "no override", left to the annotation.
+		{annotations: map[string]string{totalKey: "1"}, wantTotal: ptrTo[int32](1)},
+		{annotations: map[string]string{totalKey: "0"}},
+		{annotations: map[string]string{totalKey: "-1"}},
 		{annotations: map[string]string{totalKey: "2147483647"}, wantTotal: ptrTo[int32](2147483647)},
 		{annotations: map[string]string{totalKey: "2147483648"}},
 		{annotations: map[string]string{totalKey: " 3"}},
@@ -239,7 +245,11 @@ func TestPodUnavailableBudgetCarriersDown(t *testing.T) {
 		annotations:     map[string]string{totalKey: "abc"},
 		total:           ptrTo[int32](-4),
 		wantAnnotations: map[string]string{totalKey: "-4"},
+		// -4 is below the field's minimum, so the annotation written for it would not set
+		// the field again: both are recorded.
 		wantRecords: `{"metadata.annotations[pub.kruise.io/protect-total-replicas]": {"restore": "abc",
+			"guard": {"metadata.annotations[pub.kruise.io/protect-total-replicas]": "-4"}},
+			"spec.protectTotalReplicas": {"restore": -4,
 			"guard": {"metadata.annotations[pub.kruise.io/protect-total-replicas]": "-4"}}}`,
 	}, {
 		name:            "no total beside an annotation that would set it is recorded",
