@@ -43,6 +43,15 @@
 // webhooks: time to completion, the manager's CPU-seconds, and its API writes per node from
 // the API server's audit log.
 //
+// An eighth ("conversion") measures CRD version conversion, bosun alone (upstream has no such
+// API; kruise-manager's webhook cannot share a control plane with bosun's CRDs): reviews of
+// --conversion-objects (500) apps.kruise.io/v1alpha1 DaemonSets of 20 KiB POSTed straight to
+// bosun-controller-manager's /convert as the API server sends them, up to v1beta1 and back,
+// and a LIST of --conversion-list-objects (5,000) DaemonSets stored in v1beta1, read in
+// v1alpha1 against the same LIST in v1beta1, whole and paginated, with kube-apiserver's watch
+// cache (v1alpha1 is served from its own cache, converted as objects are written) and without
+// it (every object of a v1alpha1 LIST goes through that webhook).
+//
 // `make bench` runs it; it is not part of `make test`, and its figures are recorded in
 // docs/benchmarks.md. It prints a Markdown report and writes it to _output/bench/results.md.
 package main
@@ -121,6 +130,7 @@ type options struct {
 	pubScenarios         []string
 	imagePullJob         imagePullJobOptions
 	imagePullJobManagers []string
+	conversion           conversionOptions
 	kruiseFeatureGates   string
 	kruiseCRDs           string
 }
@@ -137,12 +147,13 @@ func parseFlags() (*options, error) {
 	flag.IntVar(&o.deployReplicas, "deployment-replicas", 1000, "replicas of the Deployment")
 	clients := flag.String("baseline-clients", "8,32,128", "comma-separated numbers of parallel clients for the raw baselines "+
 		"(pod creation for the unlimited part, pod deletion for the gc part)")
-	runs := flag.String("runs", "upstream,bosun,unlimited,gc,daemonset,webhook,pub,imagepulljob", "comma-separated parts to run: upstream, bosun (the side-by-side workloads), "+
+	runs := flag.String("runs", "upstream,bosun,unlimited,gc,daemonset,webhook,pub,imagepulljob,conversion", "comma-separated parts to run: upstream, bosun (the side-by-side workloads), "+
 		"unlimited (bosun without client limits against the raw baseline), gc (the garbage collectors alone: cascade delete, "+
 		"with and without client limits, and a large cluster's sync and memory), daemonset (the DaemonSet controllers alone: "+
 		"create and roll a DaemonSet over --daemonset-nodes simulated nodes), webhook (admission latency of bosun's DaemonSet webhooks), "+
 		"pub (concurrent evictions under bosun's PodUnavailableBudget against upstream's PodDisruptionBudget), "+
-		"imagepulljob (bosun alone: one ImagePullJob over --imagepulljob-nodes simulated NodeImages)")
+		"imagepulljob (bosun alone: one ImagePullJob over --imagepulljob-nodes simulated NodeImages), "+
+		"conversion (bosun's /convert answering large ConversionReviews, and DaemonSet LISTs through it against LISTs of the stored version)")
 	flag.StringVar(&o.bosunControllers, "bosun-controllers", defaultControllers, "--controllers of bosun-controller-manager in the side-by-side "+
 		"workloads and the unlimited part; its garbage collector removes the pods of the deleted objects")
 	flag.StringVar(&o.upstreamControllers, "upstream-controllers", defaultControllers, "--controllers of the measured upstream "+
@@ -172,6 +183,7 @@ func parseFlags() (*options, error) {
 	pubScenarios := flag.String("pub-scenarios", "none,roomy,tight", "pub part: comma-separated scenarios: none (no budget: the API "+
 		"server's floor, and bosun's webhook alone), roomy (the budget allows every eviction), tight (it allows --pub-tight-allowed)")
 	o.imagePullJob.register(flag.CommandLine)
+	o.conversion.register(flag.CommandLine)
 	kruiseCRDs := flag.String("kruise-crds", kruiseCRDsNeeded, "OpenKruise CRDs installed for kruise-manager: needed (the part's kinds and "+
 		"those kruise-manager cannot run them without, so that its other controllers and pod webhooks idle), all (every OpenKruise CRD, as its "+
 		"installation applies them: every controller runs, and its pod webhooks are called)")
@@ -202,7 +214,7 @@ func parseFlags() (*options, error) {
 	}
 	for _, run := range strings.Split(*runs, ",") {
 		switch run = strings.TrimSpace(run); run {
-		case managerUpstream, managerBosun, partUnlimited, partGC, partDaemonSet, partWebhook, partPUB, partImagePullJob:
+		case managerUpstream, managerBosun, partUnlimited, partGC, partDaemonSet, partWebhook, partPUB, partImagePullJob, partConversion:
 			o.runs = append(o.runs, run)
 		default:
 			return nil, fmt.Errorf("--runs: unknown part %q", run)
@@ -250,6 +262,9 @@ func parseFlags() (*options, error) {
 	if err := o.imagePullJob.validate(); err != nil {
 		return nil, err
 	}
+	if err := o.conversion.validate(); err != nil {
+		return nil, err
+	}
 	if o.repeat < 1 {
 		return nil, fmt.Errorf("--repeat must be at least 1")
 	}
@@ -293,7 +308,7 @@ func parseNames(flagName, value string, allowed ...string) ([]string, error) {
 
 // needsBosun reports whether any chosen part runs bosun-controller-manager.
 func (o *options) needsBosun() bool {
-	return o.wants(managerBosun) || o.wants(partUnlimited) || o.wants(partWebhook) ||
+	return o.wants(managerBosun) || o.wants(partUnlimited) || o.wants(partWebhook) || o.wants(partConversion) ||
 		(o.wants(partImagePullJob) && slices.Contains(o.imagePullJobManagers, managerBosun)) ||
 		(o.wants(partGC) && slices.Contains(o.gcManagers, managerBosun)) ||
 		(o.wants(partDaemonSet) && slices.Contains(o.daemonSetManagers, managerBosun)) ||
@@ -348,6 +363,7 @@ func run(ctx context.Context, o *options) error {
 	res := newResults(o, began)
 	pubRes := newPUBResults()
 	ipjRes := newImagePullJobResults()
+	convRes := newConversionResults()
 	for rep := 1; rep <= o.repeat; rep++ {
 		for _, name := range []string{managerUpstream, managerBosun} {
 			if !o.wants(name) {
@@ -401,10 +417,15 @@ func run(ctx context.Context, o *options) error {
 				return err
 			}
 		}
+		if o.wants(partConversion) {
+			if err := runConversionPart(ctx, o, convRes, logRoot, rep); err != nil {
+				return err
+			}
+		}
 	}
 	res.duration = time.Since(began)
 
-	report := res.markdown() + pubRes.markdown(o) + ipjRes.markdown(o)
+	report := res.markdown() + pubRes.markdown(o) + ipjRes.markdown(o) + convRes.markdown(o)
 	fmt.Print(report)
 	path := filepath.Join(o.outDir, "results.md")
 	if err := os.WriteFile(path, []byte(report), 0o644); err != nil {
