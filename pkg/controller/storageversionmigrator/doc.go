@@ -19,7 +19,7 @@
 //     client configuration carries a caBundle (the webhook configuration writer sets it):
 //     before that, a LIST of objects stored in another version could not be converted.
 //     The CRD's own update events bring it back.
-//  3. It waits until the settle delay (2 min) has passed since this process first saw
+//  3. It waits until the settle delay (--storage-version-migration-delay, 2 min by default) has passed since this process first saw
 //     v1beta1 as the storage version: every API server of an HA control plane must have
 //     caught up with the new storage version, or one lagging behind would go on writing
 //     the old version after the pass.
