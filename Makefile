@@ -11,6 +11,7 @@ INTEGRATION_TIMEOUT ?= 40m
 E2E_TIMEOUT ?= 20m
 BENCH_FLAGS ?=
 KRUISE_E2E_FLAGS ?=
+TAKEOVER_FLAGS ?=
 
 # Stamped into the binaries; `--version` prints it.
 VERSION ?= v0.1.0-dev
@@ -22,7 +23,7 @@ LDFLAGS := -X $(VERSION_PKG).gitVersion=$(VERSION) -X $(VERSION_PKG).gitCommit=$
 
 .PHONY: help
 help: ## List the targets.
-	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
+	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
 .PHONY: build
 build: ## Build both binaries into _output/bin.
@@ -49,6 +50,10 @@ test-e2e: test-servers build ## End-to-end tests on a local cluster with a real 
 .PHONY: test-kruise-e2e
 test-kruise-e2e: test-servers build ## OpenKruise's own e2e suite against bosun on a local cluster (as root); fails unless it matches test/kruise-e2e/expectations.txt.
 	$(GO) run ./test/kruise-e2e $(KRUISE_E2E_FLAGS)
+
+.PHONY: test-takeover
+test-takeover: test-servers build ## Hand a real OpenKruise 1.9 (kruise-manager, kruise-daemon) over to bosun on a local cluster and check nothing changes (as root; skipped with the reason otherwise).
+	$(GO) run ./test/takeover -skip-without-node $(TAKEOVER_FLAGS)
 
 .PHONY: build-kruise
 build-kruise: ## Build kruise-manager, kruise-daemon and OpenKruise's e2e suite (v1.9.0) from the Go module proxy into _output/tools/bin (cached).

@@ -54,6 +54,14 @@ type Options struct {
 	// ManagerFeatureGates is bosun-controller-manager's --feature-gates, empty for the
 	// defaults: OpenKruise's suite runs with the gates OpenKruise's own CI turns on.
 	ManagerFeatureGates string
+	// ManagerArgs are further flags of bosun-controller-manager, for example a short
+	// --min-resync-period.
+	ManagerArgs []string
+	// WithoutBosun starts the node and the upstream components only: no bosun CRDs, no
+	// bosun-controller-manager, no bosun-daemon (bosun's RBAC is applied). A takeover test
+	// installs another controller of the same kinds first and then hands the cluster over
+	// with StartBosun.
+	WithoutBosun bool
 	// StartTimeout bounds Start; DefaultStartTimeout when zero.
 	StartTimeout time.Duration
 }
@@ -62,6 +70,7 @@ type Options struct {
 type Cluster struct {
 	dir      string
 	nodeName string
+	opts     Options
 
 	controlPlane   *framework.ControlPlane
 	registries     []*registry
@@ -132,7 +141,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
 		return nil, err
 	}
-	c := &Cluster{dir: dir, nodeName: opts.NodeName, failed: make(chan struct{}), stopping: make(chan struct{})}
+	c := &Cluster{dir: dir, nodeName: opts.NodeName, opts: opts, failed: make(chan struct{}), stopping: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			if stopErr := c.Stop(); stopErr != nil {
@@ -159,7 +168,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err := step("containerd", func() error { return c.startContainerd(ctx) }); err != nil {
 		return nil, err
 	}
-	if err := step("etcd and kube-apiserver", func() error { return c.startControlPlane(ctx) }); err != nil {
+	if err := step("etcd and kube-apiserver", func() error { return c.startControlPlane(ctx, !opts.WithoutBosun) }); err != nil {
 		return nil, err
 	}
 	if err := step("the controllers and the scheduler", func() error { return c.startControllers(ctx, opts) }); err != nil {
@@ -168,10 +177,12 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err := step("the kubelet", func() error { return c.startKubelet(ctx) }); err != nil {
 		return nil, err
 	}
-	if err := step("bosun-daemon", func() error { return c.startDaemon(ctx, opts.DaemonBinary) }); err != nil {
-		return nil, err
+	if !opts.WithoutBosun {
+		if err := step("bosun-daemon", func() error { return c.startDaemon(ctx, opts.DaemonBinary) }); err != nil {
+			return nil, err
+		}
 	}
-	go c.watch()
+	c.watch()
 	if err := step("a Ready node", func() error { return c.waitUntilUsable(ctx) }); err != nil {
 		return nil, err
 	}
@@ -211,11 +222,11 @@ func withDefaults(opts Options) (Options, error) {
 }
 
 // startControlPlane starts etcd and kube-apiserver with the users the components run as and
-// applies bosun's RBAC.
-func (c *Cluster) startControlPlane(ctx context.Context) error {
+// applies bosun's RBAC, and bosun's CRDs when crds is set.
+func (c *Cluster) startControlPlane(ctx context.Context, crds bool) error {
 	cp, err := framework.StartControlPlane(ctx, framework.Options{
 		Dir:       filepath.Join(c.dir, "control-plane"),
-		BosunCRDs: true,
+		BosunCRDs: crds,
 		Users: []framework.User{
 			{Name: controllerManagerUser},
 			{Name: daemonUser},
@@ -240,8 +251,8 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 	return c.kubectl(ctx, "apply", "-f", filepath.Join(repoRoot(), "config", "rbac"))
 }
 
-// startControllers starts upstream kube-controller-manager, kube-scheduler and
-// bosun-controller-manager, each returning once its /healthz answers.
+// startControllers starts upstream kube-controller-manager, kube-scheduler and, unless
+// opts.WithoutBosun, bosun-controller-manager, each returning once its /healthz answers.
 func (c *Cluster) startControllers(ctx context.Context, opts Options) error {
 	cp := c.controlPlane
 	upstream, err := framework.ToolPath("kube-controller-manager")
@@ -265,7 +276,16 @@ func (c *Cluster) startControllers(ctx context.Context, opts Options) error {
 	if err := c.startScheduler(ctx); err != nil {
 		return err
 	}
+	if opts.WithoutBosun {
+		return nil
+	}
+	return c.startBosunControllerManager(ctx, opts)
+}
 
+// startBosunControllerManager runs bosun-controller-manager as its own user, serving its
+// webhooks, and returns once /healthz and /readyz answer.
+func (c *Cluster) startBosunControllerManager(ctx context.Context, opts Options) error {
+	cp := c.controlPlane
 	kubeconfig, err := cp.UserKubeconfig(controllerManagerUser)
 	if err != nil {
 		return err
@@ -275,7 +295,8 @@ func (c *Cluster) startControllers(ctx context.Context, opts Options) error {
 			Controllers: opts.Controllers, Kubeconfig: kubeconfig, FeatureGates: opts.ManagerFeatureGates,
 			// On --webhook-port's default, as on a control-plane node: the API server calls
 			// https://127.0.0.1:9876.
-			Webhooks: true,
+			Webhooks:  true,
+			ExtraArgs: opts.ManagerArgs,
 		}),
 		c.logPath("bosun-controller-manager"))
 	if err != nil {
@@ -288,18 +309,14 @@ func (c *Cluster) startControllers(ctx context.Context, opts Options) error {
 // watch records the first component that exits while the cluster runs: tests waiting on the
 // cluster then fail at once with its log instead of running into their timeouts.
 func (c *Cluster) watch() {
-	exited := make(chan *component, len(c.components)+2)
 	for _, comp := range c.components {
-		go func() {
-			select {
-			case <-comp.Done():
-				exited <- comp
-			case <-c.stopping:
-			}
-		}()
+		go c.watchComponent(comp)
 	}
+}
+
+func (c *Cluster) watchComponent(comp *component) {
 	select {
-	case comp := <-exited:
+	case <-comp.Done():
 		// The process has been reaped, so Wait returns at once, with how it ended.
 		ended := comp.Wait(context.Background())
 		if ended == nil {
@@ -310,6 +327,38 @@ func (c *Cluster) watch() {
 	case <-c.stopping:
 	}
 }
+
+// StartBosun starts bosun-controller-manager (serving its webhooks, on --webhook-port's
+// default) and bosun-daemon on a cluster started WithoutBosun, as Start starts them, and
+// returns once both are ready. bosun's CRDs must be installed first, the way a user
+// installs them; from then on the cluster watches both like its other components.
+func (c *Cluster) StartBosun(ctx context.Context) error {
+	switch {
+	case c.attached != nil:
+		return errors.New("starting bosun: the cluster belongs to another process")
+	case !c.opts.WithoutBosun:
+		return errors.New("starting bosun: the cluster runs it already")
+	case c.Component("bosun-controller-manager") != nil:
+		return errors.New("starting bosun: started already")
+	}
+	ctx, cancel := context.WithTimeout(ctx, DefaultStartTimeout)
+	defer cancel()
+	started := len(c.components)
+	err := c.startBosunControllerManager(ctx, c.opts)
+	if err == nil {
+		err = c.startDaemon(ctx, c.opts.DaemonBinary)
+	}
+	for _, comp := range c.components[started:] {
+		go c.watchComponent(comp)
+	}
+	if err != nil {
+		return fmt.Errorf("starting bosun: %w", err)
+	}
+	return c.writeState()
+}
+
+// ControlPlane is the cluster's etcd and kube-apiserver (nil for an attached cluster).
+func (c *Cluster) ControlPlane() *framework.ControlPlane { return c.controlPlane }
 
 func (c *Cluster) fail(err error) {
 	c.failedOnce.Do(func() {

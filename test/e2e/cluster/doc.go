@@ -9,6 +9,8 @@
 // storage and every log. Stop, and Start before it runs, remove what a run leaves outside
 // that directory: processes, mounts, the bridge device, the kubelet's log links.
 //
-// `make local-up` (hack/local-up) and the end-to-end suite (test/e2e) both use it. It needs
-// root and the Debian packages that hack/install-deps.sh installs.
+// `make local-up` (hack/local-up) and the end-to-end suite (test/e2e) both use it; the
+// takeover test (test/takeover) starts it without bosun (Options.WithoutBosun), runs
+// OpenKruise on it and then starts bosun (Cluster.StartBosun). It needs root and the Debian
+// packages that hack/install-deps.sh installs.
 package cluster

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+)
+
+// kruiseKind is one of the six kinds bosun takes over from OpenKruise.
+type kruiseKind struct {
+	Kind, Group, Resource string
+	Namespaced            bool
+}
+
+// takenOverKinds are the kinds whose CRDs bosun's manifests replace.
+var takenOverKinds = []kruiseKind{
+	{"DaemonSet", "apps.kruise.io", "daemonsets", true},
+	{"PodUnavailableBudget", "policy.kruise.io", "podunavailablebudgets", true},
+	{"ContainerRecreateRequest", "apps.kruise.io", "containerrecreaterequests", true},
+	{"ImagePullJob", "apps.kruise.io", "imagepulljobs", true},
+	{"ImageListPullJob", "apps.kruise.io", "imagelistpulljobs", true},
+	{"NodeImage", "apps.kruise.io", "nodeimages", false},
+}
+
+// kindNamed returns the entry of takenOverKinds for kind; the kinds are fixed, so an unknown
+// one is a bug of the caller.
+func kindNamed(kind string) kruiseKind {
+	for _, k := range takenOverKinds {
+		if k.Kind == kind {
+			return k
+		}
+	}
+	panic("takeover: unknown kind " + kind)
+}
+
+func (k kruiseKind) crdName() string { return k.Resource + "." + k.Group }
+
+func (k kruiseKind) gvr(version string) schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: k.Group, Version: version, Resource: k.Resource}
+}
+
+const (
+	v1alpha1 = "v1alpha1"
+	v1beta1  = "v1beta1"
+)
+
+type objectKey struct {
+	Kind, Namespace, Name string
+}
+
+func (k objectKey) object() string {
+	if k.Namespace == "" {
+		return k.Name
+	}
+	return k.Namespace + "/" + k.Name
+}
+
+func (k objectKey) less(o objectKey) bool {
+	if k.Kind != o.Kind {
+		return k.Kind < o.Kind
+	}
+	return k.object() < o.object()
+}
+
+// revision is what a takeover must leave alone of a ControllerRevision.
+type revision struct {
+	UID      string                  `json:"uid"`
+	Revision int64                   `json:"revision"`
+	Data     any                     `json:"data"`
+	Labels   map[string]string       `json:"labels"`
+	Owners   []metav1.OwnerReference `json:"ownerReferences"`
+}
+
+func (r revision) tree() any { return jsonValue(r) }
+
+// snapshot is the state of the cluster's OpenKruise objects at one moment.
+type snapshot struct {
+	// objects holds every object of takenOverKinds read in each version: version → key →
+	// object. A version missing from the map was not read.
+	objects map[string]map[objectKey]*unstructured.Unstructured
+	// pods maps namespace/name to UID, for every pod of the cluster.
+	pods map[string]string
+	// revisions maps namespace/name to every ControllerRevision of the cluster.
+	revisions map[string]revision
+}
+
+// record reads every object of takenOverKinds in each of versions (listing them in v1beta1,
+// the version they are stored in, and reading each one by name in every version), every
+// pod's UID and every ControllerRevision.
+func record(ctx context.Context, dyn dynamic.Interface, client kubernetes.Interface, versions ...string) (*snapshot, error) {
+	s := &snapshot{objects: map[string]map[objectKey]*unstructured.Unstructured{}, pods: map[string]string{}, revisions: map[string]revision{}}
+	for _, v := range versions {
+		s.objects[v] = map[objectKey]*unstructured.Unstructured{}
+	}
+	for _, k := range takenOverKinds {
+		list, err := dyn.Resource(k.gvr(v1beta1)).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("listing %s: %w", k.crdName(), err)
+		}
+		for _, item := range list.Items {
+			key := objectKey{Kind: k.Kind, Namespace: item.GetNamespace(), Name: item.GetName()}
+			for _, v := range versions {
+				var res dynamic.ResourceInterface = dyn.Resource(k.gvr(v))
+				if k.Namespaced {
+					res = dyn.Resource(k.gvr(v)).Namespace(key.Namespace)
+				}
+				obj, err := res.Get(ctx, key.Name, metav1.GetOptions{})
+				if err != nil {
+					return nil, fmt.Errorf("reading %s %s in %s: %w", k.Kind, key.object(), v, err)
+				}
+				s.objects[v][key] = obj
+			}
+		}
+	}
+	pods, err := client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	for _, p := range pods.Items {
+		s.pods[p.Namespace+"/"+p.Name] = string(p.UID)
+	}
+	revisions, err := client.AppsV1().ControllerRevisions(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing ControllerRevisions: %w", err)
+	}
+	for _, r := range revisions.Items {
+		var data any
+		if len(r.Data.Raw) > 0 {
+			if err := json.Unmarshal(r.Data.Raw, &data); err != nil {
+				return nil, fmt.Errorf("decoding the data of ControllerRevision %s/%s: %w", r.Namespace, r.Name, err)
+			}
+		}
+		s.revisions[r.Namespace+"/"+r.Name] = revision{UID: string(r.UID), Revision: r.Revision, Data: data, Labels: r.Labels, Owners: r.OwnerReferences}
+	}
+	return s, nil
+}
+
+// count returns how many objects of kind the snapshot holds (in v1beta1).
+func (s *snapshot) count(kind string) int {
+	n := 0
+	for k := range s.objects[v1beta1] {
+		if k.Kind == kind {
+			n++
+		}
+	}
+	return n
+}

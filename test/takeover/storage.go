@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
+)
+
+// etcdPrefixes hold everything a takeover must leave alone or only rewrite: the objects of
+// the six kinds, pods and ControllerRevisions (kube-apiserver's default --etcd-prefix).
+func etcdPrefixes() []string {
+	prefixes := []string{"/registry/pods/", "/registry/controllerrevisions/"}
+	for _, k := range takenOverKinds {
+		prefixes = append(prefixes, "/registry/"+k.Group+"/"+k.Resource+"/")
+	}
+	return prefixes
+}
+
+// etcdEntry is one key as etcd holds it.
+type etcdEntry struct {
+	modRevision int64
+	apiVersion  string // of custom resources, which are stored as JSON; "" for the others
+}
+
+// readEtcd returns every key under prefixes, read through etcd's JSON gateway: what the API
+// server stored, whatever version a client would ask for, and when it last wrote it.
+func (e *env) readEtcd(ctx context.Context) (map[string]etcdEntry, error) {
+	out := map[string]etcdEntry{}
+	for _, prefix := range etcdPrefixes() {
+		end := []byte(prefix)
+		end[len(end)-1]++ // every key under prefix sorts before it
+		body, err := json.Marshal(map[string]string{
+			"key":       base64.StdEncoding.EncodeToString([]byte(prefix)),
+			"range_end": base64.StdEncoding.EncodeToString(end),
+		})
+		if err != nil {
+			return nil, err
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.c.ControlPlane().EtcdURL()+"/v3/kv/range", bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s from etcd: %w", prefix, err)
+		}
+		raw, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("reading %s from etcd: status %d, %v: %s", prefix, resp.StatusCode, err, raw)
+		}
+		var answer struct {
+			KVs []struct {
+				Key         []byte `json:"key"`
+				Value       []byte `json:"value"`
+				ModRevision int64  `json:"mod_revision,string"`
+			} `json:"kvs"`
+		}
+		if err := json.Unmarshal(raw, &answer); err != nil {
+			return nil, fmt.Errorf("decoding etcd's answer for %s: %w", prefix, err)
+		}
+		for _, kv := range answer.KVs {
+			entry := etcdEntry{modRevision: kv.ModRevision}
+			if !strings.HasPrefix(prefix, "/registry/pods/") && !strings.HasPrefix(prefix, "/registry/controllerrevisions/") {
+				var typeMeta metav1.TypeMeta
+				if err := json.Unmarshal(kv.Value, &typeMeta); err != nil {
+					return nil, fmt.Errorf("etcd key %s does not hold JSON: %w", kv.Key, err)
+				}
+				entry.apiVersion = typeMeta.APIVersion
+			}
+			out[string(kv.Key)] = entry
+		}
+	}
+	return out, nil
+}
+
+// storedAs lists, sorted, the keys of custom resources stored in version.
+func storedAs(entries map[string]etcdEntry, version string) []string {
+	var keys []string
+	for key, entry := range entries {
+		if strings.HasSuffix(entry.apiVersion, "/"+version) {
+			keys = append(keys, strings.TrimPrefix(key, "/registry/"))
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// changedKeys lists the keys written, added or removed between two reads of etcd.
+func changedKeys(before, after map[string]etcdEntry) []string {
+	var keys []string
+	for key, b := range before {
+		if a, ok := after[key]; !ok || a.modRevision != b.modRevision {
+			keys = append(keys, key)
+		}
+	}
+	for key := range after {
+		if _, ok := before[key]; !ok {
+			keys = append(keys, key)
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// setStorageVersion makes version the storage version of the six CRDs, keeping both
+// versions served. With v1alpha1 the cluster stores new objects as OpenKruise up to 1.8 did;
+// setting v1beta1 back is what applying OpenKruise 1.9's CRDs does to such a cluster.
+func (e *env) setStorageVersion(ctx context.Context, version string) error {
+	crds := e.dyn.Resource(crdResource)
+	for _, k := range takenOverKinds {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			crd, err := crds.Get(ctx, k.crdName(), metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+			found := false
+			for _, v := range versions {
+				v := v.(map[string]any)
+				v["storage"] = v["name"] == version
+				found = found || v["name"] == version
+			}
+			if !found {
+				return fmt.Errorf("CRD %s does not serve %s", k.crdName(), version)
+			}
+			if err := unstructured.SetNestedSlice(crd.Object, versions, "spec", "versions"); err != nil {
+				return err
+			}
+			_, err = crds.Update(ctx, crd, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("making %s the storage version of CRD %s: %w", version, k.crdName(), err)
+		}
+	}
+	return nil
+}
+
+// storedVersions returns status.storedVersions of the six CRDs, by CRD name.
+func (e *env) storedVersions(ctx context.Context) (map[string][]string, error) {
+	out := map[string][]string{}
+	for _, k := range takenOverKinds {
+		crd, err := e.dyn.Resource(crdResource).Get(ctx, k.crdName(), metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		out[k.crdName()], _, _ = unstructured.NestedStringSlice(crd.Object, "status", "storedVersions")
+	}
+	return out, nil
+}
