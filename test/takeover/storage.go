@@ -1,13 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"sort"
 	"strings"
 
@@ -37,48 +32,18 @@ type etcdEntry struct {
 func (e *env) readEtcd(ctx context.Context) (map[string]etcdEntry, error) {
 	out := map[string]etcdEntry{}
 	for _, prefix := range etcdPrefixes() {
-		end := []byte(prefix)
-		end[len(end)-1]++ // every key under prefix sorts before it
-		body, err := json.Marshal(map[string]string{
-			"key":       base64.StdEncoding.EncodeToString([]byte(prefix)),
-			"range_end": base64.StdEncoding.EncodeToString(end),
-		})
+		entries, err := e.c.ControlPlane().ReadEtcd(ctx, prefix)
 		if err != nil {
 			return nil, err
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.c.ControlPlane().EtcdURL()+"/v3/kv/range", bytes.NewReader(body))
-		if err != nil {
-			return nil, err
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return nil, fmt.Errorf("reading %s from etcd: %w", prefix, err)
-		}
-		raw, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil || resp.StatusCode != http.StatusOK {
-			return nil, fmt.Errorf("reading %s from etcd: status %d, %v: %s", prefix, resp.StatusCode, err, raw)
-		}
-		var answer struct {
-			KVs []struct {
-				Key         []byte `json:"key"`
-				Value       []byte `json:"value"`
-				ModRevision int64  `json:"mod_revision,string"`
-			} `json:"kvs"`
-		}
-		if err := json.Unmarshal(raw, &answer); err != nil {
-			return nil, fmt.Errorf("decoding etcd's answer for %s: %w", prefix, err)
-		}
-		for _, kv := range answer.KVs {
+		for key, kv := range entries {
 			entry := etcdEntry{modRevision: kv.ModRevision}
 			if !strings.HasPrefix(prefix, "/registry/pods/") && !strings.HasPrefix(prefix, "/registry/controllerrevisions/") {
-				var typeMeta metav1.TypeMeta
-				if err := json.Unmarshal(kv.Value, &typeMeta); err != nil {
-					return nil, fmt.Errorf("etcd key %s does not hold JSON: %w", kv.Key, err)
+				if entry.apiVersion, err = kv.StoredAPIVersion(); err != nil {
+					return nil, err
 				}
-				entry.apiVersion = typeMeta.APIVersion
 			}
-			out[string(kv.Key)] = entry
+			out[key] = entry
 		}
 	}
 	return out, nil

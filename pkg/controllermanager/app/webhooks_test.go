@@ -74,24 +74,10 @@ func TestConversionIsServedBeforeTheWebhookInformersSync(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 
-	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("localhost", []net.IP{net.IPv4(127, 0, 0, 1)}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	for name, data := range map[string][]byte{"tls.crt": certPEM, "tls.key": keyPEM, "ca.crt": certPEM} {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir, certPEM := selfSignedCertDir(t)
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(certPEM)
-	taken, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := taken.Addr().(*net.TCPAddr).Port
-	_ = taken.Close()
+	port := freeLoopbackPort(t)
 
 	unreachable, err := kubernetes.NewForConfig(&rest.Config{Host: "https://127.0.0.1:1", Timeout: time.Second})
 	if err != nil {
@@ -170,6 +156,35 @@ func TestConversionIsServedBeforeTheWebhookInformersSync(t *testing.T) {
 	}
 }
 
+// selfSignedCertDir writes a self-signed certificate for localhost and 127.0.0.1 and its key
+// into a new directory as --webhook-cert-dir holds them (tls.crt, tls.key, and the
+// certificate again as ca.crt), and returns the directory and the certificate.
+func selfSignedCertDir(t *testing.T) (dir string, certPEM []byte) {
+	t.Helper()
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("localhost", []net.IP{net.IPv4(127, 0, 0, 1)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir = t.TempDir()
+	for name, data := range map[string][]byte{"tls.crt": certPEM, "tls.key": keyPEM, "ca.crt": certPEM} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir, certPEM
+}
+
+// freeLoopbackPort returns a TCP port that was free on 127.0.0.1 a moment ago.
+func freeLoopbackPort(t *testing.T) int {
+	t.Helper()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	return taken.Addr().(*net.TCPAddr).Port
+}
+
 var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
 // newCRDClient returns a fake dynamic client that holds crds and lists CRDs.
@@ -209,22 +224,8 @@ func TestStartWebhooksConfiguresTheConversionWebhook(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 
-	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("localhost", []net.IP{net.IPv4(127, 0, 0, 1)}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	for name, data := range map[string][]byte{"tls.crt": certPEM, "tls.key": keyPEM, "ca.crt": certPEM} {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	taken, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := taken.Addr().(*net.TCPAddr).Port
-	_ = taken.Close()
+	dir, certPEM := selfSignedCertDir(t)
+	port := freeLoopbackPort(t)
 	url := "https://127.0.0.1:" + strconv.Itoa(port) + "/convert"
 
 	crds := newCRDClient(

@@ -393,10 +393,7 @@ func TestCRDNotManagedIsLeftAlone(t *testing.T) {
 			})
 			f := newCRDFixture(t, testURLConfig, testCA, theirs)
 			// What the informers' initial lists queued.
-			for f.w.queue.Len() > 0 {
-				key, _ := f.w.queue.Get()
-				f.w.queue.Done(key)
-			}
+			f.drainQueue()
 			for range 2 {
 				if err := f.syncCRD(daemonSetsCRD); err != nil {
 					t.Fatalf("sync: %v, want nil: retrying cannot help", err)
@@ -542,11 +539,7 @@ func TestCRDHandlersQueueOnlyTheWritersKeys(t *testing.T) {
 	f := newCRDFixture(t, testURLConfig, testCA)
 	ours := testCRD(crrsCRD)
 	theirs := testCRD("nodeimages.apps.kruise.io")
-	tests := []struct {
-		name  string
-		event func()
-		want  string
-	}{
+	f.expectQueued(t, []handlerEvent{
 		{name: "add of another CRD", event: func() { f.w.addCRD(f.ctx, theirs) }},
 		{name: "update of another CRD", event: func() { f.w.updateCRD(f.ctx, theirs, theirs) }},
 		{name: "add", event: func() { f.w.addCRD(f.ctx, ours) }, want: crrsCRD},
@@ -555,38 +548,14 @@ func TestCRDHandlersQueueOnlyTheWritersKeys(t *testing.T) {
 		{name: "delete tombstone", event: func() {
 			f.w.deleteCRD(f.ctx, cache.DeletedFinalStateUnknown{Key: pubsCRD, Obj: testCRD(pubsCRD)})
 		}, want: pubsCRD},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			tc.event()
-			if tc.want == "" {
-				if n := f.w.queue.Len(); n != 0 {
-					t.Errorf("queue length %d, want nothing queued", n)
-				}
-				return
-			}
-			if n := f.w.queue.Len(); n != 1 {
-				t.Fatalf("queue length %d, want 1", n)
-			}
-			key, _ := f.w.queue.Get()
-			f.w.queue.Done(key)
-			if key != tc.want {
-				t.Errorf("queued %q, want %q", key, tc.want)
-			}
-		})
-	}
+	})
 }
 
 // The certificate provider's Resync reaches the CRDs too.
 func TestResyncQueuesTheCRDKeys(t *testing.T) {
 	f := newCRDFixture(t, testURLConfig, testCA)
 	f.w.Resync()
-	var got []string
-	for f.w.queue.Len() > 0 {
-		key, _ := f.w.queue.Get()
-		f.w.queue.Done(key)
-		got = append(got, key)
-	}
+	got := f.drainQueue()
 	slices.Sort(got)
 	want := append(ConversionCRDNames(), MutatingName, ValidatingName)
 	slices.Sort(want)

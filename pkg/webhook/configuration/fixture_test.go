@@ -340,6 +340,50 @@ func (f *fixture) syncBoth() {
 	f.sync(ValidatingName)
 }
 
+// handlerEvent is an informer event given to one of the writer's handlers, and the key it
+// must queue ("" for none).
+type handlerEvent struct {
+	name  string
+	event func()
+	want  string
+}
+
+// expectQueued gives each event, in a subtest, to the writer with an empty queue and checks
+// that it queued its key alone, or nothing.
+func (f *fixture) expectQueued(t *testing.T, events []handlerEvent) {
+	t.Helper()
+	for _, tc := range events {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.event()
+			if tc.want == "" {
+				if n := f.w.queue.Len(); n != 0 {
+					t.Errorf("queue length %d, want nothing queued", n)
+				}
+				return
+			}
+			if n := f.w.queue.Len(); n != 1 {
+				t.Fatalf("queue length %d, want 1", n)
+			}
+			key, _ := f.w.queue.Get()
+			f.w.queue.Done(key)
+			if key != tc.want {
+				t.Errorf("queued %q, want %q", key, tc.want)
+			}
+		})
+	}
+}
+
+// drainQueue takes every key out of the writer's queue, in the order they come out.
+func (f *fixture) drainQueue() []string {
+	var keys []string
+	for f.w.queue.Len() > 0 {
+		key, _ := f.w.queue.Get()
+		f.w.queue.Done(key)
+		keys = append(keys, key)
+	}
+	return keys
+}
+
 // live returns the stored configurations; nil for one that does not exist.
 func (f *fixture) live() (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
 	f.t.Helper()

@@ -35,11 +35,7 @@ func TestHandlersQueueOnlyTheWritersKeys(t *testing.T) {
 	theirs := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "kruise-mutating-webhook-configuration"}}
 	validating := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: ValidatingName}}
 
-	tests := []struct {
-		name  string
-		event func()
-		want  string // the queued key; empty for none
-	}{
+	f.expectQueued(t, []handlerEvent{
 		{name: "add of another configuration", event: func() { f.w.addConfiguration(f.ctx, theirs) }},
 		{name: "update of another configuration", event: func() { f.w.updateConfiguration(f.ctx, theirs, theirs) }},
 		{name: "add", event: func() { f.w.addConfiguration(f.ctx, ours) }, want: MutatingName},
@@ -48,26 +44,7 @@ func TestHandlersQueueOnlyTheWritersKeys(t *testing.T) {
 		{name: "delete tombstone", event: func() {
 			f.w.deleteConfiguration(f.ctx, cache.DeletedFinalStateUnknown{Key: ValidatingName, Obj: validating})
 		}, want: ValidatingName},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			tc.event()
-			if tc.want == "" {
-				if n := f.w.queue.Len(); n != 0 {
-					t.Errorf("queue length %d, want nothing queued", n)
-				}
-				return
-			}
-			if n := f.w.queue.Len(); n != 1 {
-				t.Fatalf("queue length %d, want 1", n)
-			}
-			key, _ := f.w.queue.Get()
-			f.w.queue.Done(key)
-			if key != tc.want {
-				t.Errorf("queued %q, want %q", key, tc.want)
-			}
-		})
-	}
+	})
 }
 
 func TestResyncQueuesBothKeys(t *testing.T) {
@@ -75,9 +52,7 @@ func TestResyncQueuesBothKeys(t *testing.T) {
 	f.w.Resync()
 	f.w.Resync()
 	got := map[string]bool{}
-	for f.w.queue.Len() > 0 {
-		key, _ := f.w.queue.Get()
-		f.w.queue.Done(key)
+	for _, key := range f.drainQueue() {
 		got[key] = true
 	}
 	if len(got) != 2 || !got[MutatingName] || !got[ValidatingName] {

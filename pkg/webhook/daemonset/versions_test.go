@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/randfill"
 
 	"github.com/bosun-dev/bosun/pkg/webhook"
+	"github.com/bosun-dev/bosun/pkg/webhook/webhooktest"
 )
 
 // handleIn sends a request in version to the webhook of type typ.
@@ -60,20 +61,6 @@ func betaOf(ds *appsv1alpha1.DaemonSet) *appsv1beta1.DaemonSet {
 	return hub
 }
 
-// answer is what matters of a verdict: allowed, code and the fields named.
-func answer(resp *admissionv1.AdmissionResponse) string {
-	if resp.Allowed {
-		return "allowed"
-	}
-	var fields []string
-	if resp.Result.Details != nil {
-		for _, c := range resp.Result.Details.Causes {
-			fields = append(fields, c.Field)
-		}
-	}
-	return http.StatusText(int(resp.Result.Code)) + " " + strings.Join(fields, ",")
-}
-
 // The same object gets the same verdict, code and fields in both versions.
 func TestValidateBothVersions(t *testing.T) {
 	for _, tc := range []struct {
@@ -102,10 +89,10 @@ func TestValidateBothVersions(t *testing.T) {
 			tc.mutate(ds)
 			alpha := handleIn(t, webhook.Validating, "v1alpha1", admissionv1.Create, ds, nil)
 			beta := handleIn(t, webhook.Validating, "v1beta1", admissionv1.Create, betaOf(ds), nil)
-			if got := answer(alpha); got != tc.want {
+			if got := webhooktest.Verdict(alpha); got != tc.want {
 				t.Errorf("v1alpha1 answered %s, want %s", got, tc.want)
 			}
-			if got := answer(beta); got != tc.want {
+			if got := webhooktest.Verdict(beta); got != tc.want {
 				t.Errorf("v1beta1 answered %s, want %s", got, tc.want)
 			}
 
@@ -113,8 +100,8 @@ func TestValidateBothVersions(t *testing.T) {
 			old := validDaemonSet()
 			alpha = handleIn(t, webhook.Validating, "v1alpha1", admissionv1.Update, ds, old)
 			beta = handleIn(t, webhook.Validating, "v1beta1", admissionv1.Update, betaOf(ds), betaOf(old))
-			if answer(alpha) != answer(beta) {
-				t.Errorf("update: v1alpha1 answered %s, v1beta1 %s", answer(alpha), answer(beta))
+			if webhooktest.Verdict(alpha) != webhooktest.Verdict(beta) {
+				t.Errorf("update: v1alpha1 answered %s, v1beta1 %s", webhooktest.Verdict(alpha), webhooktest.Verdict(beta))
 			}
 		})
 	}
@@ -124,12 +111,12 @@ func TestValidateBothVersions(t *testing.T) {
 func TestSurgingPerVersion(t *testing.T) {
 	ds := validDaemonSet()
 	ds.Spec.UpdateStrategy.RollingUpdate = &appsv1alpha1.RollingUpdateDaemonSet{Type: appsv1alpha1.DeprecatedSurgingRollingUpdateType}
-	if got := answer(handleIn(t, webhook.Validating, "v1alpha1", admissionv1.Create, ds, nil)); got != "allowed" {
+	if got := webhooktest.Verdict(handleIn(t, webhook.Validating, "v1alpha1", admissionv1.Create, ds, nil)); got != "allowed" {
 		t.Errorf("v1alpha1 Surging answered %s, want allowed", got)
 	}
 	beta := betaOf(validDaemonSet())
 	beta.Spec.UpdateStrategy.RollingUpdate.Type = "Surging"
-	if got, want := answer(handleIn(t, webhook.Validating, "v1beta1", admissionv1.Create, beta, nil)),
+	if got, want := webhooktest.Verdict(handleIn(t, webhook.Validating, "v1beta1", admissionv1.Create, beta, nil)),
 		"Unprocessable Entity spec.updateStrategy.rollingUpdate.rollingUpdateType"; got != want {
 		t.Errorf("v1beta1 Surging answered %s, want %s", got, want)
 	}
@@ -146,12 +133,12 @@ func TestScaleStrategyMutable(t *testing.T) {
 	old := betaOf(validDaemonSet())
 	changed := old.DeepCopy()
 	changed.Spec.ScaleStrategy = &appsv1beta1.DaemonSetScaleStrategy{PartitionedScaling: true}
-	if got := answer(handleIn(t, webhook.Validating, "v1beta1", admissionv1.Update, changed, old)); got != "allowed" {
+	if got := webhooktest.Verdict(handleIn(t, webhook.Validating, "v1beta1", admissionv1.Update, changed, old)); got != "allowed" {
 		t.Errorf("scaleStrategy change answered %s, want allowed", got)
 	}
 	changed.Spec.MinReadySeconds = 3
 	changed.Spec.BurstReplicas = intOrStr(intstr.FromInt32(3))
-	if got := answer(handleIn(t, webhook.Validating, "v1beta1", admissionv1.Update, changed, old)); got != "allowed" {
+	if got := webhooktest.Verdict(handleIn(t, webhook.Validating, "v1beta1", admissionv1.Update, changed, old)); got != "allowed" {
 		t.Errorf("mutable fields answered %s, want allowed", got)
 	}
 }

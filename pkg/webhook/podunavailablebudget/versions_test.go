@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/bosun-dev/bosun/pkg/webhook"
+	"github.com/bosun-dev/bosun/pkg/webhook/webhooktest"
 )
 
 // newRequestIn is newRequest in version.
@@ -33,20 +34,6 @@ func betaOf(pub *policyv1alpha1.PodUnavailableBudget) *policyv1beta1.PodUnavaila
 	delete(hub.Annotations, policyv1alpha1.V1alpha1ConversionAnnotation)
 	hub.TypeMeta = metav1.TypeMeta{APIVersion: "policy.kruise.io/v1beta1", Kind: "PodUnavailableBudget"}
 	return hub
-}
-
-// verdict is what matters of an answer: allowed, or the code and the fields named.
-func verdict(resp *admissionv1.AdmissionResponse) string {
-	if resp.Allowed {
-		return "allowed"
-	}
-	var fields []string
-	if resp.Result.Details != nil {
-		for _, c := range resp.Result.Details.Causes {
-			fields = append(fields, c.Field)
-		}
-	}
-	return http.StatusText(int(resp.Result.Code)) + " " + strings.Join(fields, ",")
 }
 
 // A budget gets the same answer in both versions, errors on carried fields named at their
@@ -87,10 +74,10 @@ func TestValidateBothVersions(t *testing.T) {
 			gates := newGates(t, true, false)
 			alpha := handle(t, newLister(t), gates, newRequestIn(t, "v1alpha1", admissionv1.Create, pub, nil))
 			beta := handle(t, newLister(t), gates, newRequestIn(t, "v1beta1", admissionv1.Create, betaOf(pub), nil))
-			if got := verdict(alpha); got != tc.want {
+			if got := webhooktest.Verdict(alpha); got != tc.want {
 				t.Errorf("v1alpha1 answered %s, want %s", got, tc.want)
 			}
-			if got := verdict(beta); got != tc.want {
+			if got := webhooktest.Verdict(beta); got != tc.want {
 				t.Errorf("v1beta1 answered %s, want %s", got, tc.want)
 			}
 		})
@@ -132,7 +119,7 @@ func TestValidateV1beta1Fields(t *testing.T) {
 			pub := betaOf(selectorBudget("b"))
 			tc.mutate(pub)
 			resp := handle(t, newLister(t), newGates(t, true, false), newRequestIn(t, "v1beta1", admissionv1.Create, pub, nil))
-			if got := verdict(resp); got != tc.want {
+			if got := webhooktest.Verdict(resp); got != tc.want {
 				t.Errorf("answered %s, want %s", got, tc.want)
 			}
 		})

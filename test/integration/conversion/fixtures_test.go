@@ -6,8 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -356,59 +354,21 @@ func (e *testEnv) waitForStoredVersions(t *testing.T, timeout time.Duration, nam
 
 // ---- etcd ----
 
-// etcdObjects returns every value etcd holds under prefix, by key, read through etcd's JSON
-// gateway: what the API server stored, whichever version a client asks for.
-func (e *testEnv) etcdObjects(t *testing.T, prefix string) map[string][]byte {
-	t.Helper()
-	end := []byte(prefix)
-	end[len(end)-1]++ // every key starting with prefix sorts before it
-	body, err := json.Marshal(map[string]string{
-		"key":       base64.StdEncoding.EncodeToString([]byte(prefix)),
-		"range_end": base64.StdEncoding.EncodeToString(end),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, err := http.NewRequestWithContext(e.Ctx, http.MethodPost, e.CP.EtcdURL()+"/v3/kv/range", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("reading %s from etcd: %v", prefix, err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("reading %s from etcd: status %d, %v: %s", prefix, resp.StatusCode, err, raw)
-	}
-	var answer struct {
-		KVs []struct {
-			Key   []byte `json:"key"` // base64 in JSON, decoded by encoding/json
-			Value []byte `json:"value"`
-		} `json:"kvs"`
-	}
-	if err := json.Unmarshal(raw, &answer); err != nil {
-		t.Fatalf("decoding etcd's answer for %s: %v", prefix, err)
-	}
-	out := make(map[string][]byte, len(answer.KVs))
-	for _, kv := range answer.KVs {
-		out[string(kv.Key)] = kv.Value
-	}
-	return out
-}
-
-// storedAPIVersions returns, by key, the apiVersion each object under prefix is stored in
-// (custom resources are stored as JSON).
+// storedAPIVersions returns, by key, the apiVersion each object under prefix is stored in,
+// read from etcd: what the API server stored, whichever version a client asks for.
 func (e *testEnv) storedAPIVersions(t *testing.T, prefix string) map[string]string {
 	t.Helper()
+	entries, err := e.CP.ReadEtcd(e.Ctx, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
 	versions := map[string]string{}
-	for key, value := range e.etcdObjects(t, prefix) {
-		var typeMeta metav1.TypeMeta
-		if err := json.Unmarshal(value, &typeMeta); err != nil {
-			t.Fatalf("etcd key %s does not hold JSON: %v: %.200q", key, err, value)
+	for key, entry := range entries {
+		version, err := entry.StoredAPIVersion()
+		if err != nil {
+			t.Fatal(err)
 		}
-		versions[key] = typeMeta.APIVersion
+		versions[key] = version
 	}
 	return versions
 }

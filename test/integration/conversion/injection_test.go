@@ -77,10 +77,10 @@ func TestConversionWebhookConfiguredFromSecret(t *testing.T) {
 func TestConversionWebhookConfiguredFromCertDirAndRotated(t *testing.T) {
 	e := setup(t)
 	dir := t.TempDir()
-	first := newTestCA(t, "conversion test CA 1")
-	writeCertDir(t, dir, first)
+	first := framework.NewTestCA(t, "conversion test CA 1")
+	first.WriteCertDir(t, dir, "bosun-conversion-test")
 	cm := e.startWebhookManager(t, "--webhook-cert-dir="+dir)
-	want := wantConversion{url: managerURL(cm), ca: first.pem}
+	want := wantConversion{url: managerURL(cm), ca: first.PEM}
 	if problems := e.mismatches(t, want); problems != "" {
 		t.Fatalf("the manager reports ready, but the CRDs do not carry ca.crt of --webhook-cert-dir:\n%s", problems)
 	}
@@ -91,9 +91,9 @@ func TestConversionWebhookConfiguredFromCertDirAndRotated(t *testing.T) {
 	}
 
 	// cert-manager reissues under a new CA.
-	second := newTestCA(t, "conversion test CA 2")
-	writeCertDir(t, dir, second)
-	want.ca = second.pem
+	second := framework.NewTestCA(t, "conversion test CA 2")
+	second.WriteCertDir(t, dir, "bosun-conversion-test")
+	want.ca = second.PEM
 	e.waitForConversionConfig(t, "the rotated CA in the CRDs", want)
 	e.expectConvertedBy(t, cm, "second-ca")
 }

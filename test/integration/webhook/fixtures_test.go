@@ -39,6 +39,8 @@ const (
 	// webhookSecretNamespace and webhookSecretName are --webhook-secret's default.
 	webhookSecretNamespace = "kube-system"
 	webhookSecretName      = "bosun-webhook-certs"
+	// webhookTestCommonName names the serving certificates the tests issue.
+	webhookTestCommonName = "bosun-webhook-test"
 
 	testTimeout = 3 * time.Minute
 	waitTimeout = time.Minute

@@ -5,10 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
-	"math/big"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -125,8 +122,8 @@ func TestRotatedSecretCertificateIsServedWithoutRestart(t *testing.T) {
 	}
 
 	// Another replica (played by the test) renews the serving certificate under the same CA.
-	ca := caFromPEM(t, secret.Data["ca.crt"], secret.Data["ca.key"])
-	certPEM, keyPEM, serialNumber := ca.issue(t)
+	ca := framework.LoadTestCA(t, secret.Data["ca.crt"], secret.Data["ca.key"])
+	certPEM, keyPEM, serialNumber := ca.IssueServingCertificate(t, webhookTestCommonName)
 	secret.Data["tls.crt"], secret.Data["tls.key"] = certPEM, keyPEM
 	if _, err := secrets.Update(e.Ctx, secret, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
@@ -157,31 +154,12 @@ func TestRotatedSecretCertificateIsServedWithoutRestart(t *testing.T) {
 func TestCertificateDirectoryIsReloadedWhenItsFilesChange(t *testing.T) {
 	e := setup(t)
 	dir := t.TempDir()
-	writePair := func(ca *testCA) *big.Int {
-		certPEM, keyPEM, serialNumber := ca.issue(t)
-		// As the kubelet updates a Secret volume: new files, then one rename into place.
-		staging := filepath.Join(dir, ".staging")
-		if err := os.MkdirAll(staging, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		for name, data := range map[string][]byte{"tls.crt": certPEM, "tls.key": keyPEM, "ca.crt": ca.pem} {
-			if err := os.WriteFile(filepath.Join(staging, name), data, 0o600); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for _, name := range []string{"ca.crt", "tls.key", "tls.crt"} {
-			if err := os.Rename(filepath.Join(staging, name), filepath.Join(dir, name)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return serialNumber
-	}
-	first := newTestCA(t, "cert-manager CA 1")
-	writePair(first)
+	first := framework.NewTestCA(t, "cert-manager CA 1")
+	first.WriteCertDir(t, dir, webhookTestCommonName)
 	cm := framework.StartBosunControllerManager(t, e.CP, framework.ControllerManagerOptions{
 		Controllers: advancedDaemonSet, Webhooks: true, ExtraArgs: []string{"--webhook-cert-dir=" + dir},
 	})
-	if got := e.caBundle(t); !bytes.Equal(got, first.pem) {
+	if got := e.caBundle(t); !bytes.Equal(got, first.PEM) {
 		t.Fatalf("caBundle is not ca.crt of --webhook-cert-dir:\n%s", got)
 	}
 	e.expectAdmitted(t, "first-ca")
@@ -190,10 +168,10 @@ func TestCertificateDirectoryIsReloadedWhenItsFilesChange(t *testing.T) {
 	}
 
 	// cert-manager reissues under a new CA.
-	second := newTestCA(t, "cert-manager CA 2")
-	serialNumber := writePair(second)
+	second := framework.NewTestCA(t, "cert-manager CA 2")
+	serialNumber := second.WriteCertDir(t, dir, webhookTestCommonName)
 	e.waitFor(t, "the new certificate to be served and its CA written", func() bool {
-		return servedCertificate(t, cm.WebhookPort).SerialNumber.Cmp(serialNumber) == 0 && bytes.Equal(e.caBundle(t), second.pem)
+		return servedCertificate(t, cm.WebhookPort).SerialNumber.Cmp(serialNumber) == 0 && bytes.Equal(e.caBundle(t), second.PEM)
 	})
 	e.expectAdmitted(t, "second-ca")
 }
