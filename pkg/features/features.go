@@ -71,6 +71,13 @@ const (
 	// default there too. It needs the API server to serve apps.kruise.io ImagePullJobs;
 	// without them it does nothing.
 	PreDownloadImageForDaemonSetUpdate featuregate.Feature = "PreDownloadImageForDaemonSetUpdate"
+
+	// TemplateNoDefaults stops the CloneSet's defaulting webhook from writing the core pod
+	// and claim defaults into its templates (restartPolicy, dnsPolicy, probe timings, claim
+	// phase, ...). OpenKruise's gate of the same name, off by default there too. The
+	// template feeds the revision hash, so switching it changes the revision of CloneSets
+	// whose template changes afterwards, as it does in OpenKruise.
+	TemplateNoDefaults featuregate.Feature = "TemplateNoDefaults"
 )
 
 // defaultFeatureGates holds every gate bosun knows with its default and maturity.
@@ -87,6 +94,7 @@ var defaultFeatureGates = map[featuregate.Feature]featuregate.FeatureSpec{
 	KruiseDaemon:                            {Default: true, PreRelease: featuregate.Beta},
 	ImagePullJobGate:                        {Default: true, PreRelease: featuregate.Beta},
 	PreDownloadImageForDaemonSetUpdate:      {Default: false, PreRelease: featuregate.Alpha},
+	TemplateNoDefaults:                      {Default: false, PreRelease: featuregate.Alpha},
 }
 
 // DefaultMutableFeatureGate is the gate --feature-gates writes into. Only the binaries'

@@ -63,6 +63,16 @@ func builtinControllers() []registry.Descriptor {
 	return slices.Concat(upstream, openKruise, upkeep)
 }
 
+// webhooksWithoutController builds the admission webhooks of kinds whose controller has
+// not landed yet. They are served whatever --controllers says, each only while the API
+// server serves its resource in the hub version through bosun's own CRD: the kinds' CRDs
+// are not shipped before their controllers, so a cluster with the shipped CRDs (or with
+// OpenKruise's) registers none of them. A kind's webhooks move to its controller's entry in
+// builtinControllers when the controller lands.
+func webhooksWithoutController() []registry.WebhooksFunc {
+	return []registry.WebhooksFunc{cloneSetWebhooks}
+}
+
 // withWorkers adapts a controller whose Run takes its number of workers (the
 // --concurrent-*-syncs flags) to registry.Controller.
 type withWorkers struct {

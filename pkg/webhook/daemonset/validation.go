@@ -1,8 +1,6 @@
 package daemonset
 
 import (
-	"strings"
-
 	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -11,11 +9,10 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/bosun-dev/bosun/pkg/webhook/intorpercent"
+	"github.com/bosun-dev/bosun/pkg/webhook/podtemplate"
 )
 
 // Validate returns everything wrong with a DaemonSet about to be created, each error naming
@@ -119,10 +116,7 @@ func validateSelector(selector *metav1.LabelSelector, templateLabels map[string]
 // pod could be created from the template; the API server still validates every pod the
 // controller creates.
 func validateTemplate(template *corev1.PodTemplateSpec, fldPath *field.Path) field.ErrorList {
-	metaPath := fldPath.Child("metadata")
-	allErrs := metav1validation.ValidateLabels(template.Labels, metaPath.Child("labels"))
-	allErrs = append(allErrs, apivalidation.ValidateAnnotations(template.Annotations, metaPath.Child("annotations"))...)
-
+	allErrs := podtemplate.Validate(template, fldPath)
 	specPath := fldPath.Child("spec")
 	podSpec := &template.Spec
 	// A daemon pod must come back on its node whatever way it exits. Empty is accepted: the
@@ -134,40 +128,6 @@ func validateTemplate(template *corev1.PodTemplateSpec, fldPath *field.Path) fie
 	// A deadline would make every daemon pod fail, and be replaced, once it runs out.
 	if podSpec.ActiveDeadlineSeconds != nil {
 		allErrs = append(allErrs, field.Forbidden(specPath.Child("activeDeadlineSeconds"), "activeDeadlineSeconds in DaemonSet is not Supported"))
-	}
-	allErrs = append(allErrs, metav1validation.ValidateLabels(podSpec.NodeSelector, specPath.Child("nodeSelector"))...)
-
-	if len(podSpec.Containers) == 0 {
-		allErrs = append(allErrs, field.Required(specPath.Child("containers"), "a pod needs at least one container"))
-	}
-	names := sets.New[string]()
-	allErrs = append(allErrs, validateContainers(podSpec.InitContainers, names, specPath.Child("initContainers"))...)
-	allErrs = append(allErrs, validateContainers(podSpec.Containers, names, specPath.Child("containers"))...)
-	return allErrs
-}
-
-// validateContainers checks the names and images of containers; names holds the names seen
-// so far, since init and regular containers share one namespace.
-func validateContainers(containers []corev1.Container, names sets.Set[string], fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
-	for i := range containers {
-		c := &containers[i]
-		idxPath := fldPath.Index(i)
-		namePath := idxPath.Child("name")
-		switch {
-		case c.Name == "":
-			allErrs = append(allErrs, field.Required(namePath, ""))
-		case names.Has(c.Name):
-			allErrs = append(allErrs, field.Duplicate(namePath, c.Name))
-		default:
-			for _, msg := range validation.IsDNS1123Label(c.Name) {
-				allErrs = append(allErrs, field.Invalid(namePath, c.Name, msg))
-			}
-		}
-		names.Insert(c.Name)
-		if strings.TrimSpace(c.Image) == "" {
-			allErrs = append(allErrs, field.Required(idxPath.Child("image"), ""))
-		}
 	}
 	return allErrs
 }

@@ -1,0 +1,89 @@
+package app
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/metadata"
+	metadatafake "k8s.io/client-go/metadata/fake"
+
+	"github.com/bosun-dev/bosun/pkg/controllermanager/registry"
+	"github.com/bosun-dev/bosun/pkg/features"
+	clonesetwebhook "github.com/bosun-dev/bosun/pkg/webhook/cloneset"
+)
+
+// crdMetadata is a CRD as the metadata API returns it.
+func crdMetadata(name string, labels map[string]string) *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+	}
+}
+
+// The CloneSet's webhooks are registered exactly while the API server serves v1beta1
+// CloneSets through bosun's own CRD. Its controller has not landed, so the CRD is not
+// shipped: the shipped CRDs register nothing, nor does OpenKruise's CRD, whose CloneSets
+// kruise-manager admits and manages; a cluster that installed bosun's CRD gets its admission.
+func TestCloneSetWebhooksFollowBosunsCRD(t *testing.T) {
+	served := []*metav1.APIResourceList{
+		servedAPIs("apps.kruise.io/v1alpha1", "clonesets"),
+		servedAPIs("apps.kruise.io/v1beta1", "clonesets"),
+	}
+	bosuns := map[string]string{"app.kubernetes.io/managed-by": "bosun"}
+	for _, tc := range []struct {
+		name   string
+		served []*metav1.APIResourceList
+		crd    *metav1.PartialObjectMetadata
+		want   bool
+	}{
+		{"no CRD", nil, nil, false},
+		{"v1alpha1 only", []*metav1.APIResourceList{servedAPIs("apps.kruise.io/v1alpha1", "clonesets")}, crdMetadata(cloneSetCRD, bosuns), false},
+		{"other kinds only", []*metav1.APIResourceList{servedAPIs("apps.kruise.io/v1beta1", "daemonsets")}, nil, false},
+		{"OpenKruise's CRD", served, crdMetadata(cloneSetCRD, map[string]string{"app.kubernetes.io/managed-by": "Helm"}), false},
+		{"served, the CRD gone since", served, nil, false},
+		{"bosun's CRD", served, crdMetadata(cloneSetCRD, bosuns), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := fake.NewClientset()
+			client.Resources = tc.served
+			var objects []runtime.Object
+			if tc.crd != nil {
+				objects = append(objects, tc.crd)
+			}
+			scheme := runtime.NewScheme()
+			if err := metav1.AddMetaToScheme(scheme); err != nil {
+				t.Fatal(err)
+			}
+			crds := metadatafake.NewSimpleMetadataClient(scheme, objects...)
+			wc := &registry.WebhookContext{Client: client, FeatureGate: features.NewFeatureGate()}
+			regs, err := cloneSetWebhooksWith(wc, func() (metadata.Interface, error) { return crds, nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, r := range regs {
+				names = append(names, r.Name)
+			}
+			if got := len(names) == 2 && names[0] == clonesetwebhook.MutatingName && names[1] == clonesetwebhook.ValidatingName; got != tc.want {
+				t.Errorf("webhooks %v, want the CloneSet's: %t", names, tc.want)
+			}
+		})
+	}
+}
+
+// The CloneSet's webhooks do not depend on which controllers run: none has them yet.
+func TestWebhooksWithoutController(t *testing.T) {
+	wc := &registry.WebhookContext{Client: fake.NewClientset(), FeatureGate: features.NewFeatureGate()}
+	regs, err := webhookRegistrations(NewControllerRegistry(), nil, wc)
+	if err != nil || len(regs) != 0 {
+		t.Errorf("no controller, no CloneSet CRD: webhooks %v, %v; want none", regs, err)
+	}
+	if len(webhooksWithoutController()) != 1 {
+		t.Errorf("%d webhook builders without a controller, want the CloneSet's", len(webhooksWithoutController()))
+	}
+	if !hasWebhooks(NewControllerRegistry(), nil) {
+		t.Error("hasWebhooks with no controller enabled = false: discovery would be asked before the API server answers")
+	}
+}
