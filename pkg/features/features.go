@@ -78,23 +78,56 @@ const (
 	// template feeds the revision hash, so switching it changes the revision of CloneSets
 	// whose template changes afterwards, as it does in OpenKruise.
 	TemplateNoDefaults featuregate.Feature = "TemplateNoDefaults"
+
+	// CloneSetShortHash makes the CloneSet controller label the pods it creates or updates
+	// with controller-revision-hash set to the revision's hash alone instead of the full
+	// revision name, so that long CloneSet names still fit a label value. OpenKruise's gate
+	// of the same name, off by default there too. Pods are recognised by either form.
+	CloneSetShortHash featuregate.Feature = "CloneSetShortHash"
+
+	// PreparingUpdateAsUpdate makes the CloneSet controller count a pod held in
+	// PreparingUpdate by an inPlaceUpdate hook as updated when it decides how many pods of
+	// each revision to create or delete. OpenKruise's gate of the same name, off by default
+	// there too.
+	PreparingUpdateAsUpdate featuregate.Feature = "PreparingUpdateAsUpdate"
+
+	// CloneSetPartitionRollback makes the CloneSet controller move pods back to the current
+	// revision when the partition grows during a rollout. OpenKruise's gate of the same name,
+	// off by default there too.
+	CloneSetPartitionRollback featuregate.Feature = "CloneSetPartitionRollback"
+
+	// RecreatePodWhenChangeVCTInCloneSetGate makes the CloneSet controller recreate, rather
+	// than update in place, the pods of a revision whose volume claim templates differ from
+	// the update revision's (InPlaceOnly CloneSets excepted). OpenKruise's gate of the same
+	// name, off by default there too.
+	RecreatePodWhenChangeVCTInCloneSetGate featuregate.Feature = "RecreatePodWhenChangeVCTInCloneSetGate"
+
+	// ForceDeleteTimeoutExpectationFeatureGate is accepted so that OpenKruise's
+	// --feature-gates line carries over, and ignored: the CloneSet controller always checks
+	// expectations that waited too long against the API server and drops the stale ones.
+	ForceDeleteTimeoutExpectationFeatureGate featuregate.Feature = "ForceDeleteTimeoutExpectationFeatureGate"
 )
 
 // defaultFeatureGates holds every gate bosun knows with its default and maturity.
 var defaultFeatureGates = map[featuregate.Feature]featuregate.FeatureSpec{
-	PodDeletionCost:                         {Default: true, PreRelease: featuregate.Beta},
-	DeploymentReplicaSetTerminatingReplicas: {Default: true, PreRelease: featuregate.Beta},
-	StaleControllerConsistencyReplicaSet:    {Default: true, PreRelease: featuregate.Beta},
-	LogarithmicScaleDown:                    {Default: true, PreRelease: featuregate.GA, LockToDefault: true},
-	AdvancedDaemonSetStrictMaxUnavailable:   {Default: false, PreRelease: featuregate.Alpha},
-	PodUnavailableBudgetDeleteGate:          {Default: true, PreRelease: featuregate.Beta},
-	PodUnavailableBudgetUpdateGate:          {Default: false, PreRelease: featuregate.Alpha},
-	PodUnavailableBudgetDaemonSetReplicas:   {Default: false, PreRelease: featuregate.Alpha},
-	PodUnavailableBudgetOwnerChain:          {Default: false, PreRelease: featuregate.Alpha},
-	KruiseDaemon:                            {Default: true, PreRelease: featuregate.Beta},
-	ImagePullJobGate:                        {Default: true, PreRelease: featuregate.Beta},
-	PreDownloadImageForDaemonSetUpdate:      {Default: false, PreRelease: featuregate.Alpha},
-	TemplateNoDefaults:                      {Default: false, PreRelease: featuregate.Alpha},
+	PodDeletionCost:                          {Default: true, PreRelease: featuregate.Beta},
+	DeploymentReplicaSetTerminatingReplicas:  {Default: true, PreRelease: featuregate.Beta},
+	StaleControllerConsistencyReplicaSet:     {Default: true, PreRelease: featuregate.Beta},
+	LogarithmicScaleDown:                     {Default: true, PreRelease: featuregate.GA, LockToDefault: true},
+	AdvancedDaemonSetStrictMaxUnavailable:    {Default: false, PreRelease: featuregate.Alpha},
+	PodUnavailableBudgetDeleteGate:           {Default: true, PreRelease: featuregate.Beta},
+	PodUnavailableBudgetUpdateGate:           {Default: false, PreRelease: featuregate.Alpha},
+	PodUnavailableBudgetDaemonSetReplicas:    {Default: false, PreRelease: featuregate.Alpha},
+	PodUnavailableBudgetOwnerChain:           {Default: false, PreRelease: featuregate.Alpha},
+	KruiseDaemon:                             {Default: true, PreRelease: featuregate.Beta},
+	ImagePullJobGate:                         {Default: true, PreRelease: featuregate.Beta},
+	PreDownloadImageForDaemonSetUpdate:       {Default: false, PreRelease: featuregate.Alpha},
+	TemplateNoDefaults:                       {Default: false, PreRelease: featuregate.Alpha},
+	CloneSetShortHash:                        {Default: false, PreRelease: featuregate.Alpha},
+	PreparingUpdateAsUpdate:                  {Default: false, PreRelease: featuregate.Alpha},
+	CloneSetPartitionRollback:                {Default: false, PreRelease: featuregate.Alpha},
+	RecreatePodWhenChangeVCTInCloneSetGate:   {Default: false, PreRelease: featuregate.Alpha},
+	ForceDeleteTimeoutExpectationFeatureGate: {Default: false, PreRelease: featuregate.Alpha},
 }
 
 // DefaultMutableFeatureGate is the gate --feature-gates writes into. Only the binaries'

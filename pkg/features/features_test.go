@@ -17,7 +17,8 @@ func TestDefaults(t *testing.T) {
 	// Behaviour beyond upstream and OpenKruise is opt-in.
 	for _, f := range []featuregate.Feature{AdvancedDaemonSetStrictMaxUnavailable, PodUnavailableBudgetUpdateGate,
 		PodUnavailableBudgetDaemonSetReplicas, PodUnavailableBudgetOwnerChain, PreDownloadImageForDaemonSetUpdate,
-		TemplateNoDefaults} {
+		TemplateNoDefaults, CloneSetShortHash, PreparingUpdateAsUpdate, CloneSetPartitionRollback,
+		RecreatePodWhenChangeVCTInCloneSetGate, ForceDeleteTimeoutExpectationFeatureGate} {
 		if gate.Enabled(f) {
 			t.Errorf("%s: want disabled by default", f)
 		}

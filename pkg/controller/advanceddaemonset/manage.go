@@ -2,13 +2,11 @@ package advanceddaemonset
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -322,13 +320,7 @@ func (c *Controller) holdHookedPods(ctx context.Context, v *view, key string, de
 // markPreparingDelete labels pod PreparingDelete and, when markNotReady, marks it not
 // ready; the resulting versions are expected before the DaemonSet is managed again.
 func (c *Controller) markPreparingDelete(ctx context.Context, v *view, key string, pod *corev1.Pod, markNotReady bool) error {
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"labels":      map[string]string{appsv1beta1.LifecycleStateKey: string(appsv1beta1.LifecycleStatePreparingDelete)},
-		"annotations": map[string]string{appsv1beta1.LifecycleTimestampKey: v.now.UTC().Format(time.RFC3339)},
-	}})
-	if err != nil {
-		return err
-	}
+	body := kruisepod.LifecycleStatePatch(appsv1beta1.LifecycleStatePreparingDelete, v.now.Time, nil)
 	patched, err := c.kubeClient.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, body, metav1.PatchOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil

@@ -4,7 +4,7 @@
 // has changes nothing, so that a repeating state never rewrites status or restarts a clock.
 //
 // Go generics cannot reach struct fields, so each condition type is described once, by an
-// Accessors value in this package (ReplicaSet, Deployment, DaemonSet, Meta); a controller for a
+// Accessors value in this package (ReplicaSet, Deployment, DaemonSet, CloneSet, Meta); a controller for a
 // new type adds its own value here rather than a private copy of the helpers.
 package conditions
 
@@ -12,6 +12,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 )
 
 // Accessors tells the helpers where condition type C keeps the fields they compare. T is
@@ -89,6 +91,14 @@ var DaemonSet = Accessors[appsv1.DaemonSetCondition, appsv1.DaemonSetConditionTy
 	Status:         func(c *appsv1.DaemonSetCondition) corev1.ConditionStatus { return c.Status },
 	Reason:         func(c *appsv1.DaemonSetCondition) string { return c.Reason },
 	TransitionTime: func(c *appsv1.DaemonSetCondition) *metav1.Time { return &c.LastTransitionTime },
+}
+
+// CloneSet describes apps.kruise.io CloneSet conditions.
+var CloneSet = Accessors[appsv1beta1.CloneSetCondition, appsv1beta1.CloneSetConditionType]{
+	Type:           func(c *appsv1beta1.CloneSetCondition) appsv1beta1.CloneSetConditionType { return c.Type },
+	Status:         func(c *appsv1beta1.CloneSetCondition) corev1.ConditionStatus { return c.Status },
+	Reason:         func(c *appsv1beta1.CloneSetCondition) string { return c.Reason },
+	TransitionTime: func(c *appsv1beta1.CloneSetCondition) *metav1.Time { return &c.LastTransitionTime },
 }
 
 // Meta describes metav1.Condition, the condition type of newer APIs (the v1beta1

@@ -35,4 +35,8 @@
 // VersionStore is the same idea for updates: it remembers the resource version each child
 // had after the controller wrote it, so that a sync does not act on the cached child the
 // write replaced.
+//
+// NameStore keeps creations and deletions by child name instead of by count, for
+// controllers that name their children themselves (the CloneSet's pods and claims); it leaves
+// what a long wait means to the controller.
 package expectations

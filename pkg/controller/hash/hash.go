@@ -12,6 +12,9 @@
 // addresses, process or restart. It may change when k8s.io/api adds fields. Nothing may
 // depend on it for correctness: the Deployment controller finds its new ReplicaSet by
 // template equality, not by name.
+//
+// ControllerRevisionHash (revision.go) is the toolkit's other hash: the one that names
+// ControllerRevisions after their data bytes, as upstream's controller history does.
 package hash
 
 import (

@@ -9,6 +9,8 @@
 //   - inplace.go: in-place updates — whether a change between two revisions can be made
 //     to a running pod, making it, the inplace-update-state annotation that records it,
 //     and when the kubelet has carried it out (jsondiff.go compares the revisions);
+//   - grace.go: an in-place update that waits out a grace period, recorded in the
+//     inplace-update-grace annotation, and carrying it out once the period is over;
 //   - conditions.go: pod conditions and readiness gates, and Ready recomputed from them
 //     the way the kubelet does;
 //   - marks.go: the not-ready marks in the KruisePodReady condition's message, one per

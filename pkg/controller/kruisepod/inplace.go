@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 
 	"github.com/bosun-dev/bosun/pkg/controller/imageref"
 )
@@ -171,6 +172,9 @@ func ApplyInPlaceUpdate(pod *corev1.Pod, update *InPlaceUpdate, hash string, now
 // than before or reports the image its spec asks for, and no grace period is pending.
 func InPlaceUpdateCompleted(pod *corev1.Pod, state *InPlaceUpdateState) bool {
 	if _, inGrace := pod.Annotations[appsv1alpha1.InPlaceUpdateGraceKey]; inGrace {
+		return false
+	}
+	if _, inGrace := pod.Annotations[appsv1beta1.InPlaceUpdateGraceKeyOld]; inGrace {
 		return false
 	}
 	specImages := map[string]string{}

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 )
 
 // The KruisePodReady condition is shared by every party that may want a pod out of
@@ -22,6 +23,9 @@ type NotReadyMark struct {
 
 // PreDeleteMark is the mark a preDelete hook with markPodNotReady sets.
 var PreDeleteMark = NotReadyMark{UserAgent: appsv1alpha1.KruisePodReadyUserAgentLifecycle, Key: appsv1alpha1.KruisePodReadyKeyPreDeleteHook}
+
+// PreUpdateMark is the mark an inPlaceUpdate hook with markPodNotReady sets.
+var PreUpdateMark = NotReadyMark{UserAgent: appsv1beta1.KruisePodReadyUserAgentLifecycle, Key: appsv1beta1.KruisePodReadyKeyPreUpdateHook}
 
 // AddNotReadyMark returns the KruisePodReady message with mark added, and whether it was
 // missing. A message that is not a mark list is replaced.

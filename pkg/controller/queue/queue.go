@@ -37,6 +37,7 @@ const (
 	NameGarbageCollectorAttemptOrphan = "garbage_collector_attempt_to_orphan"
 	NameGarbageCollectorGraphChanges  = "garbage_collector_graph_changes"
 	NameAdvancedDaemonSet             = "advanced_daemonset"
+	NameCloneSet                      = "cloneset"
 	NamePodUnavailableBudget          = "podunavailablebudget"
 	NamePodUnavailableBudgetChains    = "podunavailablebudget_chains"
 	NameContainerRecreateRequest      = "containerrecreaterequest"

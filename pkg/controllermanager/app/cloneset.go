@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/metadata"
 
+	"github.com/bosun-dev/bosun/pkg/controller/cloneset"
+	"github.com/bosun-dev/bosun/pkg/controller/options"
 	"github.com/bosun-dev/bosun/pkg/controller/storageversionmigrator"
 	"github.com/bosun-dev/bosun/pkg/controllermanager/registry"
 	"github.com/bosun-dev/bosun/pkg/webhook"
@@ -24,6 +26,41 @@ const (
 )
 
 var customResourceDefinitions = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// newCloneSetController builds the CloneSet controller on the shared informers, when the
+// API server serves v1beta1 CloneSets: bosun's v1beta1 CloneSets, the built-in revisions,
+// pods, claims and nodes.
+func newCloneSetController(ctx context.Context, cc *registry.ControllerContext) (registry.Controller, error) {
+	client, err := cc.Client()
+	if err != nil {
+		return nil, fmt.Errorf("building the %s client: %w", cloneset.ControllerName, err)
+	}
+	// Without the CRD the CloneSet informer would never sync, and /readyz would fail for
+	// good: a cluster without a CloneSet CRD simply has no CloneSets to run.
+	if err := requireServed(client.Discovery(), appsHub, "clonesets"); err != nil {
+		return nil, err
+	}
+	bosunClient, err := cc.BosunClient()
+	if err != nil {
+		return nil, fmt.Errorf("building the %s client for apps.kruise.io: %w", cloneset.ControllerName, err)
+	}
+	c, err := cloneset.NewController(ctx,
+		cc.BosunInformerFactory.Apps().V1beta1().CloneSets(),
+		cc.InformerFactory.Apps().V1().ControllerRevisions(),
+		cc.InformerFactory.Core().V1().Pods(),
+		cc.InformerFactory.Core().V1().PersistentVolumeClaims(),
+		cc.InformerFactory.Core().V1().Nodes(),
+		client,
+		bosunClient,
+		cc.EventRecorder(cloneset.ControllerName),
+		options.WithFeatureGate(cc.FeatureGate),
+		cloneset.WithScalingExcludePreparingDelete(cc.Config.CloneSet.ScalingExcludePreparingDelete),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("building the %s: %w", cloneset.ControllerName, err)
+	}
+	return withWorkers{run: c.Run, workers: int(cc.Config.CloneSet.ConcurrentSyncs)}, nil
+}
 
 // cloneSetWebhooks returns the CloneSet's defaulting and validating webhooks while the API
 // server serves v1beta1 CloneSets through bosun's own CRD (labelled
@@ -45,10 +82,10 @@ func cloneSetWebhooks(wc *registry.WebhookContext) ([]webhook.Registration, erro
 // cloneSetWebhooksWith is cloneSetWebhooks reading the CRD through the client crds
 // returns, which it asks for only when the resource is served.
 //
-// The CloneSet controller has not landed: OpenKruise's CRD, installed by a cluster that
-// runs kruise-manager or is moving from it, serves CloneSets that kruise-manager manages
-// and admits by its own rules, which bosun's would only contradict. bosun's CRD is
-// installed only on purpose, before its controller ships.
+// bosun's CloneSet CRD is not shipped yet: OpenKruise's CRD, installed by a cluster that
+// runs kruise-manager or is moving from it, serves CloneSets that kruise-manager admits by
+// its own rules, which bosun's would only contradict. bosun's CRD is installed only on
+// purpose.
 func cloneSetWebhooksWith(wc *registry.WebhookContext, crds func() (metadata.Interface, error)) ([]webhook.Registration, error) {
 	served, err := servesResource(wc.Client.Discovery(), appsHub.String(), "clonesets")
 	if err != nil {

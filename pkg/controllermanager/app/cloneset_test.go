@@ -1,6 +1,7 @@
 package app
 
 import (
+	"slices"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -9,6 +10,7 @@ import (
 	"k8s.io/client-go/metadata"
 	metadatafake "k8s.io/client-go/metadata/fake"
 
+	"github.com/bosun-dev/bosun/pkg/controller/cloneset"
 	"github.com/bosun-dev/bosun/pkg/controllermanager/registry"
 	"github.com/bosun-dev/bosun/pkg/features"
 	clonesetwebhook "github.com/bosun-dev/bosun/pkg/webhook/cloneset"
@@ -23,9 +25,9 @@ func crdMetadata(name string, labels map[string]string) *metav1.PartialObjectMet
 }
 
 // The CloneSet's webhooks are registered exactly while the API server serves v1beta1
-// CloneSets through bosun's own CRD. Its controller has not landed, so the CRD is not
-// shipped: the shipped CRDs register nothing, nor does OpenKruise's CRD, whose CloneSets
-// kruise-manager admits and manages; a cluster that installed bosun's CRD gets its admission.
+// CloneSets through bosun's own CRD. The CRD is not shipped yet: the shipped CRDs register
+// nothing, nor does OpenKruise's CRD, whose CloneSets kruise-manager admits; a cluster that
+// installed bosun's CRD gets its admission.
 func TestCloneSetWebhooksFollowBosunsCRD(t *testing.T) {
 	served := []*metav1.APIResourceList{
 		servedAPIs("apps.kruise.io/v1alpha1", "clonesets"),
@@ -73,17 +75,23 @@ func TestCloneSetWebhooksFollowBosunsCRD(t *testing.T) {
 	}
 }
 
-// The CloneSet's webhooks do not depend on which controllers run: none has them yet.
-func TestWebhooksWithoutController(t *testing.T) {
+// The CloneSet's webhooks come with its controller, as every kind's do: served only while
+// the cloneset controller is enabled (and, above, bosun's CRD is installed).
+func TestCloneSetWebhooksComeWithTheController(t *testing.T) {
+	reg := NewControllerRegistry()
+	d, ok := reg.Get(cloneset.ControllerName)
+	if !ok || d.Webhooks == nil || !slices.Equal(d.Aliases, []string{"cloneset"}) || !d.KruiseClientLimits {
+		t.Fatalf("descriptor %+v: want alias cloneset, webhooks and the OpenKruise client limits", d)
+	}
+	if !hasWebhooks(reg, []string{cloneset.ControllerName}) {
+		t.Error("hasWebhooks with the cloneset controller enabled = false")
+	}
+	if hasWebhooks(reg, nil) {
+		t.Error("hasWebhooks with no controller enabled = true: the CloneSet's webhooks no longer come without their controller")
+	}
 	wc := &registry.WebhookContext{Client: fake.NewClientset(), FeatureGate: features.NewFeatureGate()}
-	regs, err := webhookRegistrations(NewControllerRegistry(), nil, wc)
+	regs, err := webhookRegistrations(reg, []string{cloneset.ControllerName}, wc)
 	if err != nil || len(regs) != 0 {
-		t.Errorf("no controller, no CloneSet CRD: webhooks %v, %v; want none", regs, err)
-	}
-	if len(webhooksWithoutController()) != 1 {
-		t.Errorf("%d webhook builders without a controller, want the CloneSet's", len(webhooksWithoutController()))
-	}
-	if !hasWebhooks(NewControllerRegistry(), nil) {
-		t.Error("hasWebhooks with no controller enabled = false: discovery would be asked before the API server answers")
+		t.Errorf("cloneset enabled, no CloneSet CRD: webhooks %v, %v; want none", regs, err)
 	}
 }

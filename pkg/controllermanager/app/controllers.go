@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/bosun-dev/bosun/pkg/controller/advanceddaemonset"
+	"github.com/bosun-dev/bosun/pkg/controller/cloneset"
 	"github.com/bosun-dev/bosun/pkg/controller/containerrecreaterequest"
 	"github.com/bosun-dev/bosun/pkg/controller/deployment"
 	"github.com/bosun-dev/bosun/pkg/controller/garbagecollector"
@@ -46,6 +47,7 @@ func builtinControllers() []registry.Descriptor {
 	// kruise-manager's controllers have limits of their own (--kruise-controllers-kube-api-*).
 	openKruise := []registry.Descriptor{
 		{Name: advanceddaemonset.ControllerName, Aliases: []string{"advanceddaemonset"}, ClientName: advanceddaemonset.ControllerName, Constructor: newAdvancedDaemonSetController, Webhooks: registry.Static(daemonsetwebhook.Registrations)},
+		{Name: cloneset.ControllerName, Aliases: []string{"cloneset"}, ClientName: cloneset.ControllerName, Constructor: newCloneSetController, Webhooks: cloneSetWebhooks},
 		{Name: podunavailablebudget.ControllerName, Aliases: []string{"podunavailablebudget"}, ClientName: podunavailablebudget.ControllerName, Constructor: newPodUnavailableBudgetController(budgets), Webhooks: podUnavailableBudgetWebhooks(budgets)},
 		{Name: containerrecreaterequest.ControllerName, Aliases: []string{"containerrecreaterequest"}, ClientName: containerrecreaterequest.ControllerName, Constructor: newContainerRecreateRequestController, Webhooks: containerRecreateRequestWebhooks},
 		{Name: nodeimage.ControllerName, Aliases: []string{"nodeimage"}, ClientName: nodeimage.ControllerName, Constructor: newNodeImageController, Webhooks: nodeImageWebhooks},
@@ -61,16 +63,6 @@ func builtinControllers() []registry.Descriptor {
 		{Name: storageversionmigrator.ControllerName, Aliases: []string{"storageversionmigrator"}, ClientName: storageversionmigrator.ControllerName, Constructor: newStorageVersionMigrator},
 	}
 	return slices.Concat(upstream, openKruise, upkeep)
-}
-
-// webhooksWithoutController builds the admission webhooks of kinds whose controller has
-// not landed yet. They are served whatever --controllers says, each only while the API
-// server serves its resource in the hub version through bosun's own CRD: the kinds' CRDs
-// are not shipped before their controllers, so a cluster with the shipped CRDs (or with
-// OpenKruise's) registers none of them. A kind's webhooks move to its controller's entry in
-// builtinControllers when the controller lands.
-func webhooksWithoutController() []registry.WebhooksFunc {
-	return []registry.WebhooksFunc{cloneSetWebhooks}
 }
 
 // withWorkers adapts a controller whose Run takes its number of workers (the

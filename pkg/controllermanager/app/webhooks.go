@@ -39,8 +39,7 @@ const (
 )
 
 // webhookRegistrations returns the webhooks of the enabled controllers, in the order the
-// controllers are listed, then those of the kinds without a controller yet
-// (webhooksWithoutController).
+// controllers are listed.
 func webhookRegistrations(reg *registry.Registry, enabled []string, wc *registry.WebhookContext) ([]webhook.Registration, error) {
 	var regs []webhook.Registration
 	for _, name := range enabled {
@@ -51,13 +50,6 @@ func webhookRegistrations(reg *registry.Registry, enabled []string, wc *registry
 		more, err := d.Webhooks(wc)
 		if err != nil {
 			return nil, fmt.Errorf("building the admission webhooks of %s: %w", name, err)
-		}
-		regs = append(regs, more...)
-	}
-	for _, build := range webhooksWithoutController() {
-		more, err := build(wc)
-		if err != nil {
-			return nil, fmt.Errorf("building admission webhooks: %w", err)
 		}
 		regs = append(regs, more...)
 	}
@@ -265,7 +257,7 @@ func resyncOnCertificateChange(ctx context.Context, provider certs.Provider, wri
 
 // serveWebhooks builds the webhooks of the enabled controllers and starts serving them with
 // startWebhooks. Webhooks that read the cluster may look at discovery while they are built,
-// so it first waits for the API server when there are webhooks to build (hasWebhooks).
+// so it first waits for the API server when any enabled controller has webhooks.
 func serveWebhooks(ctx context.Context, o *options.Options, rootClient kubernetes.Interface, builder clientbuilder.Builder,
 	reg *registry.Registry, enabled []string, recorders registry.EventRecorderFactory, readyz *serving.CheckSet, fail func(error)) error {
 	if !o.Webhook.Enabled() {
@@ -296,12 +288,8 @@ func serveWebhooks(ctx context.Context, o *options.Options, rootClient kubernete
 	return startWebhooks(ctx, o.Webhook, rootClient, crdClient, wc, regs, readyz, fail)
 }
 
-// hasWebhooks reports whether any enabled controller, or a kind without a controller yet,
-// has admission webhooks.
+// hasWebhooks reports whether any enabled controller has admission webhooks.
 func hasWebhooks(reg *registry.Registry, enabled []string) bool {
-	if len(webhooksWithoutController()) > 0 {
-		return true
-	}
 	for _, name := range enabled {
 		if d, ok := reg.Get(name); ok && d.Webhooks != nil {
 			return true

@@ -14,6 +14,7 @@ type Configuration struct {
 	Deployment               DeploymentConfiguration
 	GarbageCollector         GarbageCollectorConfiguration
 	AdvancedDaemonSet        AdvancedDaemonSetConfiguration
+	CloneSet                 CloneSetConfiguration
 	PodUnavailableBudget     PodUnavailableBudgetConfiguration
 	ContainerRecreateRequest ContainerRecreateRequestConfiguration
 	NodeImage                NodeImageConfiguration
@@ -46,6 +47,15 @@ type GarbageCollectorConfiguration struct {
 type AdvancedDaemonSetConfiguration struct {
 	// ConcurrentSyncs is the number of workers (--concurrent-advanced-daemonset-syncs).
 	ConcurrentSyncs int32
+}
+
+// CloneSetConfiguration configures the CloneSet controller.
+type CloneSetConfiguration struct {
+	// ConcurrentSyncs is the number of workers (--concurrent-cloneset-syncs).
+	ConcurrentSyncs int32
+	// ScalingExcludePreparingDelete leaves pods held in PreparingDelete out of every
+	// CloneSet's count of pods (--cloneset-scaling-exclude-preparing-delete).
+	ScalingExcludePreparingDelete bool
 }
 
 // PodUnavailableBudgetConfiguration configures the PodUnavailableBudget controller.

@@ -62,6 +62,10 @@ type Options struct {
 	EnableGarbageCollector    bool
 	// ConcurrentAdvancedDaemonSetSyncs is --concurrent-advanced-daemonset-syncs.
 	ConcurrentAdvancedDaemonSetSyncs int32
+	// ConcurrentCloneSetSyncs is --concurrent-cloneset-syncs.
+	ConcurrentCloneSetSyncs int32
+	// CloneSetScalingExcludePreparingDelete is --cloneset-scaling-exclude-preparing-delete.
+	CloneSetScalingExcludePreparingDelete bool
 	// ConcurrentPodUnavailableBudgetSyncs is --concurrent-pod-unavailable-budget-syncs.
 	ConcurrentPodUnavailableBudgetSyncs int32
 	// PodUnavailableBudgetResyncPeriod is --pod-unavailable-budget-resync-period.
@@ -117,6 +121,8 @@ func NewOptions(gate featuregate.MutableVersionedFeatureGate) *Options {
 		EnableGarbageCollector:    true,
 		// OpenKruise's default: three DaemonSets sync at once.
 		ConcurrentAdvancedDaemonSetSyncs: 3,
+		// OpenKruise's default (--cloneset-workers): three CloneSets sync at once.
+		ConcurrentCloneSetSyncs: 3,
 		// OpenKruise's default: three budgets sync at once.
 		ConcurrentPodUnavailableBudgetSyncs: 3,
 		PodUnavailableBudgetResyncPeriod:    time.Minute,
@@ -176,6 +182,11 @@ func (o *Options) Flags(reg *registry.Registry) cliflag.NamedFlagSets {
 		"The number of garbage collector workers that may sync concurrently.")
 	controllers.Int32Var(&o.ConcurrentAdvancedDaemonSetSyncs, "concurrent-advanced-daemonset-syncs", o.ConcurrentAdvancedDaemonSetSyncs,
 		"The number of Advanced DaemonSets (apps.kruise.io) that may sync concurrently.")
+	controllers.Int32Var(&o.ConcurrentCloneSetSyncs, "concurrent-cloneset-syncs", o.ConcurrentCloneSetSyncs,
+		"The number of CloneSets (apps.kruise.io) that may sync concurrently.")
+	controllers.BoolVar(&o.CloneSetScalingExcludePreparingDelete, "cloneset-scaling-exclude-preparing-delete", o.CloneSetScalingExcludePreparingDelete,
+		"If true, every CloneSet leaves pods a preDelete hook holds in PreparingDelete out of its count of pods, as if each set "+
+			"scaleStrategy.excludePreparingDelete: their replacements are created while they wait.")
 	controllers.Int32Var(&o.ConcurrentPodUnavailableBudgetSyncs, "concurrent-pod-unavailable-budget-syncs", o.ConcurrentPodUnavailableBudgetSyncs,
 		"The number of PodUnavailableBudgets (policy.kruise.io) that may sync concurrently.")
 	controllers.DurationVar(&o.PodUnavailableBudgetResyncPeriod, "pod-unavailable-budget-resync-period", o.PodUnavailableBudgetResyncPeriod,
@@ -237,6 +248,7 @@ func (o *Options) Validate(reg *registry.Registry) error {
 		{"--concurrent-deployment-syncs", o.ConcurrentDeploymentSyncs},
 		{"--concurrent-gc-syncs", o.ConcurrentGCSyncs},
 		{"--concurrent-advanced-daemonset-syncs", o.ConcurrentAdvancedDaemonSetSyncs},
+		{"--concurrent-cloneset-syncs", o.ConcurrentCloneSetSyncs},
 		{"--concurrent-pod-unavailable-budget-syncs", o.ConcurrentPodUnavailableBudgetSyncs},
 		{"--concurrent-container-recreate-request-syncs", o.ConcurrentContainerRecreateRequestSyncs},
 		{"--concurrent-nodeimage-syncs", o.ConcurrentNodeImageSyncs},
@@ -329,6 +341,10 @@ func (o *Options) ControllerConfiguration() *config.Configuration {
 		Deployment:        config.DeploymentConfiguration{ConcurrentSyncs: o.ConcurrentDeploymentSyncs},
 		GarbageCollector:  config.GarbageCollectorConfiguration{Enabled: o.EnableGarbageCollector, ConcurrentSyncs: o.ConcurrentGCSyncs},
 		AdvancedDaemonSet: config.AdvancedDaemonSetConfiguration{ConcurrentSyncs: o.ConcurrentAdvancedDaemonSetSyncs},
+		CloneSet: config.CloneSetConfiguration{
+			ConcurrentSyncs:               o.ConcurrentCloneSetSyncs,
+			ScalingExcludePreparingDelete: o.CloneSetScalingExcludePreparingDelete,
+		},
 		PodUnavailableBudget: config.PodUnavailableBudgetConfiguration{
 			ConcurrentSyncs: o.ConcurrentPodUnavailableBudgetSyncs,
 			ResyncPeriod:    o.PodUnavailableBudgetResyncPeriod,

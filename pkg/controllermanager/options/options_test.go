@@ -55,6 +55,8 @@ func TestDefaults(t *testing.T) {
 		{"gc workers", o.ConcurrentGCSyncs, int32(20)},
 		{"gc enabled", o.EnableGarbageCollector, true},
 		{"advanced daemonset workers", o.ConcurrentAdvancedDaemonSetSyncs, int32(3)},
+		{"cloneset workers", o.ConcurrentCloneSetSyncs, int32(3)},
+		{"cloneset scaling excludes PreparingDelete", o.CloneSetScalingExcludePreparingDelete, false},
 		{"storage version migration delay", o.StorageVersionMigrationDelay, 2 * time.Minute},
 		{"webhook port", o.Webhook.Port, 9876},
 		{"webhook bind address", o.Webhook.BindAddress, "0.0.0.0"},
@@ -116,9 +118,9 @@ func TestValidate(t *testing.T) {
 		{
 			name: "zero workers",
 			args: []string{"--concurrent-replicaset-syncs=0", "--concurrent-deployment-syncs=-1", "--concurrent-gc-syncs=0",
-				"--concurrent-advanced-daemonset-syncs=0", "--concurrent-pod-unavailable-budget-syncs=0"},
+				"--concurrent-advanced-daemonset-syncs=0", "--concurrent-pod-unavailable-budget-syncs=0", "--concurrent-cloneset-syncs=0"},
 			wantErrs: []string{"--concurrent-replicaset-syncs", "--concurrent-deployment-syncs", "--concurrent-gc-syncs",
-				"--concurrent-advanced-daemonset-syncs", "--concurrent-pod-unavailable-budget-syncs"},
+				"--concurrent-advanced-daemonset-syncs", "--concurrent-pod-unavailable-budget-syncs", "--concurrent-cloneset-syncs"},
 		},
 		{name: "budget resync disabled", args: []string{"--pod-unavailable-budget-resync-period=0s"}},
 		{name: "budget resync", args: []string{"--pod-unavailable-budget-resync-period=-1s"}, wantErrs: []string{"--pod-unavailable-budget-resync-period must not be negative"}},
@@ -323,13 +325,15 @@ func TestClientLimitFlagsHelp(t *testing.T) {
 
 func TestControllerConfiguration(t *testing.T) {
 	o, err := parse(t, "--concurrent-replicaset-syncs=7", "--concurrent-deployment-syncs=8", "--concurrent-gc-syncs=9",
-		"--enable-garbage-collector=false", "--min-resync-period=1h", "--storage-version-migration-delay=15s")
+		"--enable-garbage-collector=false", "--min-resync-period=1h", "--storage-version-migration-delay=15s",
+		"--concurrent-cloneset-syncs=4", "--cloneset-scaling-exclude-preparing-delete")
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := o.ControllerConfiguration()
 	if c.ReplicaSet.ConcurrentSyncs != 7 || c.Deployment.ConcurrentSyncs != 8 || c.GarbageCollector.ConcurrentSyncs != 9 ||
-		c.GarbageCollector.Enabled || c.MinResyncPeriod != time.Hour || c.StorageVersionMigrator.SettleDelay != 15*time.Second {
+		c.GarbageCollector.Enabled || c.MinResyncPeriod != time.Hour || c.StorageVersionMigrator.SettleDelay != 15*time.Second ||
+		c.CloneSet.ConcurrentSyncs != 4 || !c.CloneSet.ScalingExcludePreparingDelete {
 		t.Errorf("configuration %+v", c)
 	}
 }

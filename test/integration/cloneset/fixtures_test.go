@@ -9,8 +9,10 @@ import (
 	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
 	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	bosunclient "github.com/bosun-dev/client-go/clientset/versioned"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/bosun-dev/bosun/test/integration/framework"
 )
@@ -54,18 +56,34 @@ func setup(t *testing.T) *testEnv {
 	}
 }
 
-// startManager runs bosun-controller-manager with no controller, only the admission
-// webhooks (the CloneSet's are served whatever --controllers says while the API server
-// serves v1beta1 CloneSets through bosun's CRD), until the test ends, and returns once the
-// API server calls both CloneSet webhooks.
+// startManager runs bosun-controller-manager with the cloneset controller, whose entry
+// brings the CloneSet's admission webhooks (served while the API server serves v1beta1
+// CloneSets through bosun's CRD), until the test ends, and returns once the API server calls
+// both CloneSet webhooks. The manager runs as a standby: a Lease another replica holds keeps
+// it from leading, so the controller never touches the tests' CloneSets and pods, while
+// the webhooks answer, as they do on every replica.
 func (e *testEnv) startManager(t *testing.T) {
 	t.Helper()
+	const lease = "cloneset-admission-standby"
+	now := metav1.NewMicroTime(time.Now())
+	_, err := e.Client.CoordinationV1().Leases(e.Namespace).Create(e.Ctx, &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: lease},
+		Spec: coordinationv1.LeaseSpec{
+			HolderIdentity: ptr.To("another-replica"), LeaseDurationSeconds: ptr.To[int32](3600),
+			AcquireTime: &now, RenewTime: &now,
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating the Lease that keeps the manager a standby: %v", err)
+	}
 	probe := newAlpha("admission-probe")
 	send := func(ctx context.Context) {
 		_, _ = e.Bosun.AppsV1alpha1().CloneSets(e.Namespace).Create(ctx, probe, framework.DryRunCreate)
 	}
 	framework.StartBosunControllerManagerWithWebhooks(e.Ctx, t, e.CP,
-		framework.ControllerManagerOptions{ExtraArgs: []string{"--controllers="}},
+		framework.ControllerManagerOptions{Controllers: "cloneset", ExtraArgs: []string{
+			"--leader-elect=true", "--leader-elect-resource-namespace=" + e.Namespace, "--leader-elect-resource-name=" + lease,
+		}},
 		framework.WebhookProbe{Webhook: "mcloneset.kb.io", Send: send},
 		framework.WebhookProbe{Webhook: "vcloneset.kb.io", Send: send},
 	)

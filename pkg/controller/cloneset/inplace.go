@@ -1,0 +1,300 @@
+package cloneset
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
+
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
+
+	"github.com/bosun-dev/bosun/pkg/controller/cloneset/clonesetutil"
+	"github.com/bosun-dev/bosun/pkg/controller/kruisepod"
+	"github.com/bosun-dev/bosun/pkg/features"
+)
+
+// refreshPod brings pod's own state up to date, and reports whether it changed the pod's
+// lifecycle state (the only change that ends the update step):
+//   - an in-place update whose grace period is over is carried out (finishGracePeriod);
+//   - a pod with the InPlaceUpdateReady readiness gate whose in-place update (if any) has
+//     taken effect gets the condition True, which lets it become ready again;
+//   - the pod moves on in its lifecycle when nothing holds it (NextLifecycleState).
+func (c *Controller) refreshPod(ctx context.Context, v *view, pod *corev1.Pod, again *requeue) (bool, error) {
+	if err := c.finishGracePeriod(ctx, v, pod, again); err != nil {
+		return false, err
+	}
+	state, err := kruisepod.ReadInPlaceUpdateState(pod)
+	if err != nil {
+		// An unreadable state cannot be completed; OpenKruise leaves such pods alone too.
+		klog.FromContext(ctx).V(2).Info("Pod has an unreadable in-place update state", "pod", klog.KObj(pod), "err", err)
+		return false, nil
+	}
+	completed := state != nil && kruisepod.InPlaceUpdateCompleted(pod, state)
+	if (state == nil && !inGracePeriod(pod)) || completed {
+		if err := c.markInPlaceUpdateReady(ctx, v, pod); err != nil {
+			return false, err
+		}
+	}
+	next := clonesetutil.NextLifecycleState(v.updateSet, pod, clonesetutil.AtRevision(pod, v.update.Name), completed)
+	if next == "" {
+		return false, nil
+	}
+	hook := clonesetutil.InPlaceUpdateHook(v.updateSet)
+	return c.setLifecycleState(ctx, v, pod, next, hook != nil && hook.MarkPodNotReady, nil)
+}
+
+// markInPlaceUpdateReady turns pod's InPlaceUpdateReady condition True, when it has the
+// readiness gate and the condition is not True yet.
+func (c *Controller) markInPlaceUpdateReady(ctx context.Context, v *view, pod *corev1.Pod) error {
+	if !kruisepod.HasReadinessGate(pod, appsv1beta1.InPlaceUpdateReady) {
+		return nil
+	}
+	if cond := kruisepod.PodCondition(pod, appsv1beta1.InPlaceUpdateReady); cond != nil && cond.Status == corev1.ConditionTrue {
+		return nil
+	}
+	refreshed := pod.DeepCopy()
+	kruisepod.SetPodCondition(refreshed, corev1.PodCondition{Type: appsv1beta1.InPlaceUpdateReady, Status: corev1.ConditionTrue, LastTransitionTime: v.now})
+	written, err := c.kubeClient.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, refreshed, metav1.UpdateOptions{})
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("setting the InPlaceUpdateReady condition of pod %s: %w", klog.KObj(pod), err)
+	}
+	c.podUpdates.Expect(v.key, written)
+	return nil
+}
+
+// planInPlace returns the in-place update that moves pod to target, or nil when it has to
+// be recreated: its own revision is unknown, the two revisions differ in more than
+// container images and template labels and annotations, or (gate
+// RecreatePodWhenChangeVCTInCloneSetGate, not for InPlaceOnly) their volume claim templates
+// differ. Two revisions with the same data need no change but the pod's revision labels.
+func (c *Controller) planInPlace(v *view, pod *corev1.Pod, target *appsv1.ControllerRevision, policy appsv1beta1.CloneSetPodUpdateStrategyType) *kruisepod.InPlaceUpdate {
+	var old *appsv1.ControllerRevision
+	for _, revision := range v.revisions {
+		if clonesetutil.AtRevision(pod, revision.Name) {
+			old = revision
+			break
+		}
+	}
+	if old == nil {
+		return nil
+	}
+	if c.gates.Enabled(features.RecreatePodWhenChangeVCTInCloneSetGate) && policy != appsv1beta1.InPlaceOnlyCloneSetPodUpdateStrategyType {
+		const key = appsv1beta1.CloneSetVolumeClaimTemplateHashAnnotationKey
+		oldHash, oldOK := old.Annotations[key]
+		newHash, newOK := target.Annotations[key]
+		// A revision written before the hash was recorded gives no reason to recreate.
+		if oldOK && newOK && oldHash != newHash {
+			return nil
+		}
+	}
+	if bytes.Equal(old.Data.Raw, target.Data.Raw) {
+		return &kruisepod.InPlaceUpdate{}
+	}
+	plan, err := kruisepod.PlanInPlaceUpdate(old.Data.Raw, target.Data.Raw)
+	if err != nil {
+		return nil
+	}
+	return plan
+}
+
+// updateInPlace updates pod in place to target with plan, after the inPlaceUpdate hook
+// (if any) let it go:
+//   - a pod in Normal or PreparingNormal (or without a state) that the hook holds moves to
+//     PreparingUpdate first (marked not ready with markPodNotReady), and waits there while
+//     the hook holds it;
+//   - a pod that already went through an in-place update (Updated) moves to
+//     PreparingUpdate with the hook's labels and finalizers put back;
+//   - otherwise the InPlaceUpdateReady condition turns False (taking the pod out of
+//     service), then the pod gets its revision labels, the lifecycle state Updating, the
+//     in-place update state that says when it is done and the new images and metadata, or,
+//     with a gracePeriodSeconds, the update to carry out once the period is over.
+func (c *Controller) updateInPlace(ctx context.Context, v *view, pod *corev1.Pod, target *appsv1.ControllerRevision, plan *kruisepod.InPlaceUpdate, again *requeue) error {
+	hook := clonesetutil.InPlaceUpdateHook(v.updateSet)
+	switch state := clonesetutil.LifecycleState(pod); state {
+	case "", appsv1beta1.LifecycleStatePreparingNormal, appsv1beta1.LifecycleStateNormal:
+		if kruisepod.IsHooked(hook, pod) {
+			_, err := c.setLifecycleState(ctx, v, pod, appsv1beta1.LifecycleStatePreparingUpdate, hook.MarkPodNotReady, nil)
+			return err
+		}
+	case appsv1beta1.LifecycleStateUpdated:
+		if hook == nil {
+			return nil
+		}
+		_, err := c.setLifecycleState(ctx, v, pod, appsv1beta1.LifecycleStatePreparingUpdate, hook.MarkPodNotReady, hook)
+		return err
+	case appsv1beta1.LifecycleStatePreparingUpdate:
+		if kruisepod.IsHooked(hook, pod) {
+			return nil
+		}
+	case appsv1beta1.LifecycleStateUpdating:
+	default:
+		return fmt.Errorf("not allowed to in-place update pod %s in state %s", pod.Name, state)
+	}
+
+	written, err := c.writeInPlaceUpdate(ctx, v, pod, target, plan)
+	if err != nil {
+		c.recorder.Eventf(eventObject(v.cs), corev1.EventTypeWarning, FailedUpdatePodInPlaceReason,
+			"failed to update pod %s in-place(revision %v): %v", pod.Name, target.Name, err)
+		return fmt.Errorf("updating pod %s in place: %w", klog.KObj(pod), err)
+	}
+	c.podUpdates.Expect(v.key, written)
+	if grace := gracePeriod(v.updateSet); grace > 0 {
+		again.after(grace)
+	}
+	klog.FromContext(ctx).V(2).Info("Updated pod in place", "pod", klog.KObj(pod), "revision", target.Name)
+	c.recorder.Eventf(eventObject(v.cs), corev1.EventTypeNormal, SuccessfulUpdatePodInPlaceReason,
+		"successfully update pod %s in-place(revision %v)", pod.Name, target.Name)
+	return nil
+}
+
+// writeInPlaceUpdate takes pod out of service through its InPlaceUpdateReady condition
+// (when it has the gate) and writes the update. Both writes retry on conflict against the
+// live pod. It returns the pod as last written.
+func (c *Controller) writeInPlaceUpdate(ctx context.Context, v *view, pod *corev1.Pod, target *appsv1.ControllerRevision, plan *kruisepod.InPlaceUpdate) (*corev1.Pod, error) {
+	current := pod.DeepCopy()
+	if kruisepod.HasReadinessGate(current, appsv1beta1.InPlaceUpdateReady) {
+		err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+			kruisepod.SetPodCondition(current, corev1.PodCondition{
+				Type: appsv1beta1.InPlaceUpdateReady, Status: corev1.ConditionFalse,
+				Reason: appsv1beta1.InPlaceUpdateStartedReason, LastTransitionTime: v.now,
+			})
+			kruisepod.RecomputeReady(current, v.now)
+			written, err := c.kubeClient.CoreV1().Pods(current.Namespace).UpdateStatus(ctx, current, metav1.UpdateOptions{})
+			if err == nil {
+				current = written
+				return nil
+			}
+			return c.refetchOnConflict(ctx, err, &current)
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	shortHash := c.gates.Enabled(features.CloneSetShortHash)
+	var deferred *kruisepod.InPlaceUpdateSpec
+	if grace := gracePeriod(v.updateSet); grace > 0 {
+		var err error
+		if deferred, err = plan.GraceSpec(target.Name, int32(grace/time.Second)); err != nil {
+			return nil, err
+		}
+	}
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		updated := current.DeepCopy()
+		if deferred != nil {
+			if err := kruisepod.DeferInPlaceUpdate(updated, deferred, v.now); err != nil {
+				return err
+			}
+		} else if !kruisepod.ApplyInPlaceUpdate(updated, plan, target.Name, v.now) {
+			return fmt.Errorf("pod lacks a container the new revision updates")
+		} else {
+			kruisepod.RemoveInPlaceUpdateGrace(updated)
+		}
+		clonesetutil.WriteRevisionLabels(updated.Labels, target.Name, shortHash)
+		updated.Labels[appsv1beta1.LifecycleStateKey] = string(appsv1beta1.LifecycleStateUpdating)
+		updated.Annotations[appsv1beta1.LifecycleTimestampKey] = clonesetutil.LifecycleTimestamp(v.now.Time)
+		written, err := c.kubeClient.CoreV1().Pods(updated.Namespace).Update(ctx, updated, metav1.UpdateOptions{})
+		if err == nil {
+			current = written
+			return nil
+		}
+		return c.refetchOnConflict(ctx, err, &current)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return current, nil
+}
+
+// refetchOnConflict replaces *pod with the live pod when err is a conflict, and returns
+// err so that the retry loop goes round again.
+func (c *Controller) refetchOnConflict(ctx context.Context, err error, pod **corev1.Pod) error {
+	if !apierrors.IsConflict(err) {
+		return err
+	}
+	live, getErr := c.kubeClient.CoreV1().Pods((*pod).Namespace).Get(ctx, (*pod).Name, metav1.GetOptions{})
+	if getErr != nil {
+		return getErr
+	}
+	*pod = live
+	return err
+}
+
+// gracePeriod returns the CloneSet's in-place update grace period: how long a pod stays out
+// of service before its containers are updated.
+func gracePeriod(cs *appsv1beta1.CloneSet) time.Duration {
+	rolling := cs.Spec.UpdateStrategy.RollingUpdate
+	if rolling == nil || rolling.InPlaceUpdateStrategy == nil {
+		return 0
+	}
+	return time.Duration(rolling.InPlaceUpdateStrategy.GracePeriodSeconds) * time.Second
+}
+
+// finishGracePeriod carries out the in-place update pod waits to make once its grace
+// period is over (asking for another look when it will be), and drops one for a revision
+// the pod has left since (a rollback during the grace period). The write retries on
+// conflict against the live pod.
+func (c *Controller) finishGracePeriod(ctx context.Context, v *view, pod *corev1.Pod, again *requeue) error {
+	spec, err := kruisepod.ReadInPlaceUpdateGrace(pod)
+	if err != nil || spec == nil {
+		return err
+	}
+	current := pod
+	var written *corev1.Pod
+	err = retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		spec, err := kruisepod.ReadInPlaceUpdateGrace(current)
+		if err != nil || spec == nil {
+			return err
+		}
+		state, err := kruisepod.ReadInPlaceUpdateState(current)
+		if err != nil {
+			return err
+		}
+		if state == nil {
+			return fmt.Errorf("pod has an in-place update grace but no in-place update state")
+		}
+		var updated *corev1.Pod
+		if !clonesetutil.AtRevision(current, spec.Revision) {
+			updated = current.DeepCopy()
+			kruisepod.RemoveInPlaceUpdateGrace(updated)
+		} else if left := kruisepod.GraceRemaining(spec, state, v.now.Time); left > 0 {
+			again.after(roundUpToSeconds(left))
+			return nil
+		} else if updated, err = kruisepod.FinishInPlaceUpdate(current, spec, state); err != nil {
+			return err
+		}
+		written, err = c.kubeClient.CoreV1().Pods(updated.Namespace).Update(ctx, updated, metav1.UpdateOptions{})
+		if err == nil {
+			return nil
+		}
+		return c.refetchOnConflict(ctx, err, &current)
+	})
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("finishing the in-place update grace of pod %s: %w", klog.KObj(pod), err)
+	}
+	if written != nil {
+		klog.FromContext(ctx).V(2).Info("Grace period over; updated the pod's containers", "pod", klog.KObj(pod), "revision", spec.Revision)
+		c.podUpdates.Expect(v.key, written)
+	}
+	return nil
+}
+
+// roundUpToSeconds rounds d up to whole seconds.
+func roundUpToSeconds(d time.Duration) time.Duration {
+	if rest := d % time.Second; rest != 0 {
+		return d - rest + time.Second
+	}
+	return d
+}
