@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	"k8s.io/apiserver/pkg/server/healthz"
 )
@@ -34,6 +33,9 @@ func (p *reportedProblem) Error() string { return p.msg }
 type syncOutcomes struct {
 	mu   sync.Mutex
 	last map[string]error
+	// recorded is closed, and replaced, at every record: a waiter wakes on the outcome
+	// it waits for instead of polling.
+	recorded chan struct{}
 }
 
 func (o *syncOutcomes) record(key string, err error) {
@@ -43,6 +45,20 @@ func (o *syncOutcomes) record(key string, err error) {
 		o.last = map[string]error{}
 	}
 	o.last[key] = err
+	if o.recorded != nil {
+		close(o.recorded)
+		o.recorded = nil
+	}
+}
+
+// nextRecord returns a channel closed at the next record.
+func (o *syncOutcomes) nextRecord() <-chan struct{} {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.recorded == nil {
+		o.recorded = make(chan struct{})
+	}
+	return o.recorded
 }
 
 // problems lists, for each key, why its configuration is not known to be right.
@@ -96,16 +112,16 @@ func (w *Writer) WaitForConversionWritten(ctx context.Context) bool {
 			keys = append(keys, key)
 		}
 	}
-	ticker := time.NewTicker(100 * time.Millisecond)
-	defer ticker.Stop()
 	for {
+		// Taken before the check, so that a record between the two wakes the wait.
+		recorded := w.outcomes.nextRecord()
 		if w.outcomes.settled(keys) {
 			return true
 		}
 		select {
 		case <-ctx.Done():
 			return false
-		case <-ticker.C:
+		case <-recorded:
 		}
 	}
 }

@@ -1,13 +1,16 @@
 package configuration
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	clienttesting "k8s.io/client-go/testing"
 )
 
@@ -127,5 +130,41 @@ func TestConversionSettled(t *testing.T) {
 				t.Errorf("settled = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// The admission caches start as soon as the last CRD's outcome is recorded: the wait wakes
+// on the record itself, and gives up only when its context ends.
+func TestWaitForConversionWrittenWakesOnTheLastOutcome(t *testing.T) {
+	f := newCRDFixture(t, testURLConfig, testCA, testCRD(daemonSetsCRD))
+	names := ConversionCRDNames()
+
+	ended, cancel := context.WithCancel(f.ctx)
+	cancel()
+	if f.w.WaitForConversionWritten(ended) {
+		t.Fatal("with no CRD synced and the context ended, the wait reported the conversion written")
+	}
+
+	done := make(chan bool)
+	go func() { done <- f.w.WaitForConversionWritten(f.ctx) }()
+	for i, name := range names {
+		if err := f.syncCRD(name); err != nil {
+			t.Fatal(err)
+		}
+		if i < len(names)-1 {
+			select {
+			case got := <-done:
+				t.Fatalf("the wait ended (%v) with %s still to sync", got, strings.Join(names[i+1:], ", "))
+			default:
+			}
+		}
+	}
+	select {
+	case got := <-done:
+		if !got {
+			t.Fatal("the wait reported the conversion not written after every CRD synced")
+		}
+	case <-time.After(wait.ForeverTestTimeout):
+		t.Fatal("the wait did not end after every CRD synced")
 	}
 }
