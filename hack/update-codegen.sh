@@ -31,10 +31,11 @@ kube::codegen::gen_helpers \
   --boilerplate "${BOSUN_ROOT}/hack/boilerplate.go.txt" \
   "${API_DIR}"
 
-# Fields of built-in types get client-go's apply configurations, so a PodTemplateSpec can
-# be applied field by field like in k8s.io/client-go/applyconfigurations/apps/v1.
+# Fields of built-in types get client-go's apply configurations, so a PodTemplateSpec (or a
+# CloneSet's PersistentVolumeClaim template) can be applied field by field like in
+# k8s.io/client-go/applyconfigurations/apps/v1.
 apply_externals=()
-for t in PodTemplateSpec ContainerPort ExecAction HTTPGetAction TCPSocketAction ObjectReference; do
+for t in PodTemplateSpec PersistentVolumeClaim ContainerPort ExecAction HTTPGetAction TCPSocketAction ObjectReference; do
   apply_externals+=("k8s.io/api/core/v1.${t}:k8s.io/client-go/applyconfigurations/core/v1")
 done
 apply_externals+=("k8s.io/api/apps/v1.DaemonSetCondition:k8s.io/client-go/applyconfigurations/apps/v1")

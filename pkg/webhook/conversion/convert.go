@@ -16,13 +16,32 @@ import (
 	policyv1beta1 "github.com/bosun-dev/api/policy/v1beta1"
 )
 
-// daemonSetKind is the one kind with a schemaless part, spec.template.
-const daemonSetKind = "DaemonSet"
+const (
+	daemonSetKind = "DaemonSet"
+	cloneSetKind  = "CloneSet"
+)
+
+// schemalessField is a field of spec that a kind's CRD stores schemaless, unknown fields
+// kept.
+type schemalessField struct {
+	name string
+	// omitempty says that the Go type leaves the field out when it is empty, so that an
+	// encoded object may lack it.
+	omitempty bool
+}
+
+// schemalessFields are, by kind, the schemaless fields of spec: pod templates and claim
+// templates, whose unknown fields the Go types would drop.
+var schemalessFields = map[string][]schemalessField{
+	daemonSetKind: {{name: "template"}},
+	cloneSetKind:  {{name: "template"}, {name: "volumeClaimTemplates", omitempty: true}},
+}
 
 // convertibleKinds are the kinds whose CRDs may send their objects here, each served as
 // every one of versions.
 var convertibleKinds = []schema.GroupKind{
 	{Group: appsv1alpha1.GroupName, Kind: daemonSetKind},
+	{Group: appsv1alpha1.GroupName, Kind: cloneSetKind},
 	{Group: appsv1alpha1.GroupName, Kind: "ContainerRecreateRequest"},
 	{Group: appsv1alpha1.GroupName, Kind: "NodeImage"},
 	{Group: appsv1alpha1.GroupName, Kind: "ImagePullJob"},
@@ -166,9 +185,9 @@ func (c *converter) convert(raw json.RawMessage, desired schema.GroupVersion) (c
 		return converted, nil
 	}
 
-	body, template := []byte(raw), []byte(nil)
-	if head.Kind == daemonSetKind {
-		if body, template, err = cutTemplate(raw, members); err != nil {
+	body, carried := []byte(raw), map[string][]byte(nil)
+	if fields := schemalessFields[head.Kind]; fields != nil {
+		if body, carried, err = cutSpecFields(raw, members, fields); err != nil {
 			return converted, fmt.Errorf("%w %s: %w", errUnconvertible, head.describe(), err)
 		}
 	}
@@ -193,9 +212,9 @@ func (c *converter) convert(raw json.RawMessage, desired schema.GroupVersion) (c
 	if err != nil {
 		return converted, fmt.Errorf("encoding %s as %s: %w", head.describe(), desired, err)
 	}
-	if head.Kind == daemonSetKind {
-		if data, err = putTemplate(data, template); err != nil {
-			return converted, fmt.Errorf("restoring the template of %s: %w", head.describe(), err)
+	for _, f := range schemalessFields[head.Kind] {
+		if data, err = putSpecField(data, f, carried[f.name]); err != nil {
+			return converted, fmt.Errorf("restoring spec.%s of %s: %w", f.name, head.describe(), err)
 		}
 	}
 	converted.data, converted.dropped = data, drops.dropped
@@ -218,42 +237,44 @@ func (d *dropCount) ConversionDropped(_ string, dropped int) {
 	d.dropped += dropped
 }
 
-// nullTemplate stands in for a DaemonSet's template while the rest of it is decoded: the
-// template decodes as if it were absent.
-var nullTemplate = []byte("null")
+// nullValue stands in for a schemaless field while the rest of the object is decoded: the
+// field decodes as if it were absent.
+var nullValue = []byte("null")
 
-// cutTemplate returns a DaemonSet's JSON, whose fields are members, with spec.template
-// null, and the template's JSON (nil when there is none), so that the typed conversion
-// neither loses the template's unknown fields nor fails on values its schema, being none,
-// did not constrain.
-func cutTemplate(obj []byte, members []member) ([]byte, []byte, error) {
-	var template []byte
+// cutSpecFields returns an object's JSON, whose fields are members, with the given fields
+// of spec null, and the JSON of each of those fields that is present, so that the typed
+// conversion neither loses their unknown fields nor fails on values their schema, being
+// none, did not constrain.
+func cutSpecFields(obj []byte, members []member, fields []schemalessField) ([]byte, map[string][]byte, error) {
+	cut := map[string][]byte{}
 	var splices []splice
-	// Every occurrence, should a name appear twice: the decoding would merge them.
+	// Every occurrence, should a name appear twice: the decoding would read each of them.
+	// The last one is carried.
 	for _, m := range members {
 		if m.name != "spec" || isNull(m.value(obj)) {
 			continue
 		}
-		fields, err := objectMembers(m.value(obj))
+		specFields, err := objectMembers(m.value(obj))
 		if err != nil {
 			return nil, nil, fmt.Errorf("spec: %w", err)
 		}
-		for _, f := range fields {
-			if f.name == "template" {
-				template = f.value(m.value(obj))
-				splices = append(splices, splice{m.valueStart + f.valueStart, m.valueStart + f.valueEnd, nullTemplate})
+		for _, f := range specFields {
+			if !slices.ContainsFunc(fields, func(s schemalessField) bool { return s.name == f.name }) {
+				continue
 			}
+			cut[f.name] = f.value(m.value(obj))
+			splices = append(splices, splice{m.valueStart + f.valueStart, m.valueStart + f.valueEnd, nullValue})
 		}
 	}
 	if splices == nil {
 		return obj, nil, nil
 	}
-	return applySplices(obj, splices), template, nil
+	return applySplices(obj, splices), cut, nil
 }
 
-// putTemplate sets spec.template of a DaemonSet that encoding/json wrote to template, or
-// removes it when template is nil.
-func putTemplate(obj, template []byte) ([]byte, error) {
+// putSpecField sets the field of spec of an object that encoding/json wrote to value, or
+// removes it when value is nil.
+func putSpecField(obj []byte, field schemalessField, value []byte) ([]byte, error) {
 	members, err := objectMembers(obj)
 	if err != nil {
 		return nil, err
@@ -268,11 +289,11 @@ func putTemplate(obj, template []byte) ([]byte, error) {
 			return nil, fmt.Errorf("spec: %w", err)
 		}
 		for i, f := range fields {
-			if f.name != "template" {
+			if f.name != field.name {
 				continue
 			}
-			if template != nil {
-				return applySplices(obj, []splice{{m.valueStart + f.valueStart, m.valueStart + f.valueEnd, template}}), nil
+			if value != nil {
+				return applySplices(obj, []splice{{m.valueStart + f.valueStart, m.valueStart + f.valueEnd, value}}), nil
 			}
 			// Removed with the comma that separates it from a neighbour.
 			start, end := f.start, f.valueEnd
@@ -284,7 +305,28 @@ func putTemplate(obj, template []byte) ([]byte, error) {
 			}
 			return applySplices(obj, []splice{{m.valueStart + start, m.valueStart + end, nil}}), nil
 		}
+		if !field.omitempty {
+			// The Go type always writes this field.
+			return nil, fmt.Errorf("no spec.%s in the encoded object", field.name)
+		}
+		if value == nil {
+			return obj, nil
+		}
+		// Added as the last field of spec, whose closing brace encoding/json wrote last.
+		name, err := json.Marshal(field.name)
+		if err != nil {
+			return nil, err
+		}
+		added := append(append(name, ':'), value...)
+		if len(fields) > 0 {
+			added = append([]byte{','}, added...)
+		}
+		end := m.valueEnd - 1
+		if obj[end] != '}' {
+			return nil, errors.New("spec does not end with its closing brace")
+		}
+		return applySplices(obj, []splice{{end, end, added}}), nil
 	}
-	// The Go type always writes spec and its template.
-	return nil, errors.New("no spec.template in the encoded object")
+	// The Go types always write spec.
+	return nil, errors.New("no spec in the encoded object")
 }

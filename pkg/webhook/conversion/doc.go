@@ -10,10 +10,11 @@
 // handler does not convert or for an object that does not decode into its type, never for
 // the values of its fields.
 //
-// An Advanced DaemonSet's spec.template is stored schemaless, with unknown fields kept (pod
-// fields newer than this build's), and the conversion never changes it; it is therefore
-// carried over as the JSON the API server sent, never through the Go type, which would drop
-// such fields and could not even decode a template the schema did not constrain.
+// The pod templates of an Advanced DaemonSet and of a CloneSet, and a CloneSet's volume
+// claim templates, are stored schemaless, with unknown fields kept (fields newer than this
+// build's), and the conversion never changes them; they are therefore carried over as the
+// JSON the API server sent, never through the Go types, which would drop such fields and
+// could not even decode a template the schema did not constrain.
 //
 // It reads nothing but the request: it needs no informer and answers as soon as the server
 // listens, on every replica.

@@ -244,7 +244,7 @@ func TestFailures(t *testing.T) {
 		{"unknown desired version", "apps.kruise.io/v2", []string{ds}, `desiredAPIVersion "apps.kruise.io/v2" is not a version this webhook converts to`},
 		{"unknown desired group", "apps/v1", []string{ds}, `desiredAPIVersion "apps/v1" is not a version`},
 		{"unparseable desired version", "a/b/c", []string{ds}, `desiredAPIVersion "a/b/c" is not a version`},
-		{"unknown kind", appsBeta, []string{setField(t, ds, "kind", `"CloneSet"`)}, `object 0: cannot convert apps.kruise.io/v1alpha1 CloneSet "kube-system/agent": not a kind and version this webhook converts`},
+		{"unknown kind", appsBeta, []string{setField(t, ds, "kind", `"StatefulSet"`)}, `object 0: cannot convert apps.kruise.io/v1alpha1 StatefulSet "kube-system/agent": not a kind and version this webhook converts`},
 		{"unknown version", appsBeta, []string{setField(t, ds, "apiVersion", `"apps.kruise.io/v1"`)}, `object 0: cannot convert apps.kruise.io/v1 DaemonSet "kube-system/agent": not a kind and version`},
 		{"unknown group", appsBeta, []string{setField(t, ds, "apiVersion", `"apps/v1"`)}, `object 0: cannot convert apps/v1 DaemonSet`},
 		{"list kind", appsBeta, []string{`{"apiVersion":"apps.kruise.io/v1alpha1","kind":"DaemonSetList","items":[]}`}, `not a kind and version this webhook converts`},
@@ -327,6 +327,15 @@ func TestReservedAnnotations(t *testing.T) {
 				"scaleStrategy":{}}}`,
 		down: appsAlpha, up: appsBeta, item: "spec.scaleStrategy",
 		fields: []string{"spec.scaleStrategy"},
+	}, {
+		// The carrier is a label: the down conversion adds it, the up conversion takes it
+		// away again.
+		name: "CloneSet excludePreparingDelete without its label",
+		obj: `{"apiVersion":"apps.kruise.io/v1beta1","kind":"CloneSet","metadata":{"name":"c","namespace":"n","uid":"u-4","labels":{"app":"c"}},
+			"spec":{"selector":{"matchLabels":{"app":"c"}},"template":{"spec":{"containers":[{"name":"c","image":"i"}]}},
+				"scaleStrategy":{"excludePreparingDelete":true},"updateStrategy":{"type":"RollingUpdate"}}}`,
+		down: appsAlpha, up: appsBeta, item: "metadata.labels[apps.kruise.io/cloneset-scaling-exclude-preparing-delete]",
+		fields: []string{"spec.scaleStrategy", "spec.updateStrategy", "metadata.labels"},
 	}} {
 		t.Run(tt.name, func(t *testing.T) {
 			down := convertOK(t, h, tt.down, tt.obj)[0]
@@ -418,6 +427,62 @@ func TestDaemonSetTemplateIsCarriedAsSent(t *testing.T) {
 	}
 }
 
+// TestCloneSetTemplatesAreCarriedAsSent: a CloneSet's pod template and volume claim
+// templates are stored schemaless with unknown fields kept; a conversion keeps them as the
+// API server sent them, absent ones staying absent.
+func TestCloneSetTemplatesAreCarriedAsSent(t *testing.T) {
+	h := newTestHandler(t)
+	var f kindFixture
+	for _, fx := range kindFixtures() {
+		if fx.kind == "CloneSet" {
+			f = fx
+		}
+	}
+	template := `{"metadata":{"labels":{"app":"web"},"futureMetadata":"m"},
+		"spec":{"futurePodField":{"nested":[1,2.5,"x",null]},"containers":[{"name":"app","image":"web:1","futureContainerField":"kept"}]}}`
+	claims := `[{"metadata":{"name":"data","futureMetadata":1},"spec":{"accessModes":["ReadWriteOnce"],
+		"resources":{"requests":{"storage":"1Gi"}},"futureClaimField":{"a":"b"}},"status":{"phase":7}}]`
+
+	// Why they are carried: the Go type drops what it does not know.
+	var pvcs []corev1.PersistentVolumeClaim
+	if err := json.Unmarshal([]byte(claims), &pvcs); err == nil {
+		if reencoded, _ := json.Marshal(pvcs); bytes.Contains(reencoded, []byte("futureClaimField")) {
+			t.Fatal("the claim's Go type kept an unknown field; this test no longer shows why the claims are carried")
+		}
+	}
+
+	for _, sent := range []struct{ template, claims string }{
+		{template, claims},
+		{template, `[]`},
+		{template, ``},
+		{`{"spec":{"containers":"not a list"}}`, `[{"spec":{"resources":"much"}}]`},
+		{`{}`, `null`},
+	} {
+		for _, dir := range []struct{ src, to, back string }{
+			{f.alpha, appsBeta, appsAlpha},
+			{f.beta, appsAlpha, appsBeta},
+		} {
+			src := setField(t, dir.src, "spec.template", sent.template)
+			src = setField(t, src, "spec.volumeClaimTemplates", sent.claims)
+			converted := convertOK(t, h, dir.to, src)[0]
+			back := convertOK(t, h, dir.back, string(converted))[0]
+			for _, obj := range []json.RawMessage{converted, back} {
+				if got := field(t, obj, "spec.template"); !sameJSON(t, []byte(got), []byte(sent.template)) {
+					t.Errorf("the template changed\nsent %s\ngot  %s", sent.template, got)
+				}
+				got := field(t, obj, "spec.volumeClaimTemplates")
+				if (got == "") != (sent.claims == "") || (got != "" && !sameJSON(t, []byte(got), []byte(sent.claims))) {
+					t.Errorf("the volume claim templates changed\nsent %s\ngot  %s", sent.claims, got)
+				}
+			}
+			// The rest of the object is converted all the same.
+			if field(t, converted, "spec.updateStrategy.type") == "" || field(t, converted, "status") == "" {
+				t.Errorf("the conversion lost the rest of the spec or the status: %s", converted)
+			}
+		}
+	}
+}
+
 // TestMetrics: each review counts once by kind, desired version and code, with its
 // duration; dropped reserved-annotation records count by kind.
 func TestMetrics(t *testing.T) {
@@ -432,7 +497,7 @@ func TestMetrics(t *testing.T) {
 	converted := convertOK(t, h, appsBeta, broken)[0]
 	convertOK(t, h, appsBeta)
 	convertFails(t, h, "apps.kruise.io/v9", ds)
-	convertFails(t, h, appsBeta, setField(t, ds, "kind", `"CloneSet"`))
+	convertFails(t, h, appsBeta, setField(t, ds, "kind", `"StatefulSet"`))
 	convertFails(t, h, appsBeta, setField(t, ds, "spec", `[]`))
 	post(testContext(t), h, []byte("{"))
 

@@ -9,9 +9,9 @@ import (
 )
 
 // The handler reads a few fields of each object (apiVersion, kind, the name for messages)
-// and moves a DaemonSet's spec.template around as it is. Decoding a whole object to do that
-// would scan it several times over, so these functions find the fields of a JSON object in
-// one pass instead. They work on JSON that is known to be well-formed (the review it came
+// and moves the schemaless parts of spec around as they are. Decoding a whole object to do
+// that would scan it several times over, so these functions find the fields of a JSON
+// object in one pass instead. They work on JSON that is known to be well-formed (the review it came
 // in was decoded, or encoding/json wrote it), yet check their bounds and fail rather than
 // read past the end of malformed input.
 

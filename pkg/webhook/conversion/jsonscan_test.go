@@ -79,61 +79,95 @@ func FuzzObjectMembers(f *testing.F) {
 	})
 }
 
-// TestPutTemplate: the template goes where the Go type wrote its own, or goes away with
-// the comma that separated it from its neighbours.
-func TestPutTemplate(t *testing.T) {
+var (
+	templateField = schemalessField{name: "template"}
+	claimsField   = schemalessField{name: "volumeClaimTemplates", omitempty: true}
+)
+
+// TestPutSpecField: a field goes where the Go type wrote its own, or goes away with the
+// comma that separated it from its neighbours; a field the Go type leaves out when empty is
+// added at the end of spec.
+func TestPutSpecField(t *testing.T) {
 	tests := []struct {
-		obj, template, want string
+		field            schemalessField
+		obj, value, want string
 	}{
-		{`{"spec":{"a":1,"template":{},"b":2},"status":{}}`, `{"x":[1]}`, `{"spec":{"a":1,"template":{"x":[1]},"b":2},"status":{}}`},
-		{`{"spec":{"a":1,"template":{},"b":2}}`, ``, `{"spec":{"a":1,"b":2}}`},
-		{`{"spec":{"template":{},"b":2}}`, ``, `{"spec":{"b":2}}`},
-		{`{"spec":{"a":1,"template":{}}}`, ``, `{"spec":{"a":1}}`},
-		{`{"spec":{"template":{}}}`, ``, `{"spec":{}}`},
-		{`{"spec":{"template":{}}}`, `null`, `{"spec":{"template":null}}`},
+		{templateField, `{"spec":{"a":1,"template":{},"b":2},"status":{}}`, `{"x":[1]}`, `{"spec":{"a":1,"template":{"x":[1]},"b":2},"status":{}}`},
+		{templateField, `{"spec":{"a":1,"template":{},"b":2}}`, ``, `{"spec":{"a":1,"b":2}}`},
+		{templateField, `{"spec":{"template":{},"b":2}}`, ``, `{"spec":{"b":2}}`},
+		{templateField, `{"spec":{"a":1,"template":{}}}`, ``, `{"spec":{"a":1}}`},
+		{templateField, `{"spec":{"template":{}}}`, ``, `{"spec":{}}`},
+		{templateField, `{"spec":{"template":{}}}`, `null`, `{"spec":{"template":null}}`},
+		{claimsField, `{"spec":{"template":{},"volumeClaimTemplates":[{}]}}`, `[{"x":1}]`, `{"spec":{"template":{},"volumeClaimTemplates":[{"x":1}]}}`},
+		{claimsField, `{"spec":{"template":{},"b":2},"status":{}}`, `[{"x":1}]`, `{"spec":{"template":{},"b":2,"volumeClaimTemplates":[{"x":1}]},"status":{}}`},
+		{claimsField, `{"spec":{},"status":{}}`, `[]`, `{"spec":{"volumeClaimTemplates":[]},"status":{}}`},
+		{claimsField, `{"spec":{"template":{}}}`, `null`, `{"spec":{"template":{},"volumeClaimTemplates":null}}`},
+		{claimsField, `{"spec":{"template":{}}}`, ``, `{"spec":{"template":{}}}`},
+		{claimsField, `{"spec":{"volumeClaimTemplates":[],"b":2}}`, ``, `{"spec":{"b":2}}`},
 	}
 	for _, tt := range tests {
-		var template []byte
-		if tt.template != "" {
-			template = []byte(tt.template)
+		var value []byte
+		if tt.value != "" {
+			value = []byte(tt.value)
 		}
-		got, err := putTemplate([]byte(tt.obj), template)
+		got, err := putSpecField([]byte(tt.obj), tt.field, value)
 		if err != nil || string(got) != tt.want {
-			t.Errorf("putTemplate(%s, %s) = %s, %v; want %s", tt.obj, tt.template, got, err, tt.want)
+			t.Errorf("putSpecField(%s, %s, %s) = %s, %v; want %s", tt.obj, tt.field.name, tt.value, got, err, tt.want)
 		}
 		if err == nil && !json.Valid(got) {
-			t.Errorf("putTemplate(%s, %s) wrote malformed JSON %s", tt.obj, tt.template, got)
+			t.Errorf("putSpecField(%s, %s, %s) wrote malformed JSON %s", tt.obj, tt.field.name, tt.value, got)
 		}
 	}
-	if _, err := putTemplate([]byte(`{"spec":{"a":1}}`), []byte(`{}`)); err == nil {
-		t.Error("putTemplate succeeded without a template to replace")
+	if _, err := putSpecField([]byte(`{"spec":{"a":1}}`), templateField, []byte(`{}`)); err == nil {
+		t.Error("putSpecField succeeded without a template to replace")
+	}
+	if _, err := putSpecField([]byte(`{"status":{}}`), claimsField, []byte(`[]`)); err == nil {
+		t.Error("putSpecField succeeded without a spec to add to")
 	}
 }
 
-// TestCutTemplate: the template is taken out and decodes as absent; every occurrence is,
-// should spec or template be named twice.
-func TestCutTemplate(t *testing.T) {
+// TestCutSpecFields: the fields are taken out and decode as absent; every occurrence is,
+// should spec or a field be named twice, the last one being kept.
+func TestCutSpecFields(t *testing.T) {
+	both := []schemalessField{templateField, claimsField}
 	tests := []struct {
-		obj, body, template string
+		obj, body, template, claims string
 	}{
-		{`{"spec":{"template":{"a":[1]},"b":2}}`, `{"spec":{"template":null,"b":2}}`, `{"a":[1]}`},
-		{`{"spec":{"b":2}}`, `{"spec":{"b":2}}`, ``},
-		{`{"spec":null}`, `{"spec":null}`, ``},
-		{`{"kind":"DaemonSet"}`, `{"kind":"DaemonSet"}`, ``},
-		{`{"spec":{"template":1,"template":{"x":2}},"spec":{"template":3}}`, `{"spec":{"template":null,"template":null},"spec":{"template":null}}`, `3`},
+		{`{"spec":{"template":{"a":[1]},"b":2}}`, `{"spec":{"template":null,"b":2}}`, `{"a":[1]}`, ``},
+		{`{"spec":{"b":2}}`, `{"spec":{"b":2}}`, ``, ``},
+		{`{"spec":null}`, `{"spec":null}`, ``, ``},
+		{`{"kind":"DaemonSet"}`, `{"kind":"DaemonSet"}`, ``, ``},
+		{`{"spec":{"template":1,"template":{"x":2}},"spec":{"template":3}}`, `{"spec":{"template":null,"template":null},"spec":{"template":null}}`, `3`, ``},
+		{`{"spec":{"volumeClaimTemplates":[{"y":1}],"template":{},"b":2}}`, `{"spec":{"volumeClaimTemplates":null,"template":null,"b":2}}`, `{}`, `[{"y":1}]`},
 	}
 	for _, tt := range tests {
 		members, err := objectMembers([]byte(tt.obj))
 		if err != nil {
 			t.Fatal(err)
 		}
-		body, template, err := cutTemplate([]byte(tt.obj), members)
-		if err != nil || string(body) != tt.body || string(template) != tt.template {
-			t.Errorf("cutTemplate(%s) = %s, %s, %v; want %s, %s", tt.obj, body, template, err, tt.body, tt.template)
+		body, cut, err := cutSpecFields([]byte(tt.obj), members, both)
+		if err != nil || string(body) != tt.body || string(cut["template"]) != tt.template || string(cut["volumeClaimTemplates"]) != tt.claims {
+			t.Errorf("cutSpecFields(%s) = %s, %s, %s, %v; want %s, %s, %s", tt.obj, body, cut["template"], cut["volumeClaimTemplates"], err,
+				tt.body, tt.template, tt.claims)
 		}
 	}
-	members, _ := objectMembers([]byte(`{"spec":[]}`))
-	if _, _, err := cutTemplate([]byte(`{"spec":[]}`), members); err == nil {
-		t.Error("cutTemplate succeeded on a spec that is not an object")
+	// Only the fields asked for.
+	body, cut, err := cutSpecFields([]byte(`{"spec":{"template":{},"volumeClaimTemplates":[]}}`),
+		mustMembers(t, `{"spec":{"template":{},"volumeClaimTemplates":[]}}`), []schemalessField{templateField})
+	if err != nil || string(body) != `{"spec":{"template":null,"volumeClaimTemplates":[]}}` || len(cut) != 1 {
+		t.Errorf("cutSpecFields of the template only = %s, %v, %v", body, cut, err)
 	}
+	members, _ := objectMembers([]byte(`{"spec":[]}`))
+	if _, _, err := cutSpecFields([]byte(`{"spec":[]}`), members, both); err == nil {
+		t.Error("cutSpecFields succeeded on a spec that is not an object")
+	}
+}
+
+func mustMembers(t *testing.T, obj string) []member {
+	t.Helper()
+	members, err := objectMembers([]byte(obj))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return members
 }

@@ -28,7 +28,8 @@ import (
 // kind: a round trip through the other version gives back the object it started from,
 // whatever the values of its carrier annotations and fields; a conversion never fails nor
 // panics, never modifies its input, gives the same result every time, changes no metadata
-// but annotations, and gives through the scheme what the typed function gives.
+// but annotations and carrier labels, and gives through the scheme what the typed function
+// gives.
 
 // fuzzedObjectsPerDirection is how many objects each kind is fuzzed with in each direction.
 const fuzzedObjectsPerDirection = 10000
@@ -49,6 +50,12 @@ type conversionKind struct {
 	carryAlpha  func(r *rand.Rand, obj runtime.Object)
 	carryBeta   func(r *rand.Rand, obj runtime.Object)
 	recordPaths []string // item paths the kind's reserved annotations may name
+	// carrierLabels are the labels that carry fields: the only labels a conversion may
+	// change.
+	carrierLabels []string
+	// alphaRecords says that some v1alpha1 objects cannot come back from v1beta1 without
+	// a record, so that fuzzing must produce records in that direction too.
+	alphaRecords bool
 }
 
 func conversionKinds() []conversionKind {
@@ -97,6 +104,24 @@ func conversionKinds() []conversionKind {
 			"metadata.annotations[" + appsv1alpha1.ProgressiveCreatePodAnnotation + "]",
 			"spec.scaleStrategy", "spec.updateStrategy.rollingUpdate",
 		},
+		// The Surging rolling update.
+		alphaRecords: true,
+	}, {
+		name:     "CloneSet",
+		newAlpha: func() runtime.Object { return &appsv1alpha1.CloneSet{} },
+		newBeta:  func() runtime.Object { return &appsv1beta1.CloneSet{} },
+		up: func(in, out runtime.Object) {
+			appsv1alpha1.ConvertCloneSetToV1beta1(in.(*appsv1alpha1.CloneSet), out.(*appsv1beta1.CloneSet))
+		},
+		down: func(in, out runtime.Object) {
+			appsv1alpha1.ConvertCloneSetFromV1beta1(in.(*appsv1beta1.CloneSet), out.(*appsv1alpha1.CloneSet))
+		},
+		carryAlpha:    carryAlphaCloneSet,
+		carryBeta:     carryBetaCloneSet,
+		recordPaths:   cloneSetRecordPaths(),
+		carrierLabels: []string{appsv1alpha1.CloneSetScalingExcludePreparingDeleteKey},
+		// Pre-download settings in v1alpha1's spec come back as annotations.
+		alphaRecords: true,
 	}, {
 		name:     "PodUnavailableBudget",
 		newAlpha: func() runtime.Object { return &policyv1alpha1.PodUnavailableBudget{} },
@@ -359,7 +384,7 @@ func TestConversionRoundTrip(t *testing.T) {
 			t.Run("v1alpha1", func(t *testing.T) {
 				src := newFuzzSource(t, scheme, seedFor(k.name, "v1alpha1"))
 				c := roundTripChecker{t: t, scheme: scheme, there: k.up, back: k.down, newThere: k.newBeta, newBack: k.newAlpha,
-					consumed: betaReservedKey, produced: alphaReservedKey}
+					consumed: betaReservedKey, produced: alphaReservedKey, carrierLabels: k.carrierLabels}
 				recorded := 0
 				for i := 0; i < n && !t.Failed(); i++ {
 					if c.check(src.object(k.newAlpha, k.carryAlpha)) {
@@ -368,15 +393,14 @@ func TestConversionRoundTrip(t *testing.T) {
 				}
 				t.Logf("%d fuzzed v1alpha1 %s objects, %d of them converted with records: down(up(a)) ≡ a for every one",
 					n, k.name, recorded)
-				// Only the Surging rolling update cannot come back from v1beta1 without a record.
-				if k.name == "DaemonSet" && recorded == 0 {
-					t.Errorf("no fuzzed v1alpha1 DaemonSet needed a record: the carriers were not exercised")
+				if k.alphaRecords && recorded == 0 {
+					t.Errorf("no fuzzed v1alpha1 %s needed a record: the carriers were not exercised", k.name)
 				}
 			})
 			t.Run("v1beta1", func(t *testing.T) {
 				src := newFuzzSource(t, scheme, seedFor(k.name, "v1beta1"))
 				c := roundTripChecker{t: t, scheme: scheme, there: k.down, back: k.up, newThere: k.newAlpha, newBack: k.newBeta,
-					consumed: alphaReservedKey, produced: betaReservedKey}
+					consumed: alphaReservedKey, produced: betaReservedKey, carrierLabels: k.carrierLabels}
 				recorded := 0
 				for i := 0; i < n && !t.Failed(); i++ {
 					if c.check(src.object(k.newBeta, k.carryBeta)) {
@@ -402,6 +426,8 @@ type roundTripChecker struct {
 	// consumed is the reserved annotation that conversion "there" reads, produced the one
 	// it writes.
 	consumed, produced string
+	// carrierLabels are the labels a conversion may change.
+	carrierLabels []string
 }
 
 // check converts orig there and back, and reports whether the conversion there wrote
@@ -435,7 +461,7 @@ func (c roundTripChecker) check(orig runtime.Object) (recorded bool) {
 
 // convert runs a conversion function on in and checks its contract: in is left as it
 // was, a second run gives the same result, the scheme gives the same result, and no
-// metadata but annotations changed.
+// metadata but annotations and carrier labels changed.
 func (c roundTripChecker) convert(in runtime.Object, fn func(in, out runtime.Object), newOut func() runtime.Object) runtime.Object {
 	t := c.t
 	t.Helper()
@@ -459,8 +485,9 @@ func (c roundTripChecker) convert(in runtime.Object, fn func(in, out runtime.Obj
 	}
 	inMeta, outMeta := *objectMeta(in), *objectMeta(out)
 	inMeta.Annotations, outMeta.Annotations = nil, nil
+	inMeta.Labels, outMeta.Labels = withoutKeys(inMeta.Labels, c.carrierLabels), withoutKeys(outMeta.Labels, c.carrierLabels)
 	if !reflect.DeepEqual(inMeta, outMeta) {
-		t.Fatalf("converting changed metadata other than annotations\nin:  %#v\nout: %#v", inMeta, outMeta)
+		t.Fatalf("converting changed metadata other than annotations and carrier labels\nin:  %#v\nout: %#v", inMeta, outMeta)
 	}
 	return out
 }
@@ -488,7 +515,7 @@ func TestConversionTotality(t *testing.T) {
 			} {
 				t.Run(dir.name, func(t *testing.T) {
 					src := newFuzzSource(t, scheme, seedFor(k.name, dir.name, "reserved"))
-					c := roundTripChecker{t: t, scheme: scheme}
+					c := roundTripChecker{t: t, scheme: scheme, carrierLabels: k.carrierLabels}
 					for i := 0; i < n && !t.Failed(); i++ {
 						in := src.object(dir.newIn, dir.carry)
 						meta := objectMeta(in)
@@ -532,7 +559,8 @@ func randomReservedValue(r *rand.Rand, paths []string) string {
 		`["DELETE",""]`, `{"matchLabels":{"a":"b"}}`, `{"rollingUpdateType":"Surging"}`,
 		`[{"name":"app","ready":true,"restartCount":1}]`,
 		`[{"type":"PreRecreateGrace","status":"True","lastTransitionTime":"2024-05-01T10:00:00Z","reason":"PreRecreateGrace","message":""}]`,
-		`[{"type":"X","lastTransitionTime":"garbage"}]`, `{"maxSurge":"x%"}`}
+		`[{"type":"X","lastTransitionTime":"garbage"}]`, `{"maxSurge":"x%"}`,
+		`{"type":"ReCreate"}`, `{"rollingUpdate":{"podUpdatePolicy":"InPlaceOnly","partition":"50%"}}`}
 	switch r.Intn(8) {
 	case 0:
 		return pick(r, "", "abc", "null", "[]", "{", `{"a":1}`, `{"a":{"restore":null}}`, `{"a":{"guard":{}}}`,

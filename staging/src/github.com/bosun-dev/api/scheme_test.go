@@ -16,7 +16,7 @@ import (
 
 // servedKinds are the kinds of each group, which both versions must serve.
 var servedKinds = map[string][]string{
-	"apps.kruise.io":   {"ContainerRecreateRequest", "DaemonSet", "ImageListPullJob", "ImagePullJob", "NodeImage"},
+	"apps.kruise.io":   {"CloneSet", "ContainerRecreateRequest", "DaemonSet", "ImageListPullJob", "ImagePullJob", "NodeImage"},
 	"policy.kruise.io": {"PodUnavailableBudget"},
 }
 

@@ -38,6 +38,18 @@ import (
 func ForKind(kind schema.GroupVersionKind) interface{} {
 	switch kind {
 	// Group=apps.kruise.io, Version=v1alpha1
+	case v1alpha1.SchemeGroupVersion.WithKind("CloneSet"):
+		return &appsv1alpha1.CloneSetApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("CloneSetCondition"):
+		return &appsv1alpha1.CloneSetConditionApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("CloneSetScaleStrategy"):
+		return &appsv1alpha1.CloneSetScaleStrategyApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("CloneSetSpec"):
+		return &appsv1alpha1.CloneSetSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("CloneSetStatus"):
+		return &appsv1alpha1.CloneSetStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("CloneSetUpdateStrategy"):
+		return &appsv1alpha1.CloneSetUpdateStrategyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("CompletionPolicy"):
 		return &appsv1alpha1.CompletionPolicyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ContainerRecreateRequest"):
@@ -92,6 +104,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1alpha1.ImageTagSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ImageTagStatus"):
 		return &appsv1alpha1.ImageTagStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("InPlaceUpdateStrategy"):
+		return &appsv1alpha1.InPlaceUpdateStrategyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Lifecycle"):
 		return &appsv1alpha1.LifecycleApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("LifecycleHook"):
@@ -114,8 +128,28 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1alpha1.SandboxConfigApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SyncStatus"):
 		return &appsv1alpha1.SyncStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("UpdatePriorityOrderTerm"):
+		return &appsv1alpha1.UpdatePriorityOrderTermApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("UpdatePriorityStrategy"):
+		return &appsv1alpha1.UpdatePriorityStrategyApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("UpdatePriorityWeightTerm"):
+		return &appsv1alpha1.UpdatePriorityWeightTermApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("UpdateScatterTerm"):
+		return &appsv1alpha1.UpdateScatterTermApplyConfiguration{}
 
 		// Group=apps.kruise.io, Version=v1beta1
+	case v1beta1.SchemeGroupVersion.WithKind("CloneSet"):
+		return &appsv1beta1.CloneSetApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("CloneSetCondition"):
+		return &appsv1beta1.CloneSetConditionApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("CloneSetScaleStrategy"):
+		return &appsv1beta1.CloneSetScaleStrategyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("CloneSetSpec"):
+		return &appsv1beta1.CloneSetSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("CloneSetStatus"):
+		return &appsv1beta1.CloneSetStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("CloneSetUpdateStrategy"):
+		return &appsv1beta1.CloneSetUpdateStrategyApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("CompletionPolicy"):
 		return &appsv1beta1.CompletionPolicyApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ContainerRecreateRequest"):
@@ -174,6 +208,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1beta1.ImageTagSpecApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ImageTagStatus"):
 		return &appsv1beta1.ImageTagStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("InPlaceUpdateStrategy"):
+		return &appsv1beta1.InPlaceUpdateStrategyApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("Lifecycle"):
 		return &appsv1beta1.LifecycleApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("LifecycleHook"):
@@ -190,12 +226,22 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1beta1.PullPolicyApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ReferenceObject"):
 		return &appsv1beta1.ReferenceObjectApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("RollingUpdateCloneSetStrategy"):
+		return &appsv1beta1.RollingUpdateCloneSetStrategyApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("RollingUpdateDaemonSet"):
 		return &appsv1beta1.RollingUpdateDaemonSetApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("SandboxConfig"):
 		return &appsv1beta1.SandboxConfigApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("SyncStatus"):
 		return &appsv1beta1.SyncStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("UpdatePriorityOrderTerm"):
+		return &appsv1beta1.UpdatePriorityOrderTermApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("UpdatePriorityStrategy"):
+		return &appsv1beta1.UpdatePriorityStrategyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("UpdatePriorityWeightTerm"):
+		return &appsv1beta1.UpdatePriorityWeightTermApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("UpdateScatterTerm"):
+		return &appsv1beta1.UpdateScatterTermApplyConfiguration{}
 
 		// Group=policy.kruise.io, Version=v1alpha1
 	case policyv1alpha1.SchemeGroupVersion.WithKind("PodUnavailableBudget"):

@@ -10,8 +10,9 @@ import (
 // Conversion between this version and apps/v1beta1, the hub version. The generated
 // zz_generated.conversion.go converts the fields both versions share; the functions in this
 // package's *_conversion.go files add what differs. Every conversion succeeds for any object
-// that decodes, reads nothing but its input, and changes no metadata but annotations; a
-// round trip through the other version gives back the object it started from.
+// that decodes, reads nothing but its input, and changes no metadata but annotations (and,
+// for the CloneSet, whose carrier is a label, labels); a round trip through the other
+// version gives back the object it started from.
 
 // Reserved annotations. A conversion records in them what the other version cannot hold,
 // so that the conversion back restores it; clients must not write them.
@@ -40,6 +41,18 @@ func ConvertDaemonSetToV1beta1(in *DaemonSet, out *v1beta1.DaemonSet) {
 // memory with in.
 func ConvertDaemonSetFromV1beta1(in *v1beta1.DaemonSet, out *DaemonSet) {
 	daemonSetConversion.ConvertDown(in, out)
+}
+
+// ConvertCloneSetToV1beta1 converts a v1alpha1 CloneSet into v1beta1. out may share memory
+// with in.
+func ConvertCloneSetToV1beta1(in *CloneSet, out *v1beta1.CloneSet) {
+	cloneSetConversion.ConvertUp(in, out)
+}
+
+// ConvertCloneSetFromV1beta1 converts a v1beta1 CloneSet into v1alpha1. out may share
+// memory with in.
+func ConvertCloneSetFromV1beta1(in *v1beta1.CloneSet, out *CloneSet) {
+	cloneSetConversion.ConvertDown(in, out)
 }
 
 // ConvertContainerRecreateRequestToV1beta1 converts a v1alpha1 ContainerRecreateRequest into

@@ -26,6 +26,15 @@ const (
 	// DefaultImagePullJobParallelism is the parallelism an ImagePullJob without
 	// spec.parallelism runs with. The controller applies it; it is not written.
 	DefaultImagePullJobParallelism = 1
+
+	// DefaultCloneSetReplicas is the default spec.replicas of a CloneSet.
+	DefaultCloneSetReplicas int32 = 1
+	// DefaultCloneSetRevisionHistoryLimit is the default spec.revisionHistoryLimit of a
+	// CloneSet.
+	DefaultCloneSetRevisionHistoryLimit int32 = 10
+	// DefaultCloneSetMaxUnavailable is the default maxUnavailable of a CloneSet's rolling
+	// update.
+	DefaultCloneSetMaxUnavailable = "20%"
 )
 
 // The functions in this file are the defaulting of this group. OpenKruise applies the same
@@ -184,6 +193,55 @@ func SetDefaults_ImageListPullJob(obj *ImageListPullJob) {
 	}
 	if spec.PullPolicy.BackoffLimit == nil {
 		spec.PullPolicy.BackoffLimit = int32Ptr(DefaultImagePullBackoffLimit)
+	}
+}
+
+// SetDefaults_CloneSet defaults a CloneSet:
+//   - replicas: 1; revisionHistoryLimit: 10;
+//   - updateStrategy.type: ReCreate; inPlaceUpdateStrategy {} when nil for the in-place
+//     types;
+//   - unless the type is OnDelete: partition, maxUnavailable and maxSurge 0, 20% and 0
+//     when unset.
+//
+// OpenKruise also sets those three for OnDelete, which its v1alpha1 admission rejects
+// anyway. bosun accepts OnDelete and leaves them unset, so that defaulting commutes with
+// conversion: v1beta1 holds them in the rolling update, which it defaults only for type
+// RollingUpdate.
+//
+// The pod template and the volume claim templates are not defaulted here: the admission
+// webhook applies the core pod and claim defaults to them on creation, and on updates only
+// when they change, because the template feeds the revision hash. The covers tag below
+// keeps defaulter-gen from descending into the templates.
+//
+// +k8s:defaulter-gen=covers
+func SetDefaults_CloneSet(obj *CloneSet) {
+	spec := &obj.Spec
+	if spec.Replicas == nil {
+		spec.Replicas = int32Ptr(DefaultCloneSetReplicas)
+	}
+	if spec.RevisionHistoryLimit == nil {
+		spec.RevisionHistoryLimit = int32Ptr(DefaultCloneSetRevisionHistoryLimit)
+	}
+	us := &spec.UpdateStrategy
+	switch us.Type {
+	case "":
+		us.Type = RecreateCloneSetUpdateStrategyType
+	case InPlaceIfPossibleCloneSetUpdateStrategyType, InPlaceOnlyCloneSetUpdateStrategyType:
+		if us.InPlaceUpdateStrategy == nil {
+			us.InPlaceUpdateStrategy = &InPlaceUpdateStrategy{}
+		}
+	}
+	if us.Type == OnDeleteCloneSetUpdateStrategyType {
+		return
+	}
+	if us.Partition == nil {
+		us.Partition = intOrStringPtr(intstr.FromInt32(0))
+	}
+	if us.MaxUnavailable == nil {
+		us.MaxUnavailable = intOrStringPtr(intstr.FromString(DefaultCloneSetMaxUnavailable))
+	}
+	if us.MaxSurge == nil {
+		us.MaxSurge = intOrStringPtr(intstr.FromInt32(0))
 	}
 }
 

@@ -479,6 +479,78 @@ func TestSetDefaultsImageListPullJob(t *testing.T) {
 // TestSchemeDefaulting checks that the scheme's generated defaulter runs the functions
 // above and nothing else: in particular it must not apply the core pod defaults to a
 // DaemonSet template or to the ports copied into a CRR, because OpenKruise does not.
+func TestSetDefaultsCloneSet(t *testing.T) {
+	vct := []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}}}
+	withLimits := func(us CloneSetUpdateStrategy) CloneSetUpdateStrategy {
+		us.Partition, us.MaxUnavailable, us.MaxSurge = intStr(0), strIntStr("20%"), intStr(0)
+		return us
+	}
+	tests := []struct {
+		name string
+		in   CloneSetSpec
+		want CloneSetSpec
+	}{{
+		name: "empty spec gets one replica recreated 20% at a time",
+		in:   CloneSetSpec{},
+		want: CloneSetSpec{Replicas: i32(1), RevisionHistoryLimit: i32(10),
+			UpdateStrategy: withLimits(CloneSetUpdateStrategy{Type: RecreateCloneSetUpdateStrategyType})},
+	}, {
+		name: "in-place types get an empty in-place strategy",
+		in:   CloneSetSpec{UpdateStrategy: CloneSetUpdateStrategy{Type: InPlaceIfPossibleCloneSetUpdateStrategyType}},
+		want: CloneSetSpec{Replicas: i32(1), RevisionHistoryLimit: i32(10),
+			UpdateStrategy: withLimits(CloneSetUpdateStrategy{Type: InPlaceIfPossibleCloneSetUpdateStrategyType,
+				InPlaceUpdateStrategy: &InPlaceUpdateStrategy{}})},
+	}, {
+		name: "InPlaceOnly keeps its in-place strategy",
+		in: CloneSetSpec{UpdateStrategy: CloneSetUpdateStrategy{Type: InPlaceOnlyCloneSetUpdateStrategyType,
+			InPlaceUpdateStrategy: &InPlaceUpdateStrategy{GracePeriodSeconds: 10}}},
+		want: CloneSetSpec{Replicas: i32(1), RevisionHistoryLimit: i32(10),
+			UpdateStrategy: withLimits(CloneSetUpdateStrategy{Type: InPlaceOnlyCloneSetUpdateStrategyType,
+				InPlaceUpdateStrategy: &InPlaceUpdateStrategy{GracePeriodSeconds: 10}})},
+	}, {
+		name: "ReCreate gets no in-place strategy",
+		in:   CloneSetSpec{UpdateStrategy: CloneSetUpdateStrategy{Type: RecreateCloneSetUpdateStrategyType}},
+		want: CloneSetSpec{Replicas: i32(1), RevisionHistoryLimit: i32(10),
+			UpdateStrategy: withLimits(CloneSetUpdateStrategy{Type: RecreateCloneSetUpdateStrategyType})},
+	}, {
+		// OpenKruise defaults them for OnDelete too; v1beta1 does not, and defaulting must
+		// commute with conversion.
+		name: "OnDelete gets no partition, maxUnavailable or maxSurge",
+		in:   CloneSetSpec{UpdateStrategy: CloneSetUpdateStrategy{Type: OnDeleteCloneSetUpdateStrategyType, Partition: intStr(2)}},
+		want: CloneSetSpec{Replicas: i32(1), RevisionHistoryLimit: i32(10),
+			UpdateStrategy: CloneSetUpdateStrategy{Type: OnDeleteCloneSetUpdateStrategyType, Partition: intStr(2)}},
+	}, {
+		name: "a type v1alpha1 does not define is kept and gets the limits",
+		in:   CloneSetSpec{UpdateStrategy: CloneSetUpdateStrategy{Type: "Bogus"}},
+		want: CloneSetSpec{Replicas: i32(1), RevisionHistoryLimit: i32(10),
+			UpdateStrategy: withLimits(CloneSetUpdateStrategy{Type: "Bogus"})},
+	}, {
+		name: "explicit values, zeros included, are kept; templates and scale strategy are not defaulted",
+		in: CloneSetSpec{Replicas: i32(0), RevisionHistoryLimit: i32(0), Template: podTemplateWithUndefaultedPort(),
+			VolumeClaimTemplates: vct,
+			UpdateStrategy: CloneSetUpdateStrategy{Type: RecreateCloneSetUpdateStrategyType, Partition: strIntStr("50%"),
+				MaxUnavailable: intStr(0), MaxSurge: intStr(1), Paused: true}},
+		want: CloneSetSpec{Replicas: i32(0), RevisionHistoryLimit: i32(0), Template: podTemplateWithUndefaultedPort(),
+			VolumeClaimTemplates: vct,
+			UpdateStrategy: CloneSetUpdateStrategy{Type: RecreateCloneSetUpdateStrategyType, Partition: strIntStr("50%"),
+				MaxUnavailable: intStr(0), MaxSurge: intStr(1), Paused: true}},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := &CloneSet{Spec: *tc.in.DeepCopy()}
+			SetDefaults_CloneSet(cs)
+			if same, d := sameOrDiff(tc.want, cs.Spec); !same {
+				t.Fatalf("defaulted spec differs:\n%s", d)
+			}
+			again := cs.DeepCopy()
+			SetDefaults_CloneSet(again)
+			if same, d := sameOrDiff(cs, again); !same {
+				t.Fatalf("defaulting is not idempotent:\n%s", d)
+			}
+		})
+	}
+}
+
 func TestSchemeDefaulting(t *testing.T) {
 	scheme := runtime.NewScheme()
 	if err := AddToScheme(scheme); err != nil {
@@ -517,6 +589,14 @@ func TestSchemeDefaulting(t *testing.T) {
 	scheme.Default(ilpj)
 	if ilpj.Spec.CompletionPolicy.Type != Always || ilpj.Spec.PullPolicy == nil {
 		t.Errorf("scheme defaulting did not default the ImageListPullJob: %+v", ilpj.Spec)
+	}
+
+	cs := &CloneSet{Spec: CloneSetSpec{Template: podTemplateWithUndefaultedPort()}}
+	scheme.Default(cs)
+	wantCS := &CloneSet{Spec: CloneSetSpec{Template: podTemplateWithUndefaultedPort()}}
+	SetDefaults_CloneSet(wantCS)
+	if same, d := sameOrDiff(wantCS, cs); !same {
+		t.Errorf("scheme defaulting of a CloneSet differs from SetDefaults_CloneSet:\n%s", d)
 	}
 
 	ni := &NodeImage{Spec: NodeImageSpec{Images: map[string]ImageSpec{"nginx": {Tags: []ImageTagSpec{{Tag: "1"}}}}}}

@@ -19,6 +19,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&ImagePullJobList{},
 		&ImageListPullJob{},
 		&ImageListPullJobList{},
+		&CloneSet{},
+		&CloneSetList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

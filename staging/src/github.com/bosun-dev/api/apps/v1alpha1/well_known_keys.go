@@ -49,17 +49,24 @@ const (
 	// an in-place update starts (the condition then turns False).
 	InPlaceUpdateStartedReason = "StartInPlaceUpdate"
 
-	// ImagePreDownloadParallelismKey is the DaemonSet annotation setting the parallelism of
-	// the ImagePullJobs created to pre-download a new revision's images (default
-	// DefaultImagePreDownloadParallelism).
+	// ImagePreDownloadParallelismKey is the DaemonSet and CloneSet annotation setting the
+	// parallelism of the ImagePullJobs created to pre-download a new revision's images
+	// (default DefaultImagePreDownloadParallelism): a decimal integer. v1beta1 CloneSets
+	// have the field inPlaceUpdateStrategy.imagePreDownloadParallelism instead.
 	ImagePreDownloadParallelismKey = "apps.kruise.io/image-predownload-parallelism"
 
-	// ImagePreDownloadTimeoutSecondsKey is the DaemonSet annotation setting the pull timeout
-	// of pre-download ImagePullJobs (default DefaultImagePreDownloadTimeoutSeconds).
+	// ImagePreDownloadTimeoutSecondsKey is the DaemonSet and CloneSet annotation setting the
+	// pull timeout of pre-download ImagePullJobs (default
+	// DefaultImagePreDownloadTimeoutSeconds): a decimal integer. v1beta1 CloneSets have the
+	// field inPlaceUpdateStrategy.imagePreDownloadTimeoutSeconds instead.
 	ImagePreDownloadTimeoutSecondsKey = "apps.kruise.io/image-predownload-timeout-seconds"
 
-	// ImagePreDownloadMinUpdatedReadyPods is a DaemonSet annotation that is parsed for
-	// compatibility and otherwise unused.
+	// ImagePreDownloadMinUpdatedReadyPods is the CloneSet annotation setting how many pods
+	// of a new revision must be ready before its images are pre-downloaded (default 0): a
+	// decimal integer. v1beta1 CloneSets have the field
+	// inPlaceUpdateStrategy.imagePreDownloadMinUpdatedReadyPods instead. (OpenKruise <= 1.8
+	// also read a percentage of replicas here; such a value does not convert to the field
+	// and stays in the annotation.) A DaemonSet ignores it.
 	ImagePreDownloadMinUpdatedReadyPods = "apps.kruise.io/image-predownload-min-updated-ready-pods"
 
 	// ImagePreDownloadCreatedKey labels a ControllerRevision whose pre-download
@@ -111,6 +118,14 @@ const (
 	// ContainerRecreateRequest with unreadyGracePeriodSeconds adds; its key is
 	// "<namespace>/<request name>".
 	KruisePodReadyUserAgentContainerRecreateRequest = "ContainerRecreateRequest"
+)
+
+// CloneSet.
+const (
+	// CloneSetScalingExcludePreparingDeleteKey, set to "true" on a CloneSet, leaves pods
+	// held in PreparingDelete out of the count of pods (v1beta1 has the field
+	// scaleStrategy.excludePreparingDelete instead).
+	CloneSetScalingExcludePreparingDeleteKey = "apps.kruise.io/cloneset-scaling-exclude-preparing-delete"
 )
 
 // ContainerRecreateRequest.

@@ -40,6 +40,46 @@ func init() {
 // RegisterConversions adds conversion functions to the given scheme.
 // Public to allow building arbitrary schemes.
 func RegisterConversions(s *runtime.Scheme) error {
+	if err := s.AddGeneratedConversionFunc((*CloneSetCondition)(nil), (*v1beta1.CloneSetCondition)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_CloneSetCondition_To_v1beta1_CloneSetCondition(a.(*CloneSetCondition), b.(*v1beta1.CloneSetCondition), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*v1beta1.CloneSetCondition)(nil), (*CloneSetCondition)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_CloneSetCondition_To_v1alpha1_CloneSetCondition(a.(*v1beta1.CloneSetCondition), b.(*CloneSetCondition), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*CloneSetList)(nil), (*v1beta1.CloneSetList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_CloneSetList_To_v1beta1_CloneSetList(a.(*CloneSetList), b.(*v1beta1.CloneSetList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*v1beta1.CloneSetList)(nil), (*CloneSetList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_CloneSetList_To_v1alpha1_CloneSetList(a.(*v1beta1.CloneSetList), b.(*CloneSetList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*CloneSetSpec)(nil), (*v1beta1.CloneSetSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_CloneSetSpec_To_v1beta1_CloneSetSpec(a.(*CloneSetSpec), b.(*v1beta1.CloneSetSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*v1beta1.CloneSetSpec)(nil), (*CloneSetSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_CloneSetSpec_To_v1alpha1_CloneSetSpec(a.(*v1beta1.CloneSetSpec), b.(*CloneSetSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*CloneSetStatus)(nil), (*v1beta1.CloneSetStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_CloneSetStatus_To_v1beta1_CloneSetStatus(a.(*CloneSetStatus), b.(*v1beta1.CloneSetStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*v1beta1.CloneSetStatus)(nil), (*CloneSetStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_CloneSetStatus_To_v1alpha1_CloneSetStatus(a.(*v1beta1.CloneSetStatus), b.(*CloneSetStatus), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*CompletionPolicy)(nil), (*v1beta1.CompletionPolicy)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1alpha1_CompletionPolicy_To_v1beta1_CompletionPolicy(a.(*CompletionPolicy), b.(*v1beta1.CompletionPolicy), scope)
 	}); err != nil {
@@ -320,6 +360,16 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*InPlaceUpdateStrategy)(nil), (*v1beta1.InPlaceUpdateStrategy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_InPlaceUpdateStrategy_To_v1beta1_InPlaceUpdateStrategy(a.(*InPlaceUpdateStrategy), b.(*v1beta1.InPlaceUpdateStrategy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*v1beta1.InPlaceUpdateStrategy)(nil), (*InPlaceUpdateStrategy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_InPlaceUpdateStrategy_To_v1alpha1_InPlaceUpdateStrategy(a.(*v1beta1.InPlaceUpdateStrategy), b.(*InPlaceUpdateStrategy), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*Lifecycle)(nil), (*v1beta1.Lifecycle)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1alpha1_Lifecycle_To_v1beta1_Lifecycle(a.(*Lifecycle), b.(*v1beta1.Lifecycle), scope)
 	}); err != nil {
@@ -440,6 +490,61 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*UpdatePriorityOrderTerm)(nil), (*v1beta1.UpdatePriorityOrderTerm)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_UpdatePriorityOrderTerm_To_v1beta1_UpdatePriorityOrderTerm(a.(*UpdatePriorityOrderTerm), b.(*v1beta1.UpdatePriorityOrderTerm), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*v1beta1.UpdatePriorityOrderTerm)(nil), (*UpdatePriorityOrderTerm)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_UpdatePriorityOrderTerm_To_v1alpha1_UpdatePriorityOrderTerm(a.(*v1beta1.UpdatePriorityOrderTerm), b.(*UpdatePriorityOrderTerm), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*UpdatePriorityStrategy)(nil), (*v1beta1.UpdatePriorityStrategy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_UpdatePriorityStrategy_To_v1beta1_UpdatePriorityStrategy(a.(*UpdatePriorityStrategy), b.(*v1beta1.UpdatePriorityStrategy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*v1beta1.UpdatePriorityStrategy)(nil), (*UpdatePriorityStrategy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_UpdatePriorityStrategy_To_v1alpha1_UpdatePriorityStrategy(a.(*v1beta1.UpdatePriorityStrategy), b.(*UpdatePriorityStrategy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*UpdatePriorityWeightTerm)(nil), (*v1beta1.UpdatePriorityWeightTerm)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_UpdatePriorityWeightTerm_To_v1beta1_UpdatePriorityWeightTerm(a.(*UpdatePriorityWeightTerm), b.(*v1beta1.UpdatePriorityWeightTerm), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*v1beta1.UpdatePriorityWeightTerm)(nil), (*UpdatePriorityWeightTerm)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_UpdatePriorityWeightTerm_To_v1alpha1_UpdatePriorityWeightTerm(a.(*v1beta1.UpdatePriorityWeightTerm), b.(*UpdatePriorityWeightTerm), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*UpdateScatterTerm)(nil), (*v1beta1.UpdateScatterTerm)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_UpdateScatterTerm_To_v1beta1_UpdateScatterTerm(a.(*UpdateScatterTerm), b.(*v1beta1.UpdateScatterTerm), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*v1beta1.UpdateScatterTerm)(nil), (*UpdateScatterTerm)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_UpdateScatterTerm_To_v1alpha1_UpdateScatterTerm(a.(*v1beta1.UpdateScatterTerm), b.(*UpdateScatterTerm), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddConversionFunc((*CloneSetScaleStrategy)(nil), (*v1beta1.CloneSetScaleStrategy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_CloneSetScaleStrategy_To_v1beta1_CloneSetScaleStrategy(a.(*CloneSetScaleStrategy), b.(*v1beta1.CloneSetScaleStrategy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddConversionFunc((*CloneSetUpdateStrategy)(nil), (*v1beta1.CloneSetUpdateStrategy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_CloneSetUpdateStrategy_To_v1beta1_CloneSetUpdateStrategy(a.(*CloneSetUpdateStrategy), b.(*v1beta1.CloneSetUpdateStrategy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddConversionFunc((*CloneSet)(nil), (*v1beta1.CloneSet)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_CloneSet_To_v1beta1_CloneSet(a.(*CloneSet), b.(*v1beta1.CloneSet), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddConversionFunc((*ContainerRecreateRequest)(nil), (*v1beta1.ContainerRecreateRequest)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1alpha1_ContainerRecreateRequest_To_v1beta1_ContainerRecreateRequest(a.(*ContainerRecreateRequest), b.(*v1beta1.ContainerRecreateRequest), scope)
 	}); err != nil {
@@ -452,6 +557,21 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddConversionFunc((*DaemonSet)(nil), (*v1beta1.DaemonSet)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1alpha1_DaemonSet_To_v1beta1_DaemonSet(a.(*DaemonSet), b.(*v1beta1.DaemonSet), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddConversionFunc((*v1beta1.CloneSetScaleStrategy)(nil), (*CloneSetScaleStrategy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_CloneSetScaleStrategy_To_v1alpha1_CloneSetScaleStrategy(a.(*v1beta1.CloneSetScaleStrategy), b.(*CloneSetScaleStrategy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddConversionFunc((*v1beta1.CloneSetUpdateStrategy)(nil), (*CloneSetUpdateStrategy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_CloneSetUpdateStrategy_To_v1alpha1_CloneSetUpdateStrategy(a.(*v1beta1.CloneSetUpdateStrategy), b.(*CloneSetUpdateStrategy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddConversionFunc((*v1beta1.CloneSet)(nil), (*CloneSet)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_CloneSet_To_v1alpha1_CloneSet(a.(*v1beta1.CloneSet), b.(*CloneSet), scope)
 	}); err != nil {
 		return err
 	}
@@ -480,6 +600,223 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	return nil
+}
+
+func autoConvert_v1alpha1_CloneSet_To_v1beta1_CloneSet(in *CloneSet, out *v1beta1.CloneSet, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_v1alpha1_CloneSetSpec_To_v1beta1_CloneSetSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	if err := Convert_v1alpha1_CloneSetStatus_To_v1beta1_CloneSetStatus(&in.Status, &out.Status, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+func autoConvert_v1beta1_CloneSet_To_v1alpha1_CloneSet(in *v1beta1.CloneSet, out *CloneSet, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_v1beta1_CloneSetSpec_To_v1alpha1_CloneSetSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	if err := Convert_v1beta1_CloneSetStatus_To_v1alpha1_CloneSetStatus(&in.Status, &out.Status, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+func autoConvert_v1alpha1_CloneSetCondition_To_v1beta1_CloneSetCondition(in *CloneSetCondition, out *v1beta1.CloneSetCondition, s conversion.Scope) error {
+	out.Type = v1beta1.CloneSetConditionType(in.Type)
+	out.Status = v1.ConditionStatus(in.Status)
+	out.LastUpdateTime = in.LastUpdateTime
+	out.LastTransitionTime = in.LastTransitionTime
+	out.Reason = in.Reason
+	out.Message = in.Message
+	return nil
+}
+
+// Convert_v1alpha1_CloneSetCondition_To_v1beta1_CloneSetCondition is an autogenerated conversion function.
+func Convert_v1alpha1_CloneSetCondition_To_v1beta1_CloneSetCondition(in *CloneSetCondition, out *v1beta1.CloneSetCondition, s conversion.Scope) error {
+	return autoConvert_v1alpha1_CloneSetCondition_To_v1beta1_CloneSetCondition(in, out, s)
+}
+
+func autoConvert_v1beta1_CloneSetCondition_To_v1alpha1_CloneSetCondition(in *v1beta1.CloneSetCondition, out *CloneSetCondition, s conversion.Scope) error {
+	out.Type = CloneSetConditionType(in.Type)
+	out.Status = v1.ConditionStatus(in.Status)
+	out.LastUpdateTime = in.LastUpdateTime
+	out.LastTransitionTime = in.LastTransitionTime
+	out.Reason = in.Reason
+	out.Message = in.Message
+	return nil
+}
+
+// Convert_v1beta1_CloneSetCondition_To_v1alpha1_CloneSetCondition is an autogenerated conversion function.
+func Convert_v1beta1_CloneSetCondition_To_v1alpha1_CloneSetCondition(in *v1beta1.CloneSetCondition, out *CloneSetCondition, s conversion.Scope) error {
+	return autoConvert_v1beta1_CloneSetCondition_To_v1alpha1_CloneSetCondition(in, out, s)
+}
+
+func autoConvert_v1alpha1_CloneSetList_To_v1beta1_CloneSetList(in *CloneSetList, out *v1beta1.CloneSetList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	if in.Items != nil {
+		in, out := &in.Items, &out.Items
+		*out = make([]v1beta1.CloneSet, len(*in))
+		for i := range *in {
+			if err := Convert_v1alpha1_CloneSet_To_v1beta1_CloneSet(&(*in)[i], &(*out)[i], s); err != nil {
+				return err
+			}
+		}
+	} else {
+		out.Items = nil
+	}
+	return nil
+}
+
+// Convert_v1alpha1_CloneSetList_To_v1beta1_CloneSetList is an autogenerated conversion function.
+func Convert_v1alpha1_CloneSetList_To_v1beta1_CloneSetList(in *CloneSetList, out *v1beta1.CloneSetList, s conversion.Scope) error {
+	return autoConvert_v1alpha1_CloneSetList_To_v1beta1_CloneSetList(in, out, s)
+}
+
+func autoConvert_v1beta1_CloneSetList_To_v1alpha1_CloneSetList(in *v1beta1.CloneSetList, out *CloneSetList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	if in.Items != nil {
+		in, out := &in.Items, &out.Items
+		*out = make([]CloneSet, len(*in))
+		for i := range *in {
+			if err := Convert_v1beta1_CloneSet_To_v1alpha1_CloneSet(&(*in)[i], &(*out)[i], s); err != nil {
+				return err
+			}
+		}
+	} else {
+		out.Items = nil
+	}
+	return nil
+}
+
+// Convert_v1beta1_CloneSetList_To_v1alpha1_CloneSetList is an autogenerated conversion function.
+func Convert_v1beta1_CloneSetList_To_v1alpha1_CloneSetList(in *v1beta1.CloneSetList, out *CloneSetList, s conversion.Scope) error {
+	return autoConvert_v1beta1_CloneSetList_To_v1alpha1_CloneSetList(in, out, s)
+}
+
+func autoConvert_v1alpha1_CloneSetScaleStrategy_To_v1beta1_CloneSetScaleStrategy(in *CloneSetScaleStrategy, out *v1beta1.CloneSetScaleStrategy, s conversion.Scope) error {
+	out.PodsToDelete = *(*[]string)(unsafe.Pointer(&in.PodsToDelete))
+	out.MaxUnavailable = (*intstr.IntOrString)(unsafe.Pointer(in.MaxUnavailable))
+	// WARNING: in.DisablePVCReuse requires manual conversion: does not exist in peer-type
+	return nil
+}
+
+func autoConvert_v1beta1_CloneSetScaleStrategy_To_v1alpha1_CloneSetScaleStrategy(in *v1beta1.CloneSetScaleStrategy, out *CloneSetScaleStrategy, s conversion.Scope) error {
+	out.PodsToDelete = *(*[]string)(unsafe.Pointer(&in.PodsToDelete))
+	out.MaxUnavailable = (*intstr.IntOrString)(unsafe.Pointer(in.MaxUnavailable))
+	// WARNING: in.EnablePVCReuse requires manual conversion: does not exist in peer-type
+	// WARNING: in.ExcludePreparingDelete requires manual conversion: does not exist in peer-type
+	return nil
+}
+
+func autoConvert_v1alpha1_CloneSetSpec_To_v1beta1_CloneSetSpec(in *CloneSetSpec, out *v1beta1.CloneSetSpec, s conversion.Scope) error {
+	out.Replicas = (*int32)(unsafe.Pointer(in.Replicas))
+	out.Selector = (*metav1.LabelSelector)(unsafe.Pointer(in.Selector))
+	out.Template = in.Template
+	out.VolumeClaimTemplates = *(*[]v1.PersistentVolumeClaim)(unsafe.Pointer(&in.VolumeClaimTemplates))
+	if err := Convert_v1alpha1_CloneSetScaleStrategy_To_v1beta1_CloneSetScaleStrategy(&in.ScaleStrategy, &out.ScaleStrategy, s); err != nil {
+		return err
+	}
+	if err := Convert_v1alpha1_CloneSetUpdateStrategy_To_v1beta1_CloneSetUpdateStrategy(&in.UpdateStrategy, &out.UpdateStrategy, s); err != nil {
+		return err
+	}
+	out.RevisionHistoryLimit = (*int32)(unsafe.Pointer(in.RevisionHistoryLimit))
+	out.MinReadySeconds = in.MinReadySeconds
+	out.Lifecycle = (*v1beta1.Lifecycle)(unsafe.Pointer(in.Lifecycle))
+	out.ProgressDeadlineSeconds = (*int32)(unsafe.Pointer(in.ProgressDeadlineSeconds))
+	return nil
+}
+
+// Convert_v1alpha1_CloneSetSpec_To_v1beta1_CloneSetSpec is an autogenerated conversion function.
+func Convert_v1alpha1_CloneSetSpec_To_v1beta1_CloneSetSpec(in *CloneSetSpec, out *v1beta1.CloneSetSpec, s conversion.Scope) error {
+	return autoConvert_v1alpha1_CloneSetSpec_To_v1beta1_CloneSetSpec(in, out, s)
+}
+
+func autoConvert_v1beta1_CloneSetSpec_To_v1alpha1_CloneSetSpec(in *v1beta1.CloneSetSpec, out *CloneSetSpec, s conversion.Scope) error {
+	out.Replicas = (*int32)(unsafe.Pointer(in.Replicas))
+	out.Selector = (*metav1.LabelSelector)(unsafe.Pointer(in.Selector))
+	out.Template = in.Template
+	out.VolumeClaimTemplates = *(*[]v1.PersistentVolumeClaim)(unsafe.Pointer(&in.VolumeClaimTemplates))
+	if err := Convert_v1beta1_CloneSetScaleStrategy_To_v1alpha1_CloneSetScaleStrategy(&in.ScaleStrategy, &out.ScaleStrategy, s); err != nil {
+		return err
+	}
+	if err := Convert_v1beta1_CloneSetUpdateStrategy_To_v1alpha1_CloneSetUpdateStrategy(&in.UpdateStrategy, &out.UpdateStrategy, s); err != nil {
+		return err
+	}
+	out.RevisionHistoryLimit = (*int32)(unsafe.Pointer(in.RevisionHistoryLimit))
+	out.MinReadySeconds = in.MinReadySeconds
+	out.Lifecycle = (*Lifecycle)(unsafe.Pointer(in.Lifecycle))
+	out.ProgressDeadlineSeconds = (*int32)(unsafe.Pointer(in.ProgressDeadlineSeconds))
+	return nil
+}
+
+// Convert_v1beta1_CloneSetSpec_To_v1alpha1_CloneSetSpec is an autogenerated conversion function.
+func Convert_v1beta1_CloneSetSpec_To_v1alpha1_CloneSetSpec(in *v1beta1.CloneSetSpec, out *CloneSetSpec, s conversion.Scope) error {
+	return autoConvert_v1beta1_CloneSetSpec_To_v1alpha1_CloneSetSpec(in, out, s)
+}
+
+func autoConvert_v1alpha1_CloneSetStatus_To_v1beta1_CloneSetStatus(in *CloneSetStatus, out *v1beta1.CloneSetStatus, s conversion.Scope) error {
+	out.ObservedGeneration = in.ObservedGeneration
+	out.Replicas = in.Replicas
+	out.ReadyReplicas = in.ReadyReplicas
+	out.AvailableReplicas = in.AvailableReplicas
+	out.UpdatedReplicas = in.UpdatedReplicas
+	out.UpdatedReadyReplicas = in.UpdatedReadyReplicas
+	out.UpdatedAvailableReplicas = in.UpdatedAvailableReplicas
+	out.ExpectedUpdatedReplicas = in.ExpectedUpdatedReplicas
+	out.UpdateRevision = in.UpdateRevision
+	out.CurrentRevision = in.CurrentRevision
+	out.CollisionCount = (*int32)(unsafe.Pointer(in.CollisionCount))
+	out.Conditions = *(*[]v1beta1.CloneSetCondition)(unsafe.Pointer(&in.Conditions))
+	out.LabelSelector = in.LabelSelector
+	return nil
+}
+
+// Convert_v1alpha1_CloneSetStatus_To_v1beta1_CloneSetStatus is an autogenerated conversion function.
+func Convert_v1alpha1_CloneSetStatus_To_v1beta1_CloneSetStatus(in *CloneSetStatus, out *v1beta1.CloneSetStatus, s conversion.Scope) error {
+	return autoConvert_v1alpha1_CloneSetStatus_To_v1beta1_CloneSetStatus(in, out, s)
+}
+
+func autoConvert_v1beta1_CloneSetStatus_To_v1alpha1_CloneSetStatus(in *v1beta1.CloneSetStatus, out *CloneSetStatus, s conversion.Scope) error {
+	out.ObservedGeneration = in.ObservedGeneration
+	out.Replicas = in.Replicas
+	out.ReadyReplicas = in.ReadyReplicas
+	out.AvailableReplicas = in.AvailableReplicas
+	out.UpdatedReplicas = in.UpdatedReplicas
+	out.UpdatedReadyReplicas = in.UpdatedReadyReplicas
+	out.UpdatedAvailableReplicas = in.UpdatedAvailableReplicas
+	out.ExpectedUpdatedReplicas = in.ExpectedUpdatedReplicas
+	out.UpdateRevision = in.UpdateRevision
+	out.CurrentRevision = in.CurrentRevision
+	out.CollisionCount = (*int32)(unsafe.Pointer(in.CollisionCount))
+	out.Conditions = *(*[]CloneSetCondition)(unsafe.Pointer(&in.Conditions))
+	out.LabelSelector = in.LabelSelector
+	return nil
+}
+
+// Convert_v1beta1_CloneSetStatus_To_v1alpha1_CloneSetStatus is an autogenerated conversion function.
+func Convert_v1beta1_CloneSetStatus_To_v1alpha1_CloneSetStatus(in *v1beta1.CloneSetStatus, out *CloneSetStatus, s conversion.Scope) error {
+	return autoConvert_v1beta1_CloneSetStatus_To_v1alpha1_CloneSetStatus(in, out, s)
+}
+
+func autoConvert_v1alpha1_CloneSetUpdateStrategy_To_v1beta1_CloneSetUpdateStrategy(in *CloneSetUpdateStrategy, out *v1beta1.CloneSetUpdateStrategy, s conversion.Scope) error {
+	out.Type = v1beta1.CloneSetUpdateStrategyType(in.Type)
+	// WARNING: in.Partition requires manual conversion: does not exist in peer-type
+	// WARNING: in.MaxUnavailable requires manual conversion: does not exist in peer-type
+	// WARNING: in.MaxSurge requires manual conversion: does not exist in peer-type
+	// WARNING: in.Paused requires manual conversion: does not exist in peer-type
+	// WARNING: in.PriorityStrategy requires manual conversion: does not exist in peer-type
+	// WARNING: in.ScatterStrategy requires manual conversion: does not exist in peer-type
+	// WARNING: in.InPlaceUpdateStrategy requires manual conversion: does not exist in peer-type
+	return nil
+}
+
+func autoConvert_v1beta1_CloneSetUpdateStrategy_To_v1alpha1_CloneSetUpdateStrategy(in *v1beta1.CloneSetUpdateStrategy, out *CloneSetUpdateStrategy, s conversion.Scope) error {
+	out.Type = CloneSetUpdateStrategyType(in.Type)
+	// WARNING: in.RollingUpdate requires manual conversion: does not exist in peer-type
 	return nil
 }
 
@@ -1364,6 +1701,32 @@ func Convert_v1beta1_ImageTagStatus_To_v1alpha1_ImageTagStatus(in *v1beta1.Image
 	return autoConvert_v1beta1_ImageTagStatus_To_v1alpha1_ImageTagStatus(in, out, s)
 }
 
+func autoConvert_v1alpha1_InPlaceUpdateStrategy_To_v1beta1_InPlaceUpdateStrategy(in *InPlaceUpdateStrategy, out *v1beta1.InPlaceUpdateStrategy, s conversion.Scope) error {
+	out.GracePeriodSeconds = in.GracePeriodSeconds
+	out.ImagePreDownloadParallelism = (*intstr.IntOrString)(unsafe.Pointer(in.ImagePreDownloadParallelism))
+	out.ImagePreDownloadTimeoutSeconds = (*int32)(unsafe.Pointer(in.ImagePreDownloadTimeoutSeconds))
+	out.ImagePreDownloadMinUpdatedReadyPods = (*int32)(unsafe.Pointer(in.ImagePreDownloadMinUpdatedReadyPods))
+	return nil
+}
+
+// Convert_v1alpha1_InPlaceUpdateStrategy_To_v1beta1_InPlaceUpdateStrategy is an autogenerated conversion function.
+func Convert_v1alpha1_InPlaceUpdateStrategy_To_v1beta1_InPlaceUpdateStrategy(in *InPlaceUpdateStrategy, out *v1beta1.InPlaceUpdateStrategy, s conversion.Scope) error {
+	return autoConvert_v1alpha1_InPlaceUpdateStrategy_To_v1beta1_InPlaceUpdateStrategy(in, out, s)
+}
+
+func autoConvert_v1beta1_InPlaceUpdateStrategy_To_v1alpha1_InPlaceUpdateStrategy(in *v1beta1.InPlaceUpdateStrategy, out *InPlaceUpdateStrategy, s conversion.Scope) error {
+	out.GracePeriodSeconds = in.GracePeriodSeconds
+	out.ImagePreDownloadParallelism = (*intstr.IntOrString)(unsafe.Pointer(in.ImagePreDownloadParallelism))
+	out.ImagePreDownloadTimeoutSeconds = (*int32)(unsafe.Pointer(in.ImagePreDownloadTimeoutSeconds))
+	out.ImagePreDownloadMinUpdatedReadyPods = (*int32)(unsafe.Pointer(in.ImagePreDownloadMinUpdatedReadyPods))
+	return nil
+}
+
+// Convert_v1beta1_InPlaceUpdateStrategy_To_v1alpha1_InPlaceUpdateStrategy is an autogenerated conversion function.
+func Convert_v1beta1_InPlaceUpdateStrategy_To_v1alpha1_InPlaceUpdateStrategy(in *v1beta1.InPlaceUpdateStrategy, out *InPlaceUpdateStrategy, s conversion.Scope) error {
+	return autoConvert_v1beta1_InPlaceUpdateStrategy_To_v1alpha1_InPlaceUpdateStrategy(in, out, s)
+}
+
 func autoConvert_v1alpha1_Lifecycle_To_v1beta1_Lifecycle(in *Lifecycle, out *v1beta1.Lifecycle, s conversion.Scope) error {
 	out.PreDelete = (*v1beta1.LifecycleHook)(unsafe.Pointer(in.PreDelete))
 	out.InPlaceUpdate = (*v1beta1.LifecycleHook)(unsafe.Pointer(in.InPlaceUpdate))
@@ -1662,4 +2025,90 @@ func autoConvert_v1beta1_SyncStatus_To_v1alpha1_SyncStatus(in *v1beta1.SyncStatu
 // Convert_v1beta1_SyncStatus_To_v1alpha1_SyncStatus is an autogenerated conversion function.
 func Convert_v1beta1_SyncStatus_To_v1alpha1_SyncStatus(in *v1beta1.SyncStatus, out *SyncStatus, s conversion.Scope) error {
 	return autoConvert_v1beta1_SyncStatus_To_v1alpha1_SyncStatus(in, out, s)
+}
+
+func autoConvert_v1alpha1_UpdatePriorityOrderTerm_To_v1beta1_UpdatePriorityOrderTerm(in *UpdatePriorityOrderTerm, out *v1beta1.UpdatePriorityOrderTerm, s conversion.Scope) error {
+	out.OrderedKey = in.OrderedKey
+	return nil
+}
+
+// Convert_v1alpha1_UpdatePriorityOrderTerm_To_v1beta1_UpdatePriorityOrderTerm is an autogenerated conversion function.
+func Convert_v1alpha1_UpdatePriorityOrderTerm_To_v1beta1_UpdatePriorityOrderTerm(in *UpdatePriorityOrderTerm, out *v1beta1.UpdatePriorityOrderTerm, s conversion.Scope) error {
+	return autoConvert_v1alpha1_UpdatePriorityOrderTerm_To_v1beta1_UpdatePriorityOrderTerm(in, out, s)
+}
+
+func autoConvert_v1beta1_UpdatePriorityOrderTerm_To_v1alpha1_UpdatePriorityOrderTerm(in *v1beta1.UpdatePriorityOrderTerm, out *UpdatePriorityOrderTerm, s conversion.Scope) error {
+	out.OrderedKey = in.OrderedKey
+	return nil
+}
+
+// Convert_v1beta1_UpdatePriorityOrderTerm_To_v1alpha1_UpdatePriorityOrderTerm is an autogenerated conversion function.
+func Convert_v1beta1_UpdatePriorityOrderTerm_To_v1alpha1_UpdatePriorityOrderTerm(in *v1beta1.UpdatePriorityOrderTerm, out *UpdatePriorityOrderTerm, s conversion.Scope) error {
+	return autoConvert_v1beta1_UpdatePriorityOrderTerm_To_v1alpha1_UpdatePriorityOrderTerm(in, out, s)
+}
+
+func autoConvert_v1alpha1_UpdatePriorityStrategy_To_v1beta1_UpdatePriorityStrategy(in *UpdatePriorityStrategy, out *v1beta1.UpdatePriorityStrategy, s conversion.Scope) error {
+	out.OrderPriority = *(*[]v1beta1.UpdatePriorityOrderTerm)(unsafe.Pointer(&in.OrderPriority))
+	out.WeightPriority = *(*[]v1beta1.UpdatePriorityWeightTerm)(unsafe.Pointer(&in.WeightPriority))
+	return nil
+}
+
+// Convert_v1alpha1_UpdatePriorityStrategy_To_v1beta1_UpdatePriorityStrategy is an autogenerated conversion function.
+func Convert_v1alpha1_UpdatePriorityStrategy_To_v1beta1_UpdatePriorityStrategy(in *UpdatePriorityStrategy, out *v1beta1.UpdatePriorityStrategy, s conversion.Scope) error {
+	return autoConvert_v1alpha1_UpdatePriorityStrategy_To_v1beta1_UpdatePriorityStrategy(in, out, s)
+}
+
+func autoConvert_v1beta1_UpdatePriorityStrategy_To_v1alpha1_UpdatePriorityStrategy(in *v1beta1.UpdatePriorityStrategy, out *UpdatePriorityStrategy, s conversion.Scope) error {
+	out.OrderPriority = *(*[]UpdatePriorityOrderTerm)(unsafe.Pointer(&in.OrderPriority))
+	out.WeightPriority = *(*[]UpdatePriorityWeightTerm)(unsafe.Pointer(&in.WeightPriority))
+	return nil
+}
+
+// Convert_v1beta1_UpdatePriorityStrategy_To_v1alpha1_UpdatePriorityStrategy is an autogenerated conversion function.
+func Convert_v1beta1_UpdatePriorityStrategy_To_v1alpha1_UpdatePriorityStrategy(in *v1beta1.UpdatePriorityStrategy, out *UpdatePriorityStrategy, s conversion.Scope) error {
+	return autoConvert_v1beta1_UpdatePriorityStrategy_To_v1alpha1_UpdatePriorityStrategy(in, out, s)
+}
+
+func autoConvert_v1alpha1_UpdatePriorityWeightTerm_To_v1beta1_UpdatePriorityWeightTerm(in *UpdatePriorityWeightTerm, out *v1beta1.UpdatePriorityWeightTerm, s conversion.Scope) error {
+	out.Weight = in.Weight
+	out.MatchSelector = in.MatchSelector
+	return nil
+}
+
+// Convert_v1alpha1_UpdatePriorityWeightTerm_To_v1beta1_UpdatePriorityWeightTerm is an autogenerated conversion function.
+func Convert_v1alpha1_UpdatePriorityWeightTerm_To_v1beta1_UpdatePriorityWeightTerm(in *UpdatePriorityWeightTerm, out *v1beta1.UpdatePriorityWeightTerm, s conversion.Scope) error {
+	return autoConvert_v1alpha1_UpdatePriorityWeightTerm_To_v1beta1_UpdatePriorityWeightTerm(in, out, s)
+}
+
+func autoConvert_v1beta1_UpdatePriorityWeightTerm_To_v1alpha1_UpdatePriorityWeightTerm(in *v1beta1.UpdatePriorityWeightTerm, out *UpdatePriorityWeightTerm, s conversion.Scope) error {
+	out.Weight = in.Weight
+	out.MatchSelector = in.MatchSelector
+	return nil
+}
+
+// Convert_v1beta1_UpdatePriorityWeightTerm_To_v1alpha1_UpdatePriorityWeightTerm is an autogenerated conversion function.
+func Convert_v1beta1_UpdatePriorityWeightTerm_To_v1alpha1_UpdatePriorityWeightTerm(in *v1beta1.UpdatePriorityWeightTerm, out *UpdatePriorityWeightTerm, s conversion.Scope) error {
+	return autoConvert_v1beta1_UpdatePriorityWeightTerm_To_v1alpha1_UpdatePriorityWeightTerm(in, out, s)
+}
+
+func autoConvert_v1alpha1_UpdateScatterTerm_To_v1beta1_UpdateScatterTerm(in *UpdateScatterTerm, out *v1beta1.UpdateScatterTerm, s conversion.Scope) error {
+	out.Key = in.Key
+	out.Value = in.Value
+	return nil
+}
+
+// Convert_v1alpha1_UpdateScatterTerm_To_v1beta1_UpdateScatterTerm is an autogenerated conversion function.
+func Convert_v1alpha1_UpdateScatterTerm_To_v1beta1_UpdateScatterTerm(in *UpdateScatterTerm, out *v1beta1.UpdateScatterTerm, s conversion.Scope) error {
+	return autoConvert_v1alpha1_UpdateScatterTerm_To_v1beta1_UpdateScatterTerm(in, out, s)
+}
+
+func autoConvert_v1beta1_UpdateScatterTerm_To_v1alpha1_UpdateScatterTerm(in *v1beta1.UpdateScatterTerm, out *UpdateScatterTerm, s conversion.Scope) error {
+	out.Key = in.Key
+	out.Value = in.Value
+	return nil
+}
+
+// Convert_v1beta1_UpdateScatterTerm_To_v1alpha1_UpdateScatterTerm is an autogenerated conversion function.
+func Convert_v1beta1_UpdateScatterTerm_To_v1alpha1_UpdateScatterTerm(in *v1beta1.UpdateScatterTerm, out *UpdateScatterTerm, s conversion.Scope) error {
+	return autoConvert_v1beta1_UpdateScatterTerm_To_v1alpha1_UpdateScatterTerm(in, out, s)
 }

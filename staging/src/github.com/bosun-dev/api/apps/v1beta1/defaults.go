@@ -26,6 +26,15 @@ const (
 	// DefaultImagePullJobParallelism is the parallelism an ImagePullJob without
 	// spec.parallelism runs with. The controller applies it; it is not written.
 	DefaultImagePullJobParallelism = 1
+
+	// DefaultCloneSetReplicas is the default spec.replicas of a CloneSet.
+	DefaultCloneSetReplicas int32 = 1
+	// DefaultCloneSetRevisionHistoryLimit is the default spec.revisionHistoryLimit of a
+	// CloneSet.
+	DefaultCloneSetRevisionHistoryLimit int32 = 10
+	// DefaultCloneSetMaxUnavailable is the default maxUnavailable of a CloneSet's rolling
+	// update.
+	DefaultCloneSetMaxUnavailable = "20%"
 )
 
 // The functions in this file are the defaulting of this group. OpenKruise applies the same
@@ -177,6 +186,62 @@ func SetDefaults_ImageListPullJob(obj *ImageListPullJob) {
 	}
 	if spec.PullPolicy.BackoffLimit == nil {
 		spec.PullPolicy.BackoffLimit = int32Ptr(DefaultImagePullBackoffLimit)
+	}
+}
+
+// SetDefaults_CloneSet defaults a CloneSet:
+//   - replicas: 1; revisionHistoryLimit: 10;
+//   - updateStrategy.type: RollingUpdate;
+//   - for RollingUpdate: rollingUpdate becomes {} when nil, podUpdatePolicy ReCreate when
+//     empty, inPlaceUpdateStrategy {} when nil for the in-place policies, and partition,
+//     maxUnavailable and maxSurge 0, 20% and 0 when unset.
+//
+// These commute with conversion: defaulting a v1alpha1 CloneSet and converting it gives
+// what converting it and defaulting the result gives. An OnDelete CloneSet's rolling update
+// is therefore left alone, as v1alpha1 leaves it.
+//
+// The pod template and the volume claim templates are not defaulted here: the admission
+// webhook applies the core pod and claim defaults to them on creation, and on updates only
+// when they change, because the template feeds the revision hash. scaleStrategy is not
+// defaulted either (the CRD defaults enablePVCReuse to false). The covers tag below keeps
+// defaulter-gen from descending into the templates.
+//
+// +k8s:defaulter-gen=covers
+func SetDefaults_CloneSet(obj *CloneSet) {
+	spec := &obj.Spec
+	if spec.Replicas == nil {
+		spec.Replicas = int32Ptr(DefaultCloneSetReplicas)
+	}
+	if spec.RevisionHistoryLimit == nil {
+		spec.RevisionHistoryLimit = int32Ptr(DefaultCloneSetRevisionHistoryLimit)
+	}
+	if spec.UpdateStrategy.Type == "" {
+		spec.UpdateStrategy.Type = RollingUpdateCloneSetUpdateStrategyType
+	}
+	if spec.UpdateStrategy.Type != RollingUpdateCloneSetUpdateStrategyType {
+		return
+	}
+	if spec.UpdateStrategy.RollingUpdate == nil {
+		spec.UpdateStrategy.RollingUpdate = &RollingUpdateCloneSetStrategy{}
+	}
+	ru := spec.UpdateStrategy.RollingUpdate
+	if ru.PodUpdatePolicy == "" {
+		ru.PodUpdatePolicy = RecreateCloneSetPodUpdateStrategyType
+	}
+	switch ru.PodUpdatePolicy {
+	case InPlaceIfPossibleCloneSetPodUpdateStrategyType, InPlaceOnlyCloneSetPodUpdateStrategyType:
+		if ru.InPlaceUpdateStrategy == nil {
+			ru.InPlaceUpdateStrategy = &InPlaceUpdateStrategy{}
+		}
+	}
+	if ru.Partition == nil {
+		ru.Partition = intOrStringPtr(intstr.FromInt32(0))
+	}
+	if ru.MaxUnavailable == nil {
+		ru.MaxUnavailable = intOrStringPtr(intstr.FromString(DefaultCloneSetMaxUnavailable))
+	}
+	if ru.MaxSurge == nil {
+		ru.MaxSurge = intOrStringPtr(intstr.FromInt32(0))
 	}
 }
 

@@ -448,6 +448,76 @@ func TestSetDefaultsImageListPullJob(t *testing.T) {
 // TestSchemeDefaulting checks that the scheme's generated defaulter runs the functions
 // above and nothing else: in particular it must not apply the core pod defaults to a
 // DaemonSet template or to the ports copied into a CRR, because OpenKruise does not.
+func TestSetDefaultsCloneSet(t *testing.T) {
+	vct := []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}}}
+	rollingDefaults := func(policy CloneSetPodUpdateStrategyType, ipu *InPlaceUpdateStrategy) CloneSetUpdateStrategy {
+		return CloneSetUpdateStrategy{Type: RollingUpdateCloneSetUpdateStrategyType,
+			RollingUpdate: &RollingUpdateCloneSetStrategy{PodUpdatePolicy: policy, InPlaceUpdateStrategy: ipu,
+				Partition: intStr(0), MaxUnavailable: strIntStr("20%"), MaxSurge: intStr(0)}}
+	}
+	tests := []struct {
+		name string
+		in   CloneSetSpec
+		want CloneSetSpec
+	}{{
+		name: "empty spec gets one replica recreated by a rolling update, 20% at a time",
+		in:   CloneSetSpec{},
+		want: CloneSetSpec{Replicas: i32(1), RevisionHistoryLimit: i32(10),
+			UpdateStrategy: rollingDefaults(RecreateCloneSetPodUpdateStrategyType, nil)},
+	}, {
+		name: "in-place policies get an empty in-place strategy",
+		in: CloneSetSpec{UpdateStrategy: CloneSetUpdateStrategy{RollingUpdate: &RollingUpdateCloneSetStrategy{
+			PodUpdatePolicy: InPlaceIfPossibleCloneSetPodUpdateStrategyType}}},
+		want: CloneSetSpec{Replicas: i32(1), RevisionHistoryLimit: i32(10),
+			UpdateStrategy: rollingDefaults(InPlaceIfPossibleCloneSetPodUpdateStrategyType, &InPlaceUpdateStrategy{})},
+	}, {
+		name: "InPlaceOnly keeps its in-place strategy",
+		in: CloneSetSpec{UpdateStrategy: CloneSetUpdateStrategy{Type: RollingUpdateCloneSetUpdateStrategyType,
+			RollingUpdate: &RollingUpdateCloneSetStrategy{PodUpdatePolicy: InPlaceOnlyCloneSetPodUpdateStrategyType,
+				InPlaceUpdateStrategy: &InPlaceUpdateStrategy{GracePeriodSeconds: 10}}}},
+		want: CloneSetSpec{Replicas: i32(1), RevisionHistoryLimit: i32(10),
+			UpdateStrategy: rollingDefaults(InPlaceOnlyCloneSetPodUpdateStrategyType, &InPlaceUpdateStrategy{GracePeriodSeconds: 10})},
+	}, {
+		name: "OnDelete gets no rolling update and leaves an existing one alone",
+		in: CloneSetSpec{UpdateStrategy: CloneSetUpdateStrategy{Type: OnDeleteCloneSetUpdateStrategyType,
+			RollingUpdate: &RollingUpdateCloneSetStrategy{Partition: intStr(2)}}},
+		want: CloneSetSpec{Replicas: i32(1), RevisionHistoryLimit: i32(10),
+			UpdateStrategy: CloneSetUpdateStrategy{Type: OnDeleteCloneSetUpdateStrategyType,
+				RollingUpdate: &RollingUpdateCloneSetStrategy{Partition: intStr(2)}}},
+	}, {
+		name: "OnDelete without a rolling update keeps it nil",
+		in:   CloneSetSpec{UpdateStrategy: CloneSetUpdateStrategy{Type: OnDeleteCloneSetUpdateStrategyType}},
+		want: CloneSetSpec{Replicas: i32(1), RevisionHistoryLimit: i32(10),
+			UpdateStrategy: CloneSetUpdateStrategy{Type: OnDeleteCloneSetUpdateStrategyType}},
+	}, {
+		name: "explicit values, zeros included, are kept; templates and scale strategy are not defaulted",
+		in: CloneSetSpec{Replicas: i32(0), RevisionHistoryLimit: i32(0), Template: podTemplateWithUndefaultedPort(),
+			VolumeClaimTemplates: vct,
+			UpdateStrategy: CloneSetUpdateStrategy{Type: RollingUpdateCloneSetUpdateStrategyType,
+				RollingUpdate: &RollingUpdateCloneSetStrategy{PodUpdatePolicy: "Bogus", Partition: strIntStr("50%"),
+					MaxUnavailable: intStr(0), MaxSurge: intStr(1), Paused: true}}},
+		want: CloneSetSpec{Replicas: i32(0), RevisionHistoryLimit: i32(0), Template: podTemplateWithUndefaultedPort(),
+			VolumeClaimTemplates: vct,
+			UpdateStrategy: CloneSetUpdateStrategy{Type: RollingUpdateCloneSetUpdateStrategyType,
+				RollingUpdate: &RollingUpdateCloneSetStrategy{PodUpdatePolicy: "Bogus", Partition: strIntStr("50%"),
+					MaxUnavailable: intStr(0), MaxSurge: intStr(1), Paused: true}}},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := &CloneSet{Spec: *tc.in.DeepCopy()}
+			SetDefaults_CloneSet(cs)
+			if same, d := sameOrDiff(tc.want, cs.Spec); !same {
+				t.Fatalf("defaulted spec differs:\n%s", d)
+			}
+			again := cs.DeepCopy()
+			SetDefaults_CloneSet(again)
+			if same, d := sameOrDiff(cs, again); !same {
+				t.Fatalf("defaulting is not idempotent:\n%s", d)
+			}
+		})
+	}
+}
+
 func TestSchemeDefaulting(t *testing.T) {
 	scheme := runtime.NewScheme()
 	if err := AddToScheme(scheme); err != nil {
@@ -486,6 +556,14 @@ func TestSchemeDefaulting(t *testing.T) {
 	scheme.Default(ilpj)
 	if ilpj.Spec.CompletionPolicy.Type != Always || ilpj.Spec.PullPolicy == nil {
 		t.Errorf("scheme defaulting did not default the ImageListPullJob: %+v", ilpj.Spec)
+	}
+
+	cs := &CloneSet{Spec: CloneSetSpec{Template: podTemplateWithUndefaultedPort()}}
+	scheme.Default(cs)
+	wantCS := &CloneSet{Spec: CloneSetSpec{Template: podTemplateWithUndefaultedPort()}}
+	SetDefaults_CloneSet(wantCS)
+	if same, d := sameOrDiff(wantCS, cs); !same {
+		t.Errorf("scheme defaulting of a CloneSet differs from SetDefaults_CloneSet:\n%s", d)
 	}
 
 	ni := &NodeImage{Spec: NodeImageSpec{Images: map[string]ImageSpec{"nginx": {Tags: []ImageTagSpec{{Tag: "1"}}}}}}

@@ -27,6 +27,8 @@ func TestSchemeRegistration(t *testing.T) {
 		"ImagePullJobList":             &ImagePullJobList{},
 		"ImageListPullJob":             &ImageListPullJob{},
 		"ImageListPullJobList":         &ImageListPullJobList{},
+		"CloneSet":                     &CloneSet{},
+		"CloneSetList":                 &CloneSetList{},
 		"ListOptions":                  &metav1.ListOptions{},
 		"WatchEvent":                   &metav1.WatchEvent{},
 	}

@@ -9,7 +9,9 @@ import corev1 "k8s.io/api/core/v1"
 // Advanced DaemonSet and its pods and ControllerRevisions.
 const (
 	// ControllerRevisionHashLabelKey labels daemon pods and ControllerRevisions with the
-	// revision hash; on a revision it equals the revision's own name suffix.
+	// revision hash; on a revision it equals the revision's own name suffix. A CloneSet's
+	// pods carry the whole revision name, <cloneset>-<hash>, in it (only <hash> with
+	// feature gate CloneSetShortHash).
 	ControllerRevisionHashLabelKey = "controller-revision-hash"
 
 	// DaemonSetTemplateGenerationLabelKey labels daemon pods with the DaemonSet's template
@@ -38,29 +40,42 @@ const (
 	InPlaceUpdateStateKeyOld = "inplace-update-state"
 
 	// InPlaceUpdateGraceKey is the pod annotation that, while present, keeps a pod "in
-	// grace" before its in-place update counts as done. The DaemonSet only reads it.
+	// grace" before its in-place update counts as done. The DaemonSet only reads it; the
+	// CloneSet writes it, as JSON, while the pod waits for gracePeriodSeconds before its
+	// containers are changed.
 	InPlaceUpdateGraceKey = "apps.kruise.io/inplace-update-grace"
 
+	// InPlaceUpdateGraceKeyOld is the legacy spelling of InPlaceUpdateGraceKey. Readers
+	// must accept it; writers use InPlaceUpdateGraceKey.
+	InPlaceUpdateGraceKeyOld = "inplace-update-grace"
+
 	// InPlaceUpdateReady is the readiness gate and pod condition type that keeps a pod not
-	// ready while its in-place update is under way. It is added to every pod created while
-	// rollingUpdateType is InPlaceIfPossible.
+	// ready while its in-place update is under way. A DaemonSet adds it to every pod
+	// created while rollingUpdateType is InPlaceIfPossible, a CloneSet to every pod.
 	InPlaceUpdateReady corev1.PodConditionType = "InPlaceUpdateReady"
 
 	// InPlaceUpdateStartedReason is the reason set on the InPlaceUpdateReady condition when
 	// an in-place update starts (the condition then turns False).
 	InPlaceUpdateStartedReason = "StartInPlaceUpdate"
 
-	// ImagePreDownloadParallelismKey is the DaemonSet annotation setting the parallelism of
-	// the ImagePullJobs created to pre-download a new revision's images (default
-	// DefaultImagePreDownloadParallelism).
+	// ImagePreDownloadParallelismKey is the DaemonSet and CloneSet annotation setting the
+	// parallelism of the ImagePullJobs created to pre-download a new revision's images
+	// (default DefaultImagePreDownloadParallelism). It is the v1alpha1 form of a
+	// CloneSet's inPlaceUpdateStrategy.imagePreDownloadParallelism, which wins when set.
 	ImagePreDownloadParallelismKey = "apps.kruise.io/image-predownload-parallelism"
 
-	// ImagePreDownloadTimeoutSecondsKey is the DaemonSet annotation setting the pull timeout
-	// of pre-download ImagePullJobs (default DefaultImagePreDownloadTimeoutSeconds).
+	// ImagePreDownloadTimeoutSecondsKey is the DaemonSet and CloneSet annotation setting the
+	// pull timeout of pre-download ImagePullJobs (default
+	// DefaultImagePreDownloadTimeoutSeconds). It is the v1alpha1 form of a CloneSet's
+	// inPlaceUpdateStrategy.imagePreDownloadTimeoutSeconds, which wins when set.
 	ImagePreDownloadTimeoutSecondsKey = "apps.kruise.io/image-predownload-timeout-seconds"
 
-	// ImagePreDownloadMinUpdatedReadyPods is a DaemonSet annotation that is parsed for
-	// compatibility and otherwise unused.
+	// ImagePreDownloadMinUpdatedReadyPods is the CloneSet annotation setting how many pods
+	// of a new revision must be ready before its images are pre-downloaded (default 0).
+	// It is the v1alpha1 form of inPlaceUpdateStrategy.imagePreDownloadMinUpdatedReadyPods,
+	// which wins when set. (OpenKruise <= 1.8 also read a percentage of replicas here; such
+	// a value does not convert to the field and stays in the annotation.) A DaemonSet
+	// ignores it.
 	ImagePreDownloadMinUpdatedReadyPods = "apps.kruise.io/image-predownload-min-updated-ready-pods"
 
 	// ImagePreDownloadCreatedKey labels a ControllerRevision whose pre-download
@@ -108,10 +123,47 @@ const (
 	// markPodNotReady adds.
 	KruisePodReadyKeyPreDeleteHook = "preDeleteHook"
 
+	// KruisePodReadyKeyPreUpdateHook is the key of the mark an inPlaceUpdate hook with
+	// markPodNotReady adds while the pod waits in PreparingUpdate.
+	KruisePodReadyKeyPreUpdateHook = "preUpdateHook"
+
 	// KruisePodReadyUserAgentContainerRecreateRequest is the userAgent of the mark a
 	// ContainerRecreateRequest with unreadyGracePeriodSeconds adds; its key is
 	// "<namespace>/<request name>".
 	KruisePodReadyUserAgentContainerRecreateRequest = "ContainerRecreateRequest"
+)
+
+// CloneSet and its pods, claims and ControllerRevisions.
+const (
+	// CloneSetInstanceID labels a CloneSet's pod and the claims made for it with the
+	// pod's instance ID: 5 characters, the pod being named <cloneset>-<id> and each claim
+	// <template>-<cloneset>-<id>.
+	CloneSetInstanceID = "apps.kruise.io/cloneset-instance-id"
+
+	// CloneSetScalingExcludePreparingDeleteKey, set to "true" on a CloneSet, leaves pods
+	// held in PreparingDelete out of the count of pods. It is the v1alpha1 form of
+	// spec.scaleStrategy.excludePreparingDelete; conversion keeps it, and it is honoured on
+	// a v1beta1 object too.
+	CloneSetScalingExcludePreparingDeleteKey = "apps.kruise.io/cloneset-scaling-exclude-preparing-delete"
+
+	// CloneSetVolumeClaimTemplateHashAnnotationKey annotates a CloneSet's
+	// ControllerRevision with a hash of the volume claim templates at that revision (the
+	// decimal FNV-32a of the JSON of their names and specs, sorted by name; empty without
+	// templates).
+	CloneSetVolumeClaimTemplateHashAnnotationKey = "kruise.io/cloneset-volumeclaimtemplate-hash"
+
+	// SpecifiedDeleteKey, with any value, on a pod of a CloneSet asks the CloneSet to
+	// delete the pod and, unless replicas is lowered, to replace it.
+	SpecifiedDeleteKey = "apps.kruise.io/specified-delete"
+
+	// PodTemplateHashLabelKey labels a CloneSet's pods with the hash part of their
+	// revision's name, the suffix after its last "-".
+	PodTemplateHashLabelKey = "pod-template-hash"
+
+	// RuntimeContainersMetaKey is the pod annotation in which the node agent reports, as
+	// JSON, the containers the runtime runs and their hashes; in-place updates of
+	// environment taken from pod metadata wait for it.
+	RuntimeContainersMetaKey = "apps.kruise.io/runtime-containers-meta"
 )
 
 // ContainerRecreateRequest.

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/bosun-dev/api/internal/wiretest"
 )
 
 // These tests pin the wire form of the types: every field of an OpenKruise v1beta1 object
@@ -204,6 +206,57 @@ func TestOpenKruiseDocumentsRoundTrip(t *testing.T) {
 		  "spec": {"images": ["nginx"], "podSelector": {"matchLabels": {"app": "web"}},
 		    "completionPolicy": {"type": "Never"}},
 		  "status": {"desired": 0, "active": 0, "completed": 0, "succeeded": 0}}`,
+	}, {
+		name: "CloneSet",
+		obj:  &CloneSet{},
+		doc: `{
+		  "apiVersion": "apps.kruise.io/v1beta1", "kind": "CloneSet",
+		  "metadata": {"name": "web", "namespace": "default",
+		    "labels": {"apps.kruise.io/cloneset-scaling-exclude-preparing-delete": "true"},
+		    "annotations": {"apps.kruise.io/image-predownload-parallelism": "2"}},
+		  "spec": {
+		    "replicas": 5,
+		    "selector": {"matchLabels": {"app": "web"}, "matchExpressions": [{"key": "tier", "operator": "In", "values": ["a"]}]},
+		    "template": {"metadata": {"labels": {"app": "web"}},
+		      "spec": {"containers": [{"name": "app", "image": "web:1", "resources": {}}]}},
+		    "volumeClaimTemplates": [{"metadata": {"name": "data"},
+		      "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}, "status": {}}],
+		    "scaleStrategy": {"podsToDelete": ["web-x2k9p"], "maxUnavailable": "10%", "enablePVCReuse": true,
+		      "excludePreparingDelete": true},
+		    "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": "20%", "maxUnavailable": 2, "maxSurge": 0,
+		      "podUpdatePolicy": "InPlaceIfPossible", "paused": true,
+		      "priorityStrategy": {"weightPriority": [{"weight": 50, "matchSelector": {"matchLabels": {"tier": "a"}}}],
+		        "orderPriority": [{"orderedKey": "rank"}]},
+		      "scatterStrategy": [{"key": "zone", "value": "z1"}],
+		      "inPlaceUpdateStrategy": {"gracePeriodSeconds": 10, "imagePreDownloadParallelism": 1,
+		        "imagePreDownloadTimeoutSeconds": 600, "imagePreDownloadMinUpdatedReadyPods": 1}}},
+		    "revisionHistoryLimit": 10,
+		    "minReadySeconds": 5,
+		    "lifecycle": {
+		      "preDelete": {"labelsHandler": {"hold": "true"}, "markPodNotReady": true},
+		      "inPlaceUpdate": {"finalizersHandler": ["example.com/drain"]},
+		      "preNormal": {"finalizersHandler": ["example.com/ready"]}},
+		    "progressDeadlineSeconds": 600
+		  },
+		  "status": {
+		    "observedGeneration": 3, "replicas": 5, "readyReplicas": 4, "availableReplicas": 4,
+		    "updatedReplicas": 2, "updatedReadyReplicas": 2, "updatedAvailableReplicas": 2, "expectedUpdatedReplicas": 4,
+		    "updateRevision": "web-7c9d5f", "currentRevision": "web-5b8c4d", "collisionCount": 1,
+		    "conditions": [{"type": "Progressing", "status": "True", "lastUpdateTime": "2025-01-02T03:04:05Z",
+		      "lastTransitionTime": "2025-01-02T03:04:05Z", "reason": "CloneSetUpdated", "message": "CloneSet is progressing"}],
+		    "labelSelector": "app=web,tier in (a)"
+		  }
+		}`,
+	}, {
+		name: "CloneSet with a condition OpenKruise wrote without times",
+		obj:  &CloneSet{},
+		doc: `{"metadata": {"name": "web"}, "spec": {"selector": null,
+		  "template": {"metadata": {}, "spec": {"containers": null}},
+		  "scaleStrategy": {}, "updateStrategy": {"type": "OnDelete"}},
+		  "status": {"replicas": 0, "readyReplicas": 0, "availableReplicas": 0, "updatedReplicas": 0,
+		    "updatedReadyReplicas": 0,
+		    "conditions": [{"type": "FailedScale", "status": "True", "lastUpdateTime": null, "lastTransitionTime": null,
+		      "message": "failed to create pod"}]}}`,
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { roundTrip(t, tc.doc, tc.obj) })
@@ -221,6 +274,9 @@ func TestV1alpha1OnlyFieldsAreUnknown(t *testing.T) {
 		field string
 	}{
 		{"DaemonSet status.daemonSetHash", `{"status": {"daemonSetHash": "abc"}}`, &DaemonSet{}, "daemonSetHash"},
+		{"CloneSet scaleStrategy.disablePVCReuse", `{"spec": {"scaleStrategy": {"disablePVCReuse": true}}}`, &CloneSet{}, "disablePVCReuse"},
+		{"CloneSet updateStrategy.partition", `{"spec": {"updateStrategy": {"partition": 1}}}`, &CloneSet{}, "partition"},
+		{"CloneSet updateStrategy.inPlaceUpdateStrategy", `{"spec": {"updateStrategy": {"inPlaceUpdateStrategy": {}}}}`, &CloneSet{}, "inPlaceUpdateStrategy"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -265,6 +321,18 @@ func TestAlwaysEmittedKeys(t *testing.T) {
 		{"ImageListPullJobStatus", ImageListPullJobStatus{}, []string{"active", "completed", "desired", "succeeded"}},
 		{"FailedImageStatus", FailedImageStatus{}, []string{}},
 		{"LifecycleHook", LifecycleHook{}, []string{}},
+		{"CloneSetSpec", CloneSetSpec{}, []string{"scaleStrategy", "selector", "template", "updateStrategy"}},
+		{"CloneSetUpdateStrategy", CloneSetUpdateStrategy{}, []string{}},
+		{"RollingUpdateCloneSetStrategy", RollingUpdateCloneSetStrategy{}, []string{}},
+		{"CloneSetStatus", CloneSetStatus{}, []string{
+			"availableReplicas", "readyReplicas", "replicas", "updatedReadyReplicas", "updatedReplicas"}},
+		{"CloneSetScaleStrategy", CloneSetScaleStrategy{}, []string{}},
+		{"CloneSetCondition", CloneSetCondition{}, []string{"lastTransitionTime", "lastUpdateTime", "status", "type"}},
+		{"InPlaceUpdateStrategy", InPlaceUpdateStrategy{}, []string{}},
+		{"UpdatePriorityStrategy", UpdatePriorityStrategy{}, []string{}},
+		{"UpdatePriorityOrderTerm", UpdatePriorityOrderTerm{}, []string{"orderedKey"}},
+		{"UpdatePriorityWeightTerm", UpdatePriorityWeightTerm{}, []string{"matchSelector", "weight"}},
+		{"UpdateScatterTerm", UpdateScatterTerm{}, []string{"key", "value"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -273,5 +341,26 @@ func TestAlwaysEmittedKeys(t *testing.T) {
 				t.Fatalf("zero %s emits keys %v, want %v", tc.name, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestCloneSetFieldsMatchOpenKruiseSchema compares every property the CloneSet's spec and
+// status can hold, with its type, to the schema of OpenKruise's CRD for this version:
+// neither side has a field the other lacks.
+func TestCloneSetFieldsMatchOpenKruiseSchema(t *testing.T) {
+	want, err := wiretest.ReadPaths("testdata/openkruise-cloneset-schema.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Stored schemaless, as in OpenKruise's CRD.
+	schemaless := map[string]bool{"spec.template": true, "spec.volumeClaimTemplates": true}
+	got := append(wiretest.SchemaPaths(reflect.TypeOf(CloneSetSpec{}), "spec", schemaless),
+		wiretest.SchemaPaths(reflect.TypeOf(CloneSetStatus{}), "status", nil)...)
+	missing, extra := wiretest.Diff(want, got)
+	for _, p := range missing {
+		t.Errorf("OpenKruise's schema has %s, the Go types do not", p)
+	}
+	for _, p := range extra {
+		t.Errorf("the Go types have %s, OpenKruise's schema does not", p)
 	}
 }

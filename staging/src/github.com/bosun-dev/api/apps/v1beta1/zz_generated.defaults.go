@@ -29,6 +29,8 @@ import (
 // Public to allow building arbitrary schemes.
 // All generated defaulters are covering - they call all nested defaulters.
 func RegisterDefaults(scheme *runtime.Scheme) error {
+	scheme.AddTypeDefaultingFunc(&CloneSet{}, func(obj interface{}) { SetObjectDefaults_CloneSet(obj.(*CloneSet)) })
+	scheme.AddTypeDefaultingFunc(&CloneSetList{}, func(obj interface{}) { SetObjectDefaults_CloneSetList(obj.(*CloneSetList)) })
 	scheme.AddTypeDefaultingFunc(&ContainerRecreateRequest{}, func(obj interface{}) { SetObjectDefaults_ContainerRecreateRequest(obj.(*ContainerRecreateRequest)) })
 	scheme.AddTypeDefaultingFunc(&ContainerRecreateRequestList{}, func(obj interface{}) {
 		SetObjectDefaults_ContainerRecreateRequestList(obj.(*ContainerRecreateRequestList))
@@ -42,6 +44,17 @@ func RegisterDefaults(scheme *runtime.Scheme) error {
 	scheme.AddTypeDefaultingFunc(&NodeImage{}, func(obj interface{}) { SetObjectDefaults_NodeImage(obj.(*NodeImage)) })
 	scheme.AddTypeDefaultingFunc(&NodeImageList{}, func(obj interface{}) { SetObjectDefaults_NodeImageList(obj.(*NodeImageList)) })
 	return nil
+}
+
+func SetObjectDefaults_CloneSet(in *CloneSet) {
+	SetDefaults_CloneSet(in)
+}
+
+func SetObjectDefaults_CloneSetList(in *CloneSetList) {
+	for i := range in.Items {
+		a := &in.Items[i]
+		SetObjectDefaults_CloneSet(a)
+	}
 }
 
 func SetObjectDefaults_ContainerRecreateRequest(in *ContainerRecreateRequest) {

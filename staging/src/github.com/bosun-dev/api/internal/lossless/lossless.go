@@ -1,9 +1,9 @@
 // Package lossless makes the conversion of a kind between two API versions lossless.
 //
 // A plain mapping converts the fields the two versions share and moves a carried field
-// between its annotation form (the older version's "carrier") and its field form. Some
-// objects cannot come back unchanged through the plain mappings of both directions: a field
-// the other version lacks, a carrier that disagrees with its field, a value the other
+// between its annotation or label form (the older version's "carrier") and its field form.
+// Some objects cannot come back unchanged through the plain mappings of both directions: a
+// field the other version lacks, a carrier that disagrees with its field, a value the other
 // version rewrites. For those the conversion records, in a reserved annotation on the
 // converted object, each item the reverse plain mapping would not reproduce: its value in
 // the source ("restore") and the values of the items it was derived from ("guard"). The
@@ -49,7 +49,8 @@ func AnnotationPath(key string) string {
 
 // Item is a part of an object of Go type T that a record restores, or that a guard checks.
 type Item[T any] struct {
-	// Path names the item: AnnotationPath(key), or the dotted JSON path of a field.
+	// Path names the item: AnnotationPath(key), LabelPath(key), or the dotted JSON path of
+	// a field.
 	Path string
 	// Sources are the paths of the items of the other version that the plain mapping into
 	// T reads to produce this item. They make up the guard of a record restoring it.
@@ -85,6 +86,49 @@ func Annotation[T any](key string, meta func(*T) *metav1.ObjectMeta, sources ...
 				m.Annotations = map[string]string{}
 			}
 			m.Annotations[key] = *v
+			return nil
+		},
+	}
+}
+
+// LabelPath returns the item path of the label with the given key.
+func LabelPath(key string) string {
+	return "metadata.labels[" + key + "]"
+}
+
+// Label returns the item for the label key of objects whose metadata meta returns. An
+// absent label is JSON null. Labels are not copied by a plain mapping, so the converted
+// object shares its label map with the source: restoring a label replaces the map with a
+// modified copy.
+func Label[T any](key string, meta func(*T) *metav1.ObjectMeta, sources ...string) Item[T] {
+	return Item[T]{
+		Path:    LabelPath(key),
+		Sources: sources,
+		get: func(obj *T) any {
+			if v, ok := meta(obj).Labels[key]; ok {
+				return &v
+			}
+			return (*string)(nil)
+		},
+		set: func(obj *T, value []byte) error {
+			var v *string
+			if err := json.Unmarshal(value, &v); err != nil {
+				return err
+			}
+			m := meta(obj)
+			labels := make(map[string]string, len(m.Labels)+1)
+			for k, old := range m.Labels {
+				labels[k] = old
+			}
+			if v == nil {
+				delete(labels, key)
+			} else {
+				labels[key] = *v
+			}
+			if len(labels) == 0 {
+				labels = nil
+			}
+			m.Labels = labels
 			return nil
 		},
 	}
@@ -137,7 +181,7 @@ type Mapping[S, T any] struct {
 	Copy func(in *S, out *T)
 	// Carry maps the carried fields. It runs after Copy, on an out whose annotations are a
 	// map of its own (without the reserved annotations), and replaces rather than modifies
-	// anything else of out.
+	// anything else of out: its labels, for one, are still the map of in.
 	Carry func(in *S, out *T)
 }
 

@@ -1,9 +1,11 @@
 package lossless
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -145,5 +147,92 @@ func TestNumbersCompareByTheirText(t *testing.T) {
 	}
 	if sameJSON([]byte(`{"a":1}`), []byte(`{"a":1} x`)) {
 		t.Errorf("a document with trailing data compares equal")
+	}
+}
+
+// A toy kind whose hub field "flag" is a label on the spoke: the label is kept on the way
+// up, and a record restores it on the way down.
+type labelledSpoke struct {
+	metav1.ObjectMeta
+}
+
+type labelledHub struct {
+	metav1.ObjectMeta
+	Flag bool
+}
+
+const flagKey = "example.com/flag"
+
+func labelledKind() *Kind[labelledSpoke, labelledHub] {
+	spokeMeta := func(o *labelledSpoke) *metav1.ObjectMeta { return &o.ObjectMeta }
+	hubMeta := func(o *labelledHub) *metav1.ObjectMeta { return &o.ObjectMeta }
+	return &Kind[labelledSpoke, labelledHub]{
+		A: Version[labelledSpoke]{Name: "v1alpha1", Meta: spokeMeta, Items: []Item[labelledSpoke]{
+			Label(flagKey, spokeMeta, LabelPath(flagKey), "flag"),
+		}},
+		B: Version[labelledHub]{Name: "v1beta1", Meta: hubMeta, Items: []Item[labelledHub]{
+			Label(flagKey, hubMeta, LabelPath(flagKey)),
+			Field("flag", func(o *labelledHub) *bool { return &o.Flag }, LabelPath(flagKey)),
+		}},
+		Up: Mapping[labelledSpoke, labelledHub]{
+			Copy:  func(in *labelledSpoke, out *labelledHub) { out.ObjectMeta = in.ObjectMeta },
+			Carry: func(in *labelledSpoke, out *labelledHub) { out.Flag = in.Labels[flagKey] == "true" },
+		},
+		Down: Mapping[labelledHub, labelledSpoke]{
+			Copy: func(in *labelledHub, out *labelledSpoke) { out.ObjectMeta = in.ObjectMeta },
+			Carry: func(in *labelledHub, out *labelledSpoke) {
+				if in.Flag && in.Labels[flagKey] != "true" {
+					labels := map[string]string{flagKey: "true"}
+					for k, v := range in.Labels {
+						if k != flagKey {
+							labels[k] = v
+						}
+					}
+					out.Labels = labels
+				}
+			},
+		},
+	}
+}
+
+func TestLabelItems(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		labels map[string]string
+	}{
+		{"no labels", nil},
+		{"other labels", map[string]string{"app": "web"}},
+		{"a disagreeing label", map[string]string{"app": "web", flagKey: "yes"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			k := labelledKind()
+			in := &labelledHub{ObjectMeta: metav1.ObjectMeta{Labels: tt.labels}, Flag: true}
+			var down labelledSpoke
+			if dropped := k.ConvertDown(in, &down); dropped != 0 {
+				t.Fatalf("dropped %d records, want none", dropped)
+			}
+			if down.Labels[flagKey] != "true" {
+				t.Errorf("labels = %v, want the flag carried as %s=true", down.Labels, flagKey)
+			}
+			if _, ok := down.Annotations[ReservedAnnotation("v1beta1")]; !ok {
+				t.Fatalf("no record of the label: annotations %v", down.Annotations)
+			}
+			// The converted object shares nothing the restore changes with its source.
+			before := down.ObjectMeta.DeepCopy()
+			var back labelledHub
+			if dropped := k.ConvertUp(&down, &back); dropped != 0 {
+				t.Errorf("dropped %d records, want none", dropped)
+			}
+			if !reflect.DeepEqual(&down.ObjectMeta, before) {
+				t.Errorf("restoring a label modified the source's labels: %v, was %v", down.Labels, before.Labels)
+			}
+			if !back.Flag || len(back.Annotations) != 0 || !apiequality.Semantic.DeepEqual(back.Labels, tt.labels) {
+				t.Errorf("round trip gave flag %v, labels %v, annotations %v; want true, %v, none",
+					back.Flag, back.Labels, back.Annotations, tt.labels)
+			}
+			if len(tt.labels) == 0 && back.Labels != nil {
+				t.Errorf("restoring the absent label left the empty map %v, want nil", back.Labels)
+			}
+		})
 	}
 }

@@ -28,6 +28,10 @@ type FakeAppsV1beta1 struct {
 	*testing.Fake
 }
 
+func (c *FakeAppsV1beta1) CloneSets(namespace string) v1beta1.CloneSetInterface {
+	return newFakeCloneSets(c, namespace)
+}
+
 func (c *FakeAppsV1beta1) ContainerRecreateRequests(namespace string) v1beta1.ContainerRecreateRequestInterface {
 	return newFakeContainerRecreateRequests(c, namespace)
 }
