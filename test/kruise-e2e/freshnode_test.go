@@ -2,9 +2,13 @@ package main
 
 import (
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"testing"
+
+	"github.com/bosun-dev/bosun/test/integration/framework"
 )
 
 // Each fresh-node run must select its one spec and nothing else: the v1alpha1 spec's text
@@ -80,4 +84,57 @@ func readExpectationsFile(t *testing.T) map[specKey]expectation {
 		t.Fatal(err)
 	}
 	return expected
+}
+
+// Each part, handed to OpenKruise's suite itself (a dry run of the binary hack/build-kruise.sh
+// builds; skipped when it is not built), selects what it should: the main part every spec
+// of the label filter but the fresh-node specs, each fresh-node part its one spec.
+func TestPartsSelectTheirSpecsInTheSuite(t *testing.T) {
+	binary, err := framework.ToolPath("kruise-e2e.test")
+	if err != nil {
+		t.Skipf("OpenKruise's suite is not built (hack/build-kruise.sh kruise-e2e.test): %v", err)
+	}
+	selected := func(p part) []specKey {
+		t.Helper()
+		report := filepath.Join(t.TempDir(), "report.json")
+		args := []string{"--ginkgo.dry-run", "--ginkgo.label-filter=" + defaultLabelFilter, "--ginkgo.json-report=" + report}
+		if p.focus != "" {
+			args = append(args, "--ginkgo.focus="+p.focus)
+		}
+		if p.skip != "" {
+			args = append(args, "--ginkgo.skip="+p.skip)
+		}
+		cmd := exec.Command(binary, args...)
+		cmd.Dir = t.TempDir()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("dry run of %s: %v\n%s", p.name, err, out)
+		}
+		outcomes, err := readOutcomes(report)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keys []specKey
+		for _, o := range outcomes {
+			if o.state != "skipped" {
+				keys = append(keys, o.key)
+			}
+		}
+		return keys
+	}
+	ps := parts(options{})
+	expected := readExpectationsFile(t)
+	main := selected(ps[0])
+	if len(main) != len(expected)-len(freshNodeSpecs) {
+		t.Errorf("the main part selects %d specs, want the %d of the expectation file but the %d fresh-node ones", len(main), len(expected), len(freshNodeSpecs))
+	}
+	for _, key := range main {
+		if slices.Contains(freshNodeSpecs, key) {
+			t.Errorf("the main part selects %s", key)
+		}
+	}
+	for i, p := range ps[1:] {
+		if got := selected(p); len(got) != 1 || got[0] != freshNodeSpecs[i] {
+			t.Errorf("part %s selects %v, want %s alone", p.name, got, freshNodeSpecs[i])
+		}
+	}
 }
