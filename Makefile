@@ -52,7 +52,7 @@ test-kruise-e2e: test-servers build ## OpenKruise's own e2e suite against bosun 
 	$(GO) run ./test/kruise-e2e $(KRUISE_E2E_FLAGS)
 
 .PHONY: test-takeover
-test-takeover: test-servers build ## Hand a real OpenKruise 1.9 (kruise-manager, kruise-daemon) over to bosun on a local cluster and check nothing changes (as root; skipped with the reason otherwise).
+test-takeover: test-servers build ## Hand a real OpenKruise 1.9, then 1.8 (kruise-manager, kruise-daemon; TAKEOVER_FLAGS=-from=1.8 for one) over to bosun on a local cluster and check nothing changes (as root; skipped with the reason otherwise).
 	$(GO) run ./test/takeover -skip-without-node $(TAKEOVER_FLAGS)
 
 .PHONY: build-kruise

@@ -41,17 +41,17 @@ type options struct {
 }
 
 // defaultSeed is the Ginkgo seed of the run test/kruise-e2e/expectations.txt was last
-// recorded from. Some specs assume what only the order gives them: the ImagePullJob specs
-// need the node's NodeImage, which bosun creates 30 s after the node, as OpenKruise does,
-// and a v1beta1 pull-secret spec run after its v1alpha1 twin finds the image on the node.
-// A random order would make the tally change from run to run.
+// recorded from: every run orders the specs alike, so that a spec that leans on what an
+// earlier one left behind fails or passes every time, not one run in a few. (The two
+// known dependencies are taken care of: the suite starts once the node's NodeImage exists,
+// and the freshNodeSpecs run on clusters of their own.)
 const defaultSeed = 1795679036
 
 func main() {
 	klog.InitFlags(nil)
 	var o options
 	flag.StringVar(&o.labelFilter, "label-filter", defaultLabelFilter, "Ginkgo label filter of the specs to run")
-	flag.StringVar(&o.focus, "focus", "", "Ginkgo focus regular expression, to run fewer specs while working on one (the expectations are then checked only for the specs that ran)")
+	flag.StringVar(&o.focus, "focus", "", "Ginkgo focus regular expression, to run fewer specs while working on one, all on one cluster (the expectations are then checked only for the specs that ran)")
 	flag.StringVar(&o.expectations, "expectations", "test/kruise-e2e/expectations.txt", "the expectation file, relative to the repository's root")
 	flag.IntVar(&o.repeat, "repeat", 1, "run the suite this many times in a row on the same cluster; every run must match the expectations")
 	flag.BoolVar(&o.skipNoNode, "skip-without-node", false, "report the run skipped, instead of failing, on a machine that cannot run a real node (not root, packages missing)")
@@ -106,10 +106,19 @@ func run(ctx context.Context, o options) error {
 
 	mismatched := 0
 	for i := 1; i <= o.repeat; i++ {
-		v, err := runOnFreshCluster(ctx, o, root, i, suiteBinary, agnhost, expected)
-		if err != nil {
-			return err
+		var outcomes []outcome
+		for _, p := range parts(o) {
+			got, err := runOnFreshCluster(ctx, o, root, i, p, suiteBinary, agnhost)
+			if err != nil {
+				return err
+			}
+			outcomes = append(outcomes, got...)
 		}
+		want := expected
+		if o.focus != "" {
+			want = onlyRan(expected, outcomes)
+		}
+		v := judge(want, outcomes)
 		if o.repeat > 1 {
 			fmt.Printf("kruise-e2e: run %d of %d: ", i, o.repeat)
 		}
@@ -124,15 +133,44 @@ func run(ctx context.Context, o options) error {
 	return nil
 }
 
-// runOnFreshCluster starts the local cluster, fills its registry with the suite's images,
-// runs the suite once and stops the cluster. Every run gets a new cluster, as in OpenKruise's
-// own CI: a node that has already pulled the suite's images answers the ImagePullJob specs
-// at once, which they do not expect.
-func runOnFreshCluster(ctx context.Context, o options, root string, run int, suiteBinary, agnhost string, expected map[specKey]expectation) (verdict, error) {
+// part is one run of the suite on a cluster of its own: the main run, or one of the
+// freshNodeSpecs.
+type part struct {
+	name string
+	// dir is the cluster's directory under _output.
+	dir string
+	// focus and skip are Ginkgo's --ginkgo.focus and --ginkgo.skip, "" for none.
+	focus, skip string
+}
+
+// parts are the runs of one repetition: every spec of the label filter but the
+// freshNodeSpecs on one cluster, then each of those on a new one. With -focus, the focused
+// specs run together, on one cluster.
+func parts(o options) []part {
+	if o.focus != "" {
+		return []part{{name: "focused", dir: "kruise-e2e", focus: o.focus}}
+	}
+	texts := specTexts(freshNodeSpecs)
+	out := []part{{name: "main", dir: "kruise-e2e", skip: exactly(texts...)}}
+	for i, text := range texts {
+		out = append(out, part{
+			name:  fmt.Sprintf("on a fresh node: %q", text),
+			dir:   filepath.Join("kruise-e2e-fresh-node", strconv.Itoa(i+1)),
+			focus: exactly(text),
+		})
+	}
+	return out
+}
+
+// runOnFreshCluster starts a local cluster, fills its registry with the suite's images,
+// waits for the node's NodeImage, runs the part of the suite once and stops the cluster.
+// Every run gets a new cluster, as in OpenKruise's own CI: a node that has already pulled
+// the suite's images answers the ImagePullJob specs at once, which they do not expect.
+func runOnFreshCluster(ctx context.Context, o options, root string, run int, p part, suiteBinary, agnhost string) ([]outcome, error) {
 	began := time.Now()
-	c, err := cluster.Start(ctx, cluster.Options{Dir: filepath.Join(root, "_output", "kruise-e2e"), ManagerFeatureGates: kruiseCIGates})
+	c, err := cluster.Start(ctx, cluster.Options{Dir: filepath.Join(root, "_output", p.dir), ManagerFeatureGates: kruiseCIGates})
 	if err != nil {
-		return verdict{}, fmt.Errorf("starting the local cluster: %w", err)
+		return nil, fmt.Errorf("starting the local cluster: %w", err)
 	}
 	stopped := false
 	stop := func() {
@@ -146,47 +184,50 @@ func runOnFreshCluster(ctx context.Context, o options, root string, run int, sui
 	}
 	defer stop()
 	if err := pushImages(ctx, agnhost); err != nil {
-		return verdict{}, err
+		return nil, err
 	}
 	work := filepath.Join(c.Dir(), "suite")
 	if err := os.MkdirAll(work, 0o755); err != nil {
-		return verdict{}, err
+		return nil, err
 	}
 	imageList := filepath.Join(work, "image-list.yaml")
 	if err := os.WriteFile(imageList, []byte(imageListFile()), 0o644); err != nil {
-		return verdict{}, err
+		return nil, err
 	}
-	fmt.Printf("kruise-e2e: local cluster up with OpenKruise's images in %v; logs in %s\n", time.Since(began).Round(time.Second), c.LogDir())
-	v, err := runSuite(ctx, o, suiteRun{
+	if err := waitForNodeImage(ctx, c); err != nil {
+		return nil, err
+	}
+	fmt.Printf("kruise-e2e: %s: local cluster up with OpenKruise's images and the node's NodeImage in %v; logs in %s\n", p.name, time.Since(began).Round(time.Second), c.LogDir())
+	outcomes, err := runSuite(ctx, o, p, suiteRun{
 		binary: suiteBinary, kubeconfig: c.KubeconfigPath(), imageList: imageList,
 		report: filepath.Join(work, "report.json"),
 		log:    filepath.Join(c.LogDir(), "kruise-e2e.log"),
-	}, expected)
+	})
 	if err != nil {
-		return verdict{}, err
+		return nil, err
 	}
 	if c.Err() != nil {
-		return verdict{}, fmt.Errorf("the local cluster broke during the suite: %w", c.Err())
+		return nil, fmt.Errorf("the local cluster broke during the suite: %w", c.Err())
 	}
 	stop()
 	// The next run's start empties the cluster's directory: keep this run's logs and report.
 	if o.repeat > 1 {
-		keep := filepath.Join(root, "_output", "kruise-e2e-runs", strconv.Itoa(run))
+		keep := filepath.Join(root, "_output", "kruise-e2e-runs", strconv.Itoa(run), p.dir)
 		if err := os.RemoveAll(keep); err != nil {
-			return verdict{}, err
+			return nil, err
 		}
 		if err := os.MkdirAll(filepath.Dir(keep), 0o755); err != nil {
-			return verdict{}, err
+			return nil, err
 		}
 		if err := os.Rename(c.LogDir(), keep); err != nil {
-			return verdict{}, err
+			return nil, err
 		}
 		if err := os.Rename(filepath.Join(work, "report.json"), filepath.Join(keep, "report.json")); err != nil {
-			return verdict{}, err
+			return nil, err
 		}
 		fmt.Printf("kruise-e2e: run %d's logs and report: %s\n", run, keep)
 	}
-	return v, nil
+	return outcomes, nil
 }
 
 // buildSuite builds OpenKruise's e2e test binary and agnhost (cached by hack/build-kruise.sh).
@@ -207,9 +248,10 @@ type suiteRun struct {
 	binary, kubeconfig, imageList, report, log string
 }
 
-// runSuite runs OpenKruise's suite once and judges its report. The suite's own exit status
-// says only whether every spec passed, which is not the question: the report is.
-func runSuite(ctx context.Context, o options, r suiteRun, expected map[specKey]expectation) (verdict, error) {
+// runSuite runs a part of OpenKruise's suite once and returns how its specs ended. The
+// suite's own exit status says only whether every spec passed, which is not the question:
+// the report is.
+func runSuite(ctx context.Context, o options, p part, r suiteRun) ([]outcome, error) {
 	args := []string{
 		"--ginkgo.label-filter=" + o.labelFilter,
 		"--ginkgo.json-report=" + r.report,
@@ -217,15 +259,18 @@ func runSuite(ctx context.Context, o options, r suiteRun, expected map[specKey]e
 		"--ginkgo.timeout=" + o.timeout.String(),
 		"-test.timeout=" + (o.timeout + 5*time.Minute).String(),
 	}
-	if o.focus != "" {
-		args = append(args, "--ginkgo.focus="+o.focus)
+	if p.focus != "" {
+		args = append(args, "--ginkgo.focus="+p.focus)
+	}
+	if p.skip != "" {
+		args = append(args, "--ginkgo.skip="+p.skip)
 	}
 	if o.seed != 0 {
 		args = append(args, "--ginkgo.seed="+strconv.FormatInt(o.seed, 10))
 	}
 	logFile, err := os.Create(r.log)
 	if err != nil {
-		return verdict{}, err
+		return nil, err
 	}
 	defer logFile.Close()
 	cmd := exec.CommandContext(ctx, r.binary, args...)
@@ -238,17 +283,14 @@ func runSuite(ctx context.Context, o options, r suiteRun, expected map[specKey]e
 	runErr := cmd.Run()
 	var exit *exec.ExitError
 	if runErr != nil && !errors.As(runErr, &exit) {
-		return verdict{}, fmt.Errorf("running OpenKruise's suite: %w", runErr)
+		return nil, fmt.Errorf("running OpenKruise's suite: %w", runErr)
 	}
-	fmt.Printf("kruise-e2e: the suite ran for %v\n", time.Since(began).Round(time.Second))
+	fmt.Printf("kruise-e2e: %s: the suite ran for %v\n", p.name, time.Since(began).Round(time.Second))
 	outcomes, err := readOutcomes(r.report)
 	if err != nil {
-		return verdict{}, fmt.Errorf("%w (the suite exited with %v; see %s)", err, runErr, r.log)
+		return nil, fmt.Errorf("%w (the suite exited with %v; see %s)", err, runErr, r.log)
 	}
-	if o.focus != "" {
-		expected = onlyRan(expected, outcomes)
-	}
-	return judge(expected, outcomes), nil
+	return outcomes, nil
 }
 
 // onlyRan keeps the expectations of the specs that ran: with a focus, the others are not

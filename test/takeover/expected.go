@@ -26,6 +26,8 @@ const (
 
 const reservedAlpha = "metadata.annotations[conversion.bosun.dev/v1beta1]"
 
+// expectedBetaDifferences and expectedAlphaDifferences are those of the takeover from
+// OpenKruise 1.9.
 var expectedBetaDifferences = []allowedDifference{
 	{"DaemonSet", v1beta1, namespace + "/" + alphaDaemonSet, "status.conditions", progressingComplete, whyProgressing},
 	{"DaemonSet", v1beta1, namespace + "/" + betaDaemonSet, "status.conditions", progressingComplete, whyProgressing},
@@ -60,6 +62,13 @@ var expectedAlphaDifferences = []allowedDifference{
 	// carrier annotation was not on the v1beta1 object.
 	{"ContainerRecreateRequest", v1alpha1, namespace + "/" + recreate, reservedAlpha,
 		reserved(map[string]string{"metadata.annotations[crr.apps.kruise.io/sync-container-statuses]": "null"}), whyReserved},
+}
+
+// expected18AlphaDifferences are those of the takeover from OpenKruise 1.8, whose objects
+// are all v1alpha1 and are read in v1alpha1 through bosun's conversion once its migrator
+// has stored them as v1beta1.
+var expected18AlphaDifferences = []allowedDifference{
+	{"DaemonSet", v1alpha1, namespace + "/" + alphaDaemonSet, "status.conditions", progressingComplete, whyProgressing},
 }
 
 // values accepts exactly these two values (nil: unset).

@@ -28,9 +28,6 @@ var kruiseControllers = []string{
 	"imagepulljob-controller", "imagelistpulljob-controller", "nodeimage-controller",
 }
 
-// kruiseDaemonBinary is built by hack/build-kruise.sh beside kruise-manager.
-const kruiseDaemonBinary = "kruise-daemon"
-
 // hostVarRun is where kruise-daemon looks for the runtime's socket; the path is fixed in
 // its code (its DaemonSet mounts the host's /var/run there). kruiseSocketFile, its
 // --socket-file, names the node's containerd socket in it.
@@ -49,17 +46,20 @@ type kruise struct {
 	daemon  *framework.Process
 }
 
-// startKruise installs OpenKruise's config/default (all of its CRDs, both webhook
-// configurations, its namespaces), makes v1alpha1 the storage version of the six CRDs, as
-// it was up to OpenKruise 1.8 (createWorkloads makes it v1beta1 again), then runs
-// kruise-manager as the admin and kruise-daemon for the node, and returns once both serve.
+// startKruise installs the release's config/default (all of its CRDs, both webhook
+// configurations, its namespaces), gives the six CRDs the storage version of the first era
+// where the release's differs (from 1.9: v1alpha1, as it was up to OpenKruise 1.8;
+// createWorkloads makes it v1beta1 again), then runs the release's kruise-manager as the
+// admin and its kruise-daemon for the node, and returns once both serve.
 func startKruise(ctx context.Context, e *env) (_ *kruise, err error) {
-	c := e.c
-	if err := framework.InstallKruiseManifests(ctx, c.Config()); err != nil {
-		return nil, fmt.Errorf("installing OpenKruise's manifests: %w", err)
+	c, release := e.c, e.from.release
+	if err := framework.InstallKruiseReleaseManifests(ctx, c.Config(), release); err != nil {
+		return nil, fmt.Errorf("installing the manifests of %s: %w", release, err)
 	}
-	if err := e.setStorageVersion(ctx, v1alpha1); err != nil {
-		return nil, err
+	if first := e.from.eras[0].storage; first != e.from.storage {
+		if err := e.setStorageVersion(ctx, first); err != nil {
+			return nil, err
+		}
 	}
 	k := &kruise{}
 	defer func() {
@@ -68,13 +68,14 @@ func startKruise(ctx context.Context, e *env) (_ *kruise, err error) {
 		}
 	}()
 	k.manager, err = framework.StartKruiseManager(ctx, c.ControlPlane(), framework.KruiseManagerOptions{
+		Release:            release,
 		FeatureGates:       kruiseGates,
 		WaitForControllers: kruiseControllers,
-	}, filepath.Join(c.LogDir(), framework.KruiseManagerBinary+".log"))
+	}, filepath.Join(c.LogDir(), release.ManagerBinary()+".log"))
 	if err != nil {
-		return nil, fmt.Errorf("starting kruise-manager: %w", err)
+		return nil, fmt.Errorf("starting %s: %w", release.ManagerBinary(), err)
 	}
-	if k.daemon, err = startKruiseDaemon(ctx, c); err != nil {
+	if k.daemon, err = startKruiseDaemon(ctx, c, release); err != nil {
 		return nil, err
 	}
 	return k, nil
@@ -108,13 +109,15 @@ func (k *kruise) stop() error {
 	return removeHostVarRun()
 }
 
-// startKruiseDaemon runs kruise-daemon for the node as the admin, its metrics and pprof on
-// free loopback ports, and returns once it found the runtime, started its image puller
-// and its ContainerRecreateRequest controller, and its /healthz answers.
-func startKruiseDaemon(ctx context.Context, c *cluster.Cluster) (*framework.Process, error) {
-	binary, err := framework.ToolPath(kruiseDaemonBinary)
+// startKruiseDaemon runs the release's kruise-daemon for the node as the admin, its
+// metrics and pprof on free loopback ports, and returns once it found the runtime, started
+// its image puller and its ContainerRecreateRequest controller, and its /healthz answers.
+// Its flags and the log lines waited for are the same in 1.8 and 1.9.
+func startKruiseDaemon(ctx context.Context, c *cluster.Cluster, release framework.KruiseRelease) (*framework.Process, error) {
+	name := release.DaemonBinary()
+	binary, err := framework.ToolPath(name)
 	if err != nil {
-		return nil, fmt.Errorf("%w (kruise-daemon is built by `hack/build-kruise.sh kruise-daemon`)", err)
+		return nil, fmt.Errorf("%w (%s is built by `hack/build-kruise.sh %s`)", err, name, name)
 	}
 	if err := makeHostVarRun(strings.TrimPrefix(c.RuntimeEndpoint(), "unix://")); err != nil {
 		return nil, err
@@ -124,7 +127,7 @@ func startKruiseDaemon(ctx context.Context, c *cluster.Cluster) (*framework.Proc
 		return nil, err
 	}
 	p, err := framework.StartProcess(framework.ProcessConfig{
-		Name: kruiseDaemonBinary,
+		Name: name,
 		Path: binary,
 		Args: []string{
 			"--kubeconfig=" + c.KubeconfigPath(),
@@ -136,7 +139,7 @@ func startKruiseDaemon(ctx context.Context, c *cluster.Cluster) (*framework.Proc
 			"--v=2",
 		},
 		Env:     []string{"NODE_NAME=" + c.NodeName()},
-		LogPath: filepath.Join(c.LogDir(), kruiseDaemonBinary+".log"),
+		LogPath: filepath.Join(c.LogDir(), name+".log"),
 	})
 	if err != nil {
 		return nil, err
@@ -148,9 +151,9 @@ func startKruiseDaemon(ctx context.Context, c *cluster.Cluster) (*framework.Proc
 		"Started crr daemon controller successfully",
 	}
 	healthz := fmt.Sprintf("http://127.0.0.1:%d/healthz", ports[0])
-	err = framework.WaitFor(ctx, 2*time.Minute, "kruise-daemon to serve", func(ctx context.Context) (bool, error) {
+	err = framework.WaitFor(ctx, 2*time.Minute, name+" to serve", func(ctx context.Context) (bool, error) {
 		if p.Exited() {
-			return false, fmt.Errorf("kruise-daemon exited with status %d:\n%s", p.ExitCode(), p.LogTail(40))
+			return false, fmt.Errorf("%s exited with status %d:\n%s", name, p.ExitCode(), p.LogTail(40))
 		}
 		log, err := p.Log()
 		if err != nil {

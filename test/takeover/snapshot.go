@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 )
 
 // kruiseKind is one of the six kinds bosun takes over from OpenKruise.
@@ -81,6 +80,8 @@ func (r revision) tree() any { return jsonValue(r) }
 
 // snapshot is the state of the cluster's OpenKruise objects at one moment.
 type snapshot struct {
+	// listed are the objects of takenOverKinds, whatever versions they were read in.
+	listed []objectKey
 	// objects holds every object of takenOverKinds read in each version: version → key →
 	// object. A version missing from the map was not read.
 	objects map[string]map[objectKey]*unstructured.Unstructured
@@ -90,21 +91,23 @@ type snapshot struct {
 	revisions map[string]revision
 }
 
-// record reads every object of takenOverKinds in each of versions (listing them in v1beta1,
-// the version they are stored in, and reading each one by name in every version), every
-// pod's UID and every ControllerRevision.
-func record(ctx context.Context, dyn dynamic.Interface, client kubernetes.Interface, versions ...string) (*snapshot, error) {
+// record reads every object of takenOverKinds in each of versions (listing them in the
+// storage version of the starting point's CRDs, and reading each one by name in every
+// version), every pod's UID and every ControllerRevision.
+func (e *env) record(ctx context.Context, versions ...string) (*snapshot, error) {
+	dyn, client, listVersion := e.dyn, e.client, e.from.storage
 	s := &snapshot{objects: map[string]map[objectKey]*unstructured.Unstructured{}, pods: map[string]string{}, revisions: map[string]revision{}}
 	for _, v := range versions {
 		s.objects[v] = map[objectKey]*unstructured.Unstructured{}
 	}
 	for _, k := range takenOverKinds {
-		list, err := dyn.Resource(k.gvr(v1beta1)).List(ctx, metav1.ListOptions{})
+		list, err := dyn.Resource(k.gvr(listVersion)).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return nil, fmt.Errorf("listing %s: %w", k.crdName(), err)
+			return nil, fmt.Errorf("listing %s in %s: %w", k.crdName(), listVersion, err)
 		}
 		for _, item := range list.Items {
 			key := objectKey{Kind: k.Kind, Namespace: item.GetNamespace(), Name: item.GetName()}
+			s.listed = append(s.listed, key)
 			for _, v := range versions {
 				var res dynamic.ResourceInterface = dyn.Resource(k.gvr(v))
 				if k.Namespaced {
@@ -141,10 +144,10 @@ func record(ctx context.Context, dyn dynamic.Interface, client kubernetes.Interf
 	return s, nil
 }
 
-// count returns how many objects of kind the snapshot holds (in v1beta1).
+// count returns how many objects of kind the snapshot holds.
 func (s *snapshot) count(kind string) int {
 	n := 0
-	for k := range s.objects[v1beta1] {
+	for _, k := range s.listed {
 		if k.Kind == kind {
 			n++
 		}

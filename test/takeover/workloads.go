@@ -23,8 +23,8 @@ import (
 // namespace holds every object the run creates.
 const namespace = "takeover"
 
-// The objects, as a user of OpenKruise 1.9 writes them: some in v1alpha1 with the
-// annotations that carry v1beta1 fields, some in v1beta1 with the fields.
+// The objects, as a user of OpenKruise writes them: some in v1alpha1 with the annotations
+// that carry v1beta1 fields, some (from 1.9 only) in v1beta1 with the fields.
 const (
 	alphaDaemonSet = "agent-alpha"
 	betaDaemonSet  = "agent-beta"
@@ -113,8 +113,8 @@ spec:
 )
 
 // The pull jobs pull images of the loopback registries onto the node: an ImagePullJob in
-// each version and an ImageListPullJob of two images through the slow registry, whose
-// pulls take seconds as over a real network.
+// each version and an ImageListPullJob (v1alpha1) of two images through the slow registry,
+// whose pulls take seconds as over a real network.
 var (
 	alphaPullJobYAML = fmt.Sprintf(`apiVersion: apps.kruise.io/v1alpha1
 kind: ImagePullJob
@@ -127,26 +127,25 @@ spec:
   completionPolicy: {type: Always, activeDeadlineSeconds: 600}
   pullPolicy: {timeoutSeconds: 300, backoffLimit: 3}
 `, alphaPullJob, namespace, cluster.WebserverImage("v2"))
-	betaPullJobsYAML = fmt.Sprintf(`apiVersion: apps.kruise.io/v1beta1
+	betaPullJobYAML = fmt.Sprintf(`apiVersion: apps.kruise.io/v1beta1
 kind: ImagePullJob
 metadata:
-  name: %[1]s
-  namespace: %[3]s
+  name: %s
+  namespace: %s
 spec:
-  image: %[4]s
+  image: %s
   completionPolicy: {type: Always}
----
-apiVersion: apps.kruise.io/v1alpha1
+`, betaPullJob, namespace, cluster.WebserverImage("v3"))
+	listPullJobYAML = fmt.Sprintf(`apiVersion: apps.kruise.io/v1alpha1
 kind: ImageListPullJob
 metadata:
-  name: %[2]s
-  namespace: %[3]s
+  name: %s
+  namespace: %s
 spec:
-  images: [%[5]s, %[6]s]
+  images: [%s, %s]
   parallelism: 1
   completionPolicy: {type: Always, activeDeadlineSeconds: 600}
-`, betaPullJob, listPullJob, namespace, cluster.WebserverImage("v3"),
-		cluster.SlowOpenRegistryHost+"/bosun/webserver:v1", cluster.SlowOpenRegistryHost+"/bosun/webserver:v2")
+`, listPullJob, namespace, cluster.SlowOpenRegistryHost+"/bosun/webserver:v1", cluster.SlowOpenRegistryHost+"/bosun/webserver:v2")
 )
 
 // crrYAML restarts the web server container of a pod.
@@ -167,6 +166,7 @@ spec:
 
 // env is what the waits and writes need.
 type env struct {
+	from   startingPoint
 	c      *cluster.Cluster
 	client kubernetes.Interface
 	dyn    dynamic.Interface
@@ -235,13 +235,15 @@ func resourceOf(obj *unstructured.Unstructured) (gvr schema.GroupVersionResource
 }
 
 // createWorkloads creates, through OpenKruise, every object the takeover is judged on,
-// and waits until they have settled: DaemonSets rolled out with Ready pods, the
-// ContainerRecreateRequest completed, the pull jobs completed, the budgets observed.
+// era by era (startingPoint.eras), and waits until they have settled: DaemonSets rolled out
+// with Ready pods, the ContainerRecreateRequest completed, the pull jobs completed, the
+// budgets observed.
 //
-// The cluster plays one that ran OpenKruise before 1.9: the v1alpha1 objects are written
-// while the CRDs store v1alpha1 and are left to settle, then the CRDs store v1beta1, as
-// OpenKruise 1.9's CRDs do, and the v1beta1 objects follow. Objects nothing wrote since stay
-// stored as v1alpha1, as on such a cluster.
+// Before each era the CRDs are given the era's storage version, where it differs from the
+// one they have. From 1.9 the cluster so plays one that ran OpenKruise before 1.9: the
+// v1alpha1 objects are written while the CRDs store v1alpha1 and are left to settle, then
+// the CRDs store v1beta1, as OpenKruise 1.9's CRDs do, and the v1beta1 objects follow.
+// Objects nothing wrote since stay stored as v1alpha1, as on such a cluster.
 func (e *env) createWorkloads(ctx context.Context) error {
 	if _, err := e.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating namespace %s: %w", namespace, err)
@@ -257,85 +259,96 @@ func (e *env) createWorkloads(ctx context.Context) error {
 	// kruise-manager creates the node's NodeImage some 25 s after the node registered; a
 	// pull job made before then completes at once with no node to pull on.
 	if err := e.waitFor(ctx, 2*time.Minute, "NodeImage "+e.c.NodeName(), func(ctx context.Context) (bool, error) {
-		_, err := e.get(ctx, "NodeImage", v1beta1, e.c.NodeName())
+		_, err := e.get(ctx, "NodeImage", e.from.storage, e.c.NodeName())
 		return err == nil, err
 	}); err != nil {
 		return err
 	}
 
-	if err := e.create(ctx, alphaDaemonSetYAML); err != nil {
-		return err
+	storage := e.from.eras[0].storage // startKruise gave the CRDs the first era's
+	var created []workload
+	for _, era := range e.from.eras {
+		if era.storage != storage {
+			if err := e.setStorageVersion(ctx, era.storage); err != nil {
+				return err
+			}
+			storage = era.storage
+		}
+		if err := e.create(ctx, era.daemonSet.manifest); err != nil {
+			return err
+		}
+		if err := e.waitDaemonSetRolledOut(ctx, e.from.storage, era.daemonSet.name, cluster.WebserverImage("v1")); err != nil {
+			return err
+		}
+		created = append(created, era.daemonSet)
+		for _, w := range era.others {
+			if err := e.create(ctx, w.manifest); err != nil {
+				return err
+			}
+			created = append(created, w)
+		}
+		if era.recreate {
+			pods, err := e.daemonSetPods(ctx, era.daemonSet.name)
+			if err != nil {
+				return err
+			}
+			if len(pods) != 1 {
+				return fmt.Errorf("DaemonSet %s has %d pods, want 1", era.daemonSet.name, len(pods))
+			}
+			if err := e.create(ctx, crrYAML(pods[0].Name)); err != nil {
+				return err
+			}
+			created = append(created, workload{kind: "ContainerRecreateRequest", name: recreate})
+		}
+		if err := e.waitSettled(ctx, created); err != nil {
+			return err
+		}
 	}
-	if err := e.waitDaemonSetRolledOut(ctx, v1beta1, alphaDaemonSet, cluster.WebserverImage("v1")); err != nil {
-		return err
-	}
-	if err := e.create(ctx, alphaBudgetYAML+"---\n"+alphaPullJobYAML); err != nil {
-		return err
-	}
-	if err := e.waitPullJob(ctx, "ImagePullJob", alphaPullJob); err != nil {
-		return err
-	}
-	if err := e.waitBudget(ctx, alphaBudget); err != nil {
-		return err
-	}
-	if err := e.waitQuiet(ctx); err != nil {
-		return err
-	}
-	if err := e.setStorageVersion(ctx, v1beta1); err != nil {
-		return err
-	}
-
-	if err := e.create(ctx, betaDaemonSetYAML); err != nil {
-		return err
-	}
-	if err := e.waitDaemonSetRolledOut(ctx, v1beta1, betaDaemonSet, cluster.WebserverImage("v1")); err != nil {
-		return err
-	}
-	if err := e.create(ctx, betaBudgetYAML+"---\n"+betaPullJobsYAML); err != nil {
-		return err
-	}
-	pods, err := e.daemonSetPods(ctx, betaDaemonSet)
-	if err != nil {
-		return err
-	}
-	if len(pods) != 1 {
-		return fmt.Errorf("DaemonSet %s has %d pods, want 1", betaDaemonSet, len(pods))
-	}
-	if err := e.create(ctx, crrYAML(pods[0].Name)); err != nil {
-		return err
-	}
-	return e.waitSettled(ctx)
+	return nil
 }
 
-// waitSettled waits until every object the run made has done its work.
-func (e *env) waitSettled(ctx context.Context) error {
-	if err := e.waitFor(ctx, 5*time.Minute, "ContainerRecreateRequest "+recreate+" to complete", func(ctx context.Context) (bool, error) {
-		crr, err := e.get(ctx, "ContainerRecreateRequest", v1beta1, recreate)
-		if err != nil {
-			return false, err
+// waitSettled waits until every object created has done its work: the
+// ContainerRecreateRequest completed, the pull jobs completed, the DaemonSets rolled out,
+// the budgets observed; and then until nothing changes (waitQuiet).
+func (e *env) waitSettled(ctx context.Context, created []workload) error {
+	byKind := func(kind string) []string {
+		var names []string
+		for _, w := range created {
+			if w.kind == kind {
+				names = append(names, w.name)
+			}
 		}
-		phase, _, _ := unstructured.NestedString(crr.Object, "status", "phase")
-		if phase == "Failed" {
-			msg, _, _ := unstructured.NestedString(crr.Object, "status", "message")
-			return false, fmt.Errorf("it failed: %s", msg)
-		}
-		return phase == "Completed", nil
-	}); err != nil {
-		return err
+		return names
 	}
-	for _, job := range []struct{ kind, name string }{
-		{"ImagePullJob", alphaPullJob}, {"ImagePullJob", betaPullJob}, {"ImageListPullJob", listPullJob},
-	} {
-		if err := e.waitPullJob(ctx, job.kind, job.name); err != nil {
+	for _, name := range byKind("ContainerRecreateRequest") {
+		if err := e.waitFor(ctx, 5*time.Minute, "ContainerRecreateRequest "+name+" to complete", func(ctx context.Context) (bool, error) {
+			crr, err := e.get(ctx, "ContainerRecreateRequest", e.from.storage, name)
+			if err != nil {
+				return false, err
+			}
+			phase, _, _ := unstructured.NestedString(crr.Object, "status", "phase")
+			if phase == "Failed" {
+				msg, _, _ := unstructured.NestedString(crr.Object, "status", "message")
+				return false, fmt.Errorf("it failed: %s", msg)
+			}
+			return phase == "Completed", nil
+		}); err != nil {
 			return err
 		}
 	}
-	for _, name := range []string{alphaDaemonSet, betaDaemonSet} {
-		if err := e.waitDaemonSetRolledOut(ctx, v1beta1, name, cluster.WebserverImage("v1")); err != nil {
+	for _, kind := range []string{"ImagePullJob", "ImageListPullJob"} {
+		for _, name := range byKind(kind) {
+			if err := e.waitPullJob(ctx, kind, name); err != nil {
+				return err
+			}
+		}
+	}
+	for _, name := range byKind("DaemonSet") {
+		if err := e.waitDaemonSetRolledOut(ctx, e.from.storage, name, cluster.WebserverImage("v1")); err != nil {
 			return err
 		}
 	}
-	for _, name := range []string{alphaBudget, betaBudget} {
+	for _, name := range byKind("PodUnavailableBudget") {
 		if err := e.waitBudget(ctx, name); err != nil {
 			return err
 		}
@@ -346,7 +359,7 @@ func (e *env) waitSettled(ctx context.Context) error {
 // waitPullJob waits until a pull job completed with every node's pull succeeded.
 func (e *env) waitPullJob(ctx context.Context, kind, name string) error {
 	return e.waitFor(ctx, 5*time.Minute, kind+" "+name+" to complete", func(ctx context.Context) (bool, error) {
-		obj, err := e.get(ctx, kind, v1beta1, name)
+		obj, err := e.get(ctx, kind, e.from.storage, name)
 		if err != nil {
 			return false, err
 		}
@@ -363,7 +376,7 @@ func (e *env) waitPullJob(ctx context.Context, kind, name string) error {
 // waitBudget waits until a budget has observed its generation and counts its pod available.
 func (e *env) waitBudget(ctx context.Context, name string) error {
 	return e.waitFor(ctx, 2*time.Minute, "PodUnavailableBudget "+name+" to be observed with its pod available", func(ctx context.Context) (bool, error) {
-		pub, err := e.get(ctx, "PodUnavailableBudget", v1beta1, name)
+		pub, err := e.get(ctx, "PodUnavailableBudget", e.from.storage, name)
 		if err != nil {
 			return false, err
 		}
@@ -399,7 +412,7 @@ func (e *env) waitQuiet(ctx context.Context) error {
 func (e *env) stateVersions(ctx context.Context) (string, error) {
 	var b bytes.Buffer
 	for _, k := range takenOverKinds {
-		list, err := e.dyn.Resource(k.gvr(v1beta1)).List(ctx, metav1.ListOptions{})
+		list, err := e.dyn.Resource(k.gvr(e.from.storage)).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return "", err
 		}

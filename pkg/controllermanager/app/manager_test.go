@@ -42,6 +42,7 @@ func TestHealthChecksAssembly(t *testing.T) {
 		leaderElect bool
 		url         string
 		terminating bool
+		wired       bool
 		wantCode    int
 		wantBody    string
 	}{
@@ -53,10 +54,13 @@ func TestHealthChecksAssembly(t *testing.T) {
 			wantBody: "[+]ping ok\n[+]leaderElection ok\nlivez check passed\n"},
 		{name: "livez without leader election", url: "/livez?verbose", wantCode: 200,
 			wantBody: "[+]ping ok\nlivez check passed\n"},
-		{name: "readyz", leaderElect: true, url: "/readyz?verbose", wantCode: 200,
-			wantBody: "[+]ping ok\n[+]informer-sync ok\n[+]shutdown ok\nreadyz check passed\n"},
-		{name: "readyz fails once terminating", leaderElect: true, url: "/readyz", terminating: true, wantCode: 500,
-			wantBody: "[+]ping ok\n[+]informer-sync ok\n[-]shutdown failed: reason withheld\nreadyz check failed\n"},
+		{name: "readyz", leaderElect: true, url: "/readyz?verbose", wired: true, wantCode: 200,
+			wantBody: "[+]ping ok\n[+]startup ok\n[+]informer-sync ok\n[+]shutdown ok\nreadyz check passed\n"},
+		// Serving starts before the webhooks add their readiness checks.
+		{name: "readyz fails until every check is wired", leaderElect: true, url: "/readyz?verbose", wantCode: 500,
+			wantBody: "[+]ping ok\n[-]startup failed: reason withheld\n[+]informer-sync ok\n[+]shutdown ok\nreadyz check failed\n"},
+		{name: "readyz fails once terminating", leaderElect: true, url: "/readyz", terminating: true, wired: true, wantCode: 500,
+			wantBody: "[+]ping ok\n[+]startup ok\n[+]informer-sync ok\n[-]shutdown failed: reason withheld\nreadyz check failed\n"},
 		{name: "livez keeps passing while terminating", leaderElect: true, url: "/livez", terminating: true, wantCode: 200, wantBody: "ok"},
 	}
 	for _, tc := range tests {
@@ -66,6 +70,9 @@ func TestHealthChecksAssembly(t *testing.T) {
 				close(terminating)
 			}
 			h := newHealthChecks(tc.leaderElect, terminating)
+			if tc.wired {
+				h.readinessChecksWired()
+			}
 			handler := mux.NewPathRecorderMux("test")
 			handler.Handle("/healthz", h.Healthz)
 			handler.Handle("/livez", h.Livez)

@@ -96,6 +96,7 @@ func Run(ctx context.Context, o *options.Options, reg *registry.Registry) error 
 	if err := serveWebhooks(ctx, o, rootClient, rootBuilder, reg, enabled, events.RecorderFor, health.Readyz, webhookFailed); err != nil {
 		return err
 	}
+	health.readinessChecksWired()
 
 	m := &controllerManager{
 		registry:           reg,

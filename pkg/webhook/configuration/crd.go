@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -124,19 +125,22 @@ type crdTarget struct {
 	cache        cache.GenericLister
 	client       dynamic.ResourceInterface
 	recorder     record.EventRecorder
+	// writes learns of every update this target makes.
+	writes *crdWrites
 	// lastReport is the problem the last event reported, so that syncs that find the same
 	// problem again (a Resync on every certificate change) record no further events. The
 	// queue never hands a key to two workers at once, so only one sync reads it at a time.
 	lastReport string
 }
 
-func newCRDTarget(name string, clientConfig ClientConfig, informer informers.GenericInformer, crds CRDs) *crdTarget {
+func newCRDTarget(name string, clientConfig ClientConfig, informer informers.GenericInformer, crds CRDs, writes *crdWrites) *crdTarget {
 	return &crdTarget{
 		name:         name,
 		clientConfig: clientConfig,
 		cache:        informer.Lister(),
 		client:       crds.Client.Resource(crdResource),
 		recorder:     crds.Recorder,
+		writes:       writes,
 	}
 }
 
@@ -241,6 +245,7 @@ func (t *crdTarget) ensure(ctx context.Context, crd *unstructured.Unstructured, 
 		}
 		return fmt.Errorf("updating the conversion webhook of CustomResourceDefinition %s: %w", t.name, err)
 	}
+	t.writes.note(time.Now())
 	logger.Info("Updated the conversion webhook of CustomResourceDefinition",
 		"caBundleChanged", !caMatches, "clientConfigCorrected", !endpointMatches, "reviewVersionsCorrected", !versionsMatch)
 

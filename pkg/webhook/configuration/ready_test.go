@@ -1,13 +1,16 @@
 package configuration
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	clienttesting "k8s.io/client-go/testing"
 )
 
@@ -127,5 +130,59 @@ func TestConversionSettled(t *testing.T) {
 				t.Errorf("settled = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// The admission caches start once the last CRD's outcome is recorded (the wait wakes on
+// the record itself) and the API server has had time to replace the storage of a CRD the
+// writer updated; the wait gives up only when its context ends.
+func TestWaitForConversionWrittenWakesOnTheLastOutcome(t *testing.T) {
+	defer func(d time.Duration) { crdStorageSwap = d }(crdStorageSwap)
+	crdStorageSwap = 300 * time.Millisecond
+	f := newCRDFixture(t, testURLConfig, testCA, testCRD(daemonSetsCRD))
+	names := ConversionCRDNames()
+
+	ended, cancel := context.WithCancel(f.ctx)
+	cancel()
+	if f.w.WaitForConversionWritten(ended) {
+		t.Fatal("with no CRD synced and the context ended, the wait reported the conversion written")
+	}
+
+	done := make(chan time.Time)
+	go func() {
+		if f.w.WaitForConversionWritten(f.ctx) {
+			done <- time.Now()
+		}
+		close(done)
+	}()
+	var beforeWrite time.Time
+	for i, name := range names {
+		if name == daemonSetsCRD {
+			beforeWrite = time.Now()
+		}
+		if err := f.syncCRD(name); err != nil {
+			t.Fatal(err)
+		}
+		if i < len(names)-1 {
+			select {
+			case <-done:
+				t.Fatalf("the wait ended with %s still to sync", strings.Join(names[i+1:], ", "))
+			default:
+			}
+		}
+	}
+	if writes := f.crdWrites(); len(writes) != 1 || writes[0].GetVerb() != "update" {
+		t.Fatalf("CRD writes %v, want the update of %s", writes, daemonSetsCRD)
+	}
+	select {
+	case returned, ok := <-done:
+		if !ok {
+			t.Fatal("the wait reported the conversion not written after every CRD synced")
+		}
+		if waited := returned.Sub(beforeWrite); waited < crdStorageSwap {
+			t.Errorf("the wait ended %v after the CRD update, before the API server's storage swap (%v)", waited, crdStorageSwap)
+		}
+	case <-time.After(wait.ForeverTestTimeout):
+		t.Fatal("the wait did not end after every CRD synced")
 	}
 }

@@ -40,6 +40,7 @@ type Writer struct {
 	cachesSynced []cache.InformerSynced
 	queue        workqueue.TypedRateLimitingInterface[string]
 	outcomes     syncOutcomes
+	crdWrites    crdWrites
 }
 
 // NewWriter returns a writer of the configurations for regs, and of the conversion webhook
@@ -83,7 +84,7 @@ func NewWriter(ctx context.Context, client kubernetes.Interface,
 
 	crdHandlers := toolkitinformers.Handlers{Add: w.addCRD, Update: w.updateCRD, Delete: w.deleteCRD}
 	for name, informer := range crds.Informers {
-		w.targets[name] = newCRDTarget(name, clientConfig, informer, crds)
+		w.targets[name] = newCRDTarget(name, clientConfig, informer, crds, &w.crdWrites)
 		w.cachesSynced = append(w.cachesSynced, informer.Informer().HasSynced)
 		if err := toolkitinformers.AddHandlers(ctx, informer.Informer(), "CustomResourceDefinition", crdHandlers); err != nil {
 			return nil, err

@@ -33,11 +33,12 @@ import (
 )
 
 // OpenKruise's own manager, run beside bosun: the other column of the benchmarks and the
-// starting point of takeover tests. hack/build-kruise.sh builds it from the Go module proxy;
-// its manifests are rendered from that module at run time, so nothing of OpenKruise's
-// source lives in this repository.
+// starting point of takeover tests. hack/build-kruise.sh builds it from the Go module proxy,
+// in the releases KruiseRelease names; its manifests are rendered from that module at run
+// time, so nothing of OpenKruise's source lives in this repository.
 const (
-	// KruiseManagerBinary is the binary hack/build-kruise.sh writes into ToolsBinDir.
+	// KruiseManagerBinary is the kruise-manager of Kruise19 that hack/build-kruise.sh writes
+	// into ToolsBinDir (KruiseRelease.ManagerBinary names that of any release).
 	KruiseManagerBinary = "kruise-manager"
 
 	// KruiseNamespace is the namespace of OpenKruise's config/default, where kruise-manager
@@ -60,7 +61,8 @@ const (
 	// CRDs takes some six minutes to set up.
 	KruiseManagerStartTimeout = 12 * time.Minute
 
-	// kruiseModule is OpenKruise's Go module; hack/kruise pins its version.
+	// kruiseModule is OpenKruise's Go module; hack/kruise and hack/kruise-1.8 pin its
+	// versions.
 	kruiseModule = "github.com/openkruise/kruise"
 
 	// kruiseWebhookTemplateAnnotation holds, as a JSON list, the webhooks kruise-manager
@@ -69,21 +71,76 @@ const (
 	kruiseWebhookTemplateAnnotation = "template"
 )
 
-// kruiseRender caches the rendering of OpenKruise's config/default for the process: it runs
-// `go list` and `kubectl kustomize`, about a second, and never changes within a run.
-var kruiseRender struct {
-	mu   sync.Mutex
-	objs []*unstructured.Unstructured
+// KruiseRelease names a release of OpenKruise that hack/build-kruise.sh builds: the Go
+// module under hack/ that pins it, the names of its binaries, and the facts of it that
+// installing its manifests and starting its manager depend on. The zero value is Kruise19.
+type KruiseRelease struct {
+	// Version is the release's tag, as the module under hack/ requires it.
+	Version string
+
+	// toolsModule is the directory under hack/ whose go.mod pins the release.
+	toolsModule string
+	// binarySuffix follows kruise-manager and kruise-daemon in the names of its binaries.
+	binarySuffix string
+	// policyVersion is the version of policy.kruise.io in which its manager looks for
+	// PodUnavailableBudgets, and so the version kruisePlaceholderCRD serves.
+	policyVersion string
+	// servesHealthz says whether its manager answers /healthz: 1.9 registers a check there,
+	// 1.8 none, and its health port then serves /readyz alone.
+	servesHealthz bool
 }
 
-// KruiseManifests renders config/default of the OpenKruise module that hack/kruise pins
-// (`kubectl kustomize`, kubectl from ToolsBinDir) and returns its documents. The module must
-// be in the module cache, which hack/build-kruise.sh ensures.
-func KruiseManifests(ctx context.Context) ([]*unstructured.Unstructured, error) {
-	kruiseRender.mu.Lock()
-	defer kruiseRender.mu.Unlock()
-	if kruiseRender.objs != nil {
-		return kruiseRender.objs, nil
+var (
+	// Kruise19 is OpenKruise v1.9.0 (hack/kruise): kruise-manager and kruise-daemon. Its
+	// CRDs serve v1alpha1 and v1beta1 and store v1beta1.
+	Kruise19 = KruiseRelease{Version: "v1.9.0", toolsModule: "kruise", policyVersion: "v1beta1", servesHealthz: true}
+	// Kruise18 is OpenKruise v1.8.2 (hack/kruise-1.8): kruise-manager-1.8 and
+	// kruise-daemon-1.8. Its CRDs of the kinds bosun takes over serve and store v1alpha1 only.
+	Kruise18 = KruiseRelease{Version: "v1.8.2", toolsModule: "kruise-1.8", binarySuffix: "-1.8", policyVersion: "v1alpha1"}
+)
+
+// orDefault is the release itself, or Kruise19 for the zero value.
+func (r KruiseRelease) orDefault() KruiseRelease {
+	if r == (KruiseRelease{}) {
+		return Kruise19
+	}
+	return r
+}
+
+func (r KruiseRelease) String() string { return "OpenKruise " + r.orDefault().Version }
+
+// ManagerBinary is the name of the release's kruise-manager in ToolsBinDir, as
+// hack/build-kruise.sh takes it.
+func (r KruiseRelease) ManagerBinary() string { return "kruise-manager" + r.orDefault().binarySuffix }
+
+// DaemonBinary is the name of the release's kruise-daemon in ToolsBinDir, as
+// hack/build-kruise.sh takes it.
+func (r KruiseRelease) DaemonBinary() string { return "kruise-daemon" + r.orDefault().binarySuffix }
+
+// healthPaths are the paths of the manager's health port that answer once it serves.
+func (r KruiseRelease) healthPaths() []string {
+	if r.orDefault().servesHealthz {
+		return []string{"/healthz", "/readyz"}
+	}
+	return []string{"/readyz"}
+}
+
+// kruiseRenders caches the rendering of each release's config/default for the process: it
+// runs `go list` and `kubectl kustomize`, about a second, and never changes within a run.
+var kruiseRenders struct {
+	mu   sync.Mutex
+	objs map[KruiseRelease][]*unstructured.Unstructured
+}
+
+// KruiseManifests renders config/default of the OpenKruise module that the release's
+// module under hack/ pins (`kubectl kustomize`, kubectl from ToolsBinDir) and returns its
+// documents. The module must be in the module cache, which hack/build-kruise.sh ensures.
+func KruiseManifests(ctx context.Context, release KruiseRelease) ([]*unstructured.Unstructured, error) {
+	release = release.orDefault()
+	kruiseRenders.mu.Lock()
+	defer kruiseRenders.mu.Unlock()
+	if objs, ok := kruiseRenders.objs[release]; ok {
+		return objs, nil
 	}
 	root, err := RepoRoot()
 	if err != nil {
@@ -94,14 +151,14 @@ func KruiseManifests(ctx context.Context) ([]*unstructured.Unstructured, error) 
 		return nil, err
 	}
 	list := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", kruiseModule)
-	list.Dir = filepath.Join(root, "hack", "kruise")
+	list.Dir = filepath.Join(root, "hack", release.toolsModule)
 	// As hack/build-kruise.sh: the checksum database does not know OpenKruise's module.
 	list.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GONOSUMDB="+joinNonEmpty(os.Getenv("GONOSUMDB"), "github.com/openkruise"))
 	var stderr bytes.Buffer
 	list.Stderr = &stderr
 	out, err := list.Output()
 	if err != nil {
-		return nil, fmt.Errorf("finding the OpenKruise module (run hack/build-kruise.sh kruise-manager first): %w: %s", err, stderr.String())
+		return nil, fmt.Errorf("finding the module of %s (run hack/build-kruise.sh %s first): %w: %s", release, release.ManagerBinary(), err, stderr.String())
 	}
 	moduleDir := strings.TrimSpace(string(out))
 	stderr.Reset()
@@ -115,7 +172,10 @@ func KruiseManifests(ctx context.Context) ([]*unstructured.Unstructured, error) 
 	if err != nil {
 		return nil, fmt.Errorf("decoding the rendering of %s/config/default: %w", moduleDir, err)
 	}
-	kruiseRender.objs = objs
+	if kruiseRenders.objs == nil {
+		kruiseRenders.objs = map[KruiseRelease][]*unstructured.Unstructured{}
+	}
+	kruiseRenders.objs[release] = objs
 	return objs, nil
 }
 
@@ -123,18 +183,19 @@ func joinNonEmpty(values ...string) string {
 	return strings.Join(slices.DeleteFunc(values, func(v string) bool { return v == "" }), ",")
 }
 
-// kruiseCRDKinds returns the kinds whose CRDs kruise-manager v1.9 needs to run the
-// controllers of kinds (every kind when kinds is empty), and whether the policy.kruise.io
-// group needs a placeholder. The facts of kruise-manager v1.9 behind them:
+// kruiseCRDKinds returns the kinds whose CRDs kruise-manager needs to run the controllers
+// of kinds (every kind when kinds is empty), and whether the policy.kruise.io group needs a
+// placeholder. The facts of kruise-manager behind them, the same in v1.8 and v1.9:
 //   - it indexes ImagePullJobs at start-up and exits when they are not served, so the
 //     ImagePullJob CRD is always needed (its controller runs only with ImagePullJobGate);
 //   - its PodUnavailableBudget controller also watches CloneSets and Advanced
 //     StatefulSets, and it stops the whole manager when a controller's informer has not
 //     synced after two minutes, so those CRDs come with the PodUnavailableBudget's;
-//   - it takes a group that discovery does not find for installed (after 16 s of retries),
-//     so without any policy.kruise.io CRD it would add its PodUnavailableBudget controller,
-//     serve its pod validating webhook, and stop two minutes later. A placeholder CRD in
-//     that group (kruisePlaceholderCRD) lets discovery answer "no such kind" instead.
+//   - it takes a group version that discovery does not find for installed (after 16 s of
+//     retries), so without the policy.kruise.io version where it looks for
+//     PodUnavailableBudgets it would add its PodUnavailableBudget controller, serve its pod
+//     validating webhook, and stop two minutes later. A placeholder CRD in that group
+//     version (kruisePlaceholderCRD) lets discovery answer "no such kind" instead.
 func kruiseCRDKinds(kinds []string) (crdKinds []string, placeholder bool) {
 	if len(kinds) == 0 {
 		return nil, false
@@ -155,9 +216,10 @@ func kruiseCRDKinds(kinds []string) (crdKinds []string, placeholder bool) {
 }
 
 // kruisePlaceholderCRD is a CRD of bosun's own in OpenKruise's policy.kruise.io group, at
-// v1beta1 where kruise-manager looks for PodUnavailableBudgets, so that the group exists
-// without that kind; see kruiseCRDKinds.
-func kruisePlaceholderCRD() *unstructured.Unstructured {
+// the version where the release's kruise-manager looks for PodUnavailableBudgets (v1beta1
+// in 1.9, v1alpha1 in 1.8), so that the group version exists without that kind; see
+// kruiseCRDKinds.
+func kruisePlaceholderCRD(release KruiseRelease) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apiextensions.k8s.io/v1",
 		"kind":       "CustomResourceDefinition",
@@ -167,7 +229,7 @@ func kruisePlaceholderCRD() *unstructured.Unstructured {
 			"scope": "Cluster",
 			"names": map[string]any{"plural": "placeholders", "singular": "placeholder", "kind": "Placeholder", "listKind": "PlaceholderList"},
 			"versions": []any{map[string]any{
-				"name": "v1beta1", "served": true, "storage": true,
+				"name": release.orDefault().policyVersion, "served": true, "storage": true,
 				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object"}},
 			}},
 		},
@@ -182,12 +244,12 @@ type kruiseInstall struct {
 	validating *admissionregistrationv1.ValidatingWebhookConfiguration
 }
 
-// selectKruiseManifests picks from objs the Namespaces, the CustomResourceDefinitions
-// kruise-manager needs for kinds (see kruiseCRDKinds; all of them when kinds is empty),
-// the placeholder when it needs one, and both webhook configurations. A kind without a CRD
-// is an error, so that a caller cannot run kruise-manager without the API it meant to
-// measure.
-func selectKruiseManifests(objs []*unstructured.Unstructured, kinds []string) (*kruiseInstall, error) {
+// selectKruiseManifests picks from objs, the rendering of release, the Namespaces, the
+// CustomResourceDefinitions kruise-manager needs for kinds (see kruiseCRDKinds; all of them
+// when kinds is empty), the placeholder when it needs one, and both webhook configurations.
+// A kind without a CRD is an error, so that a caller cannot run kruise-manager without the
+// API it meant to measure.
+func selectKruiseManifests(objs []*unstructured.Unstructured, release KruiseRelease, kinds []string) (*kruiseInstall, error) {
 	kinds, placeholder := kruiseCRDKinds(kinds)
 	in := &kruiseInstall{}
 	found := map[string]bool{}
@@ -232,7 +294,7 @@ func selectKruiseManifests(objs []*unstructured.Unstructured, kinds []string) (*
 		return nil, fmt.Errorf("OpenKruise's manifests lack the Namespace or %s and %s", KruiseMutatingWebhookConfiguration, KruiseValidatingWebhookConfiguration)
 	}
 	if placeholder {
-		in.crds = append(in.crds, kruisePlaceholderCRD())
+		in.crds = append(in.crds, kruisePlaceholderCRD(release))
 	}
 	if err := parkWebhooks(&in.mutating.ObjectMeta, &in.mutating.Webhooks); err != nil {
 		return nil, err
@@ -265,20 +327,26 @@ func parkWebhooks[T any](meta *metav1.ObjectMeta, webhooks *[]T) error {
 	return nil
 }
 
-// InstallKruiseManifests prepares a control plane for kruise-manager: it applies, from
-// OpenKruise's rendered config/default, its Namespaces (kruise-system, kruise-daemon-config),
-// the CustomResourceDefinitions of kinds (for example "DaemonSet", "PodUnavailableBudget";
-// all of OpenKruise's when none is given) with those kruise-manager v1.9 cannot run them
-// without (see kruiseCRDKinds), and the two webhook configurations, with their webhooks
-// parked (see parkWebhooks), and waits until the CRDs are served. kruise-manager runs the
-// controller of every kind whose CRD is installed, so installing only the kinds a test or
-// benchmark needs keeps the others idle.
+// InstallKruiseManifests prepares a control plane for the kruise-manager of Kruise19; see
+// InstallKruiseReleaseManifests.
 func InstallKruiseManifests(ctx context.Context, cfg *rest.Config, kinds ...string) error {
-	objs, err := KruiseManifests(ctx)
+	return InstallKruiseReleaseManifests(ctx, cfg, Kruise19, kinds...)
+}
+
+// InstallKruiseReleaseManifests prepares a control plane for the release's kruise-manager:
+// it applies, from the release's rendered config/default, its Namespaces (kruise-system,
+// kruise-daemon-config), the CustomResourceDefinitions of kinds (for example "DaemonSet",
+// "PodUnavailableBudget"; all of OpenKruise's when none is given) with those kruise-manager
+// cannot run them without (see kruiseCRDKinds), and the two webhook configurations, with
+// their webhooks parked (see parkWebhooks), and waits until the CRDs are served.
+// kruise-manager runs the controller of every kind whose CRD is installed, so installing
+// only the kinds a test or benchmark needs keeps the others idle.
+func InstallKruiseReleaseManifests(ctx context.Context, cfg *rest.Config, release KruiseRelease, kinds ...string) error {
+	objs, err := KruiseManifests(ctx, release)
 	if err != nil {
 		return err
 	}
-	in, err := selectKruiseManifests(objs, kinds)
+	in, err := selectKruiseManifests(objs, release, kinds)
 	if err != nil {
 		return err
 	}
@@ -302,7 +370,7 @@ func InstallKruiseManifests(ctx context.Context, cfg *rest.Config, kinds ...stri
 	if _, err := admission.ValidatingWebhookConfigurations().Create(ctx, in.validating, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating %s: %w", in.validating.Name, err)
 	}
-	klog.FromContext(ctx).V(2).Info("Installed OpenKruise's manifests", "kinds", kinds, "crds", len(in.crds))
+	klog.FromContext(ctx).V(2).Info("Installed OpenKruise's manifests", "release", release.orDefault().Version, "kinds", kinds, "crds", len(in.crds))
 	return nil
 }
 
@@ -322,8 +390,12 @@ func RemoveKruiseWebhooks(ctx context.Context, client kubernetes.Interface) erro
 }
 
 // KruiseManagerOptions configure a kruise-manager run against a ControlPlane whose
-// OpenKruise manifests are installed (InstallKruiseManifests).
+// OpenKruise manifests are installed (InstallKruiseManifests, or
+// InstallKruiseReleaseManifests of the same release).
 type KruiseManagerOptions struct {
+	// Release chooses the kruise-manager binary; Kruise19 when zero. The flags below are the
+	// same in both releases.
+	Release KruiseRelease
 	// FeatureGates is --feature-gates; kruise-manager's own defaults when empty.
 	// KruiseCIFeatureGates are those of OpenKruise's CI.
 	FeatureGates string
@@ -398,18 +470,20 @@ type KruiseManager struct {
 	certDir string
 }
 
-// StartKruiseManager runs kruise-manager (ToolsBinDir, from hack/build-kruise.sh) against
-// cp as its admin user, logging to logPath, and returns once it serves: /healthz and
-// /readyz answer 200 (readiness includes its webhook certificates and the configurations
-// and CRD conversions it writes), both webhook configurations name its port, a TLS
+// StartKruiseManager runs the kruise-manager of opts.Release (ToolsBinDir, from
+// hack/build-kruise.sh) against cp as its admin user, logging to logPath, and returns once
+// it serves: /healthz (which 1.8 does not serve) and /readyz answer 200 (readiness includes
+// its webhook certificates and the configurations and CRD conversions it writes), both
+// webhook configurations name its port, a TLS
 // connection to that port verifies against their CA bundle, and the controllers of
 // opts.WaitForControllers run their workers. Its webhook listens on 127.0.0.1 as far as
 // the configurations go (WEBHOOK_HOST), on all interfaces as kruise-manager binds it. The
 // caller stops it.
 func StartKruiseManager(ctx context.Context, cp *ControlPlane, opts KruiseManagerOptions, logPath string) (_ *KruiseManager, err error) {
-	path, err := ToolPath(KruiseManagerBinary)
+	binary := opts.Release.ManagerBinary()
+	path, err := ToolPath(binary)
 	if err != nil {
-		return nil, fmt.Errorf("%w (kruise-manager is built by `hack/build-kruise.sh kruise-manager`)", err)
+		return nil, fmt.Errorf("%w (%s is built by `hack/build-kruise.sh %s`)", err, binary, binary)
 	}
 	free, err := FreeLoopbackPorts(4)
 	if err != nil {
@@ -427,7 +501,7 @@ func StartKruiseManager(ctx context.Context, cp *ControlPlane, opts KruiseManage
 	}()
 	args := opts.args(cp.KubeconfigPath(), ports)
 	process, err := StartProcess(ProcessConfig{
-		Name:    KruiseManagerBinary,
+		Name:    binary,
 		Path:    path,
 		Args:    args,
 		LogPath: logPath,
@@ -446,7 +520,7 @@ func StartKruiseManager(ctx context.Context, cp *ControlPlane, opts KruiseManage
 	}
 	ctx, cancel := context.WithTimeout(ctx, KruiseManagerStartTimeout)
 	defer cancel()
-	if err := km.waitServing(ctx, cp, opts.WaitForControllers); err != nil {
+	if err := km.waitServing(ctx, cp, opts.Release.healthPaths(), opts.WaitForControllers); err != nil {
 		km.Process.Stop(DefaultStopGracePeriod)
 		return nil, err
 	}
@@ -460,7 +534,7 @@ func RunKruiseManager(t testing.TB, cp *ControlPlane, opts KruiseManagerOptions)
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), KruiseManagerStartTimeout)
 	defer cancel()
-	km, err := StartKruiseManager(ctx, cp, opts, filepath.Join(t.TempDir(), KruiseManagerBinary+".log"))
+	km, err := StartKruiseManager(ctx, cp, opts, filepath.Join(t.TempDir(), opts.Release.ManagerBinary()+".log"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -482,8 +556,8 @@ func (km *KruiseManager) Stop(grace time.Duration) {
 // Kill kills kruise-manager at once and removes its certificate directory.
 func (km *KruiseManager) Kill() { km.Stop(0) }
 
-func (km *KruiseManager) waitServing(ctx context.Context, cp *ControlPlane, controllers []string) error {
-	for _, path := range []string{"/healthz", "/readyz"} {
+func (km *KruiseManager) waitServing(ctx context.Context, cp *ControlPlane, healthPaths, controllers []string) error {
+	for _, path := range healthPaths {
 		err := WaitFor(ctx, KruiseManagerStartTimeout, km.Name()+" to answer "+path, func(ctx context.Context) (bool, error) {
 			if km.Exited() {
 				return false, km.exitError()

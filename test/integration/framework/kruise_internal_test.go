@@ -2,6 +2,8 @@ package framework
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -65,7 +67,7 @@ webhooks:
 }
 
 func TestSelectKruiseManifests(t *testing.T) {
-	in, err := selectKruiseManifests(kruiseRendering(t), []string{"DaemonSet"})
+	in, err := selectKruiseManifests(kruiseRendering(t), Kruise19, []string{"DaemonSet"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,16 +101,16 @@ func TestSelectKruiseManifests(t *testing.T) {
 	}
 
 	// No kinds: every CRD.
-	all, err := selectKruiseManifests(kruiseRendering(t), nil)
+	all, err := selectKruiseManifests(kruiseRendering(t), Kruise19, nil)
 	if err != nil || len(all.crds) != 3 {
 		t.Errorf("all kinds: %d CRDs, %v; want 3", len(all.crds), err)
 	}
 
 	// A kind OpenKruise has no CRD for is an error, not a manager without its API.
-	if _, err := selectKruiseManifests(kruiseRendering(t), []string{"DaemonSet", "SidecarSet"}); err == nil || !strings.Contains(err.Error(), "SidecarSet") {
+	if _, err := selectKruiseManifests(kruiseRendering(t), Kruise19, []string{"DaemonSet", "SidecarSet"}); err == nil || !strings.Contains(err.Error(), "SidecarSet") {
 		t.Errorf("an unknown kind: %v", err)
 	}
-	if _, err := selectKruiseManifests(kruiseRendering(t)[1:], nil); err == nil {
+	if _, err := selectKruiseManifests(kruiseRendering(t)[1:], Kruise19, nil); err == nil {
 		t.Error("a rendering without the Namespace was accepted")
 	}
 }
@@ -130,11 +132,90 @@ func TestKruiseCRDKinds(t *testing.T) {
 			t.Errorf("kruiseCRDKinds(%v) = %v, %t; want %v, %t", tt.kinds, got, placeholder, tt.want, tt.placeholder)
 		}
 	}
-	crd := kruisePlaceholderCRD()
+	crd := kruisePlaceholderCRD(Kruise19)
 	group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
 	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
 	if group != "policy.kruise.io" || len(versions) != 1 || versions[0].(map[string]any)["name"] != "v1beta1" {
 		t.Errorf("placeholder CRD in %s %v, want policy.kruise.io v1beta1", group, versions)
+	}
+	// kruise-manager 1.8 looks for PodUnavailableBudgets in policy.kruise.io/v1alpha1; a
+	// placeholder at v1beta1 would leave that group version unknown, which it takes for
+	// installed.
+	crd = kruisePlaceholderCRD(Kruise18)
+	versions, _, _ = unstructured.NestedSlice(crd.Object, "spec", "versions")
+	if len(versions) != 1 || versions[0].(map[string]any)["name"] != "v1alpha1" {
+		t.Errorf("1.8's placeholder CRD serves %v, want v1alpha1 alone", versions)
+	}
+	// The zero release is 1.9.
+	crd = kruisePlaceholderCRD(KruiseRelease{})
+	versions, _, _ = unstructured.NestedSlice(crd.Object, "spec", "versions")
+	if versions[0].(map[string]any)["name"] != "v1beta1" {
+		t.Errorf("the zero release's placeholder CRD serves %v, want v1beta1", versions)
+	}
+}
+
+// 1.8's rendering: the same namespaces and configurations, only v1alpha1 in the CRDs; the
+// placeholder follows the release.
+func TestSelectKruiseManifestsOf18(t *testing.T) {
+	in, err := selectKruiseManifests(kruiseRendering(t), Kruise18, []string{"DaemonSet"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	placeholder := in.crds[len(in.crds)-1]
+	versions, _, _ := unstructured.NestedSlice(placeholder.Object, "spec", "versions")
+	if placeholder.GetName() != "placeholders.policy.kruise.io" || versions[0].(map[string]any)["name"] != "v1alpha1" {
+		t.Errorf("1.8's placeholder is %s %v, want placeholders.policy.kruise.io at v1alpha1", placeholder.GetName(), versions)
+	}
+	if len(in.mutating.Webhooks) != 0 || len(in.validating.Webhooks) != 0 {
+		t.Errorf("active webhooks %v and %v, want none", in.mutating.Webhooks, in.validating.Webhooks)
+	}
+}
+
+func TestKruiseReleases(t *testing.T) {
+	tests := []struct {
+		release                  KruiseRelease
+		manager, daemon, version string
+		healthPaths              []string
+	}{
+		{Kruise19, "kruise-manager", "kruise-daemon", "v1.9.0", []string{"/healthz", "/readyz"}},
+		{KruiseRelease{}, "kruise-manager", "kruise-daemon", "v1.9.0", []string{"/healthz", "/readyz"}},
+		// 1.8's manager registers no health check: /healthz answers 404.
+		{Kruise18, "kruise-manager-1.8", "kruise-daemon-1.8", "v1.8.2", []string{"/readyz"}},
+	}
+	for _, tt := range tests {
+		if got := tt.release.ManagerBinary(); got != tt.manager {
+			t.Errorf("%v: manager binary %s, want %s", tt.release, got, tt.manager)
+		}
+		if got := tt.release.DaemonBinary(); got != tt.daemon {
+			t.Errorf("%v: daemon binary %s, want %s", tt.release, got, tt.daemon)
+		}
+		if got := tt.release.String(); got != "OpenKruise "+tt.version {
+			t.Errorf("%v: named %q, want OpenKruise %s", tt.release, got, tt.version)
+		}
+		if got := tt.release.healthPaths(); !slices.Equal(got, tt.healthPaths) {
+			t.Errorf("%v: health paths %v, want %v", tt.release, got, tt.healthPaths)
+		}
+	}
+	if KruiseManagerBinary != Kruise19.ManagerBinary() {
+		t.Errorf("KruiseManagerBinary %s is not 1.9's %s", KruiseManagerBinary, Kruise19.ManagerBinary())
+	}
+}
+
+// Each release's Version is the one its module under hack/ pins, so that what the tests
+// report is what runs.
+func TestKruiseReleaseVersionsArePinned(t *testing.T) {
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, release := range []KruiseRelease{Kruise19, Kruise18} {
+		data, err := os.ReadFile(filepath.Join(root, "hack", release.toolsModule, "go.mod"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "require " + kruiseModule + " " + release.Version + "\n"; !strings.Contains(string(data), want) {
+			t.Errorf("hack/%s/go.mod does not pin %s %s (want a line %q)", release.toolsModule, kruiseModule, release.Version, strings.TrimSpace(want))
+		}
 	}
 }
 
@@ -206,5 +287,27 @@ I1125 23:18:07.742789 1 controller.go:242] "msg"="Starting workers" "controller"
 	// The lookup before "setup controllers" belongs to the field indexes, not to the set-up.
 	if started, lines := kruiseSetUpActivity(log); !started || lines != 2 {
 		t.Errorf("kruiseSetUpActivity() = %t, %d; want true, 2", started, lines)
+	}
+}
+
+// kruise-manager 1.8 logs its set-up and its workers as 1.9 does (lines of a 1.8 run).
+func TestKruiseStartUpLogOf18(t *testing.T) {
+	log := `I1126 10:13:54.495577   22351 main.go:251] "msg"="setup controllers" "logger"="setup"
+I1126 10:13:54.497379   22351 controller.go:173] "msg"="Starting EventSource" "controller"="advancedcronjob-controller" "source"="kind source: *v1alpha1.AdvancedCronJob"
+I1126 10:13:54.497395   22351 controller.go:173] "msg"="Starting EventSource" "controller"="advancedcronjob-controller" "source"="kind source: *v1.Job"
+I1126 10:13:54.714223   22351 controller.go:215] "msg"="Starting workers" "controller"="daemonset-controller" "worker count"=3
+I1126 10:13:55.051557   22351 controller.go:215] "msg"="Starting workers" "controller"="podunavailablebudget-controller" "worker count"=3
+`
+	if started, lines := kruiseSetUpActivity(log); !started || lines != 2 {
+		t.Errorf("kruiseSetUpActivity() = %t, %d; want true, 2", started, lines)
+	}
+	for controller, want := range map[string]bool{
+		"daemonset-controller":            true,
+		"podunavailablebudget-controller": true,
+		"advancedcronjob-controller":      false, // its sources started, its workers not yet
+	} {
+		if got := kruiseWorkersStarted(log, controller); got != want {
+			t.Errorf("kruiseWorkersStarted(%s) = %t, want %t", controller, got, want)
+		}
 	}
 }

@@ -17,32 +17,38 @@ import (
 	"github.com/bosun-dev/bosun/test/integration/framework"
 )
 
-// requireKruiseManager skips the test when kruise-manager has not been built: it is built
-// on demand (hack/build-kruise.sh, minutes the first time), not by `make test-servers`.
-func requireKruiseManager(t *testing.T) {
+// requireKruiseManager skips the test when the release's kruise-manager has not been built:
+// it is built on demand (hack/build-kruise.sh, minutes the first time), not by `make
+// test-servers`.
+func requireKruiseManager(t *testing.T, release framework.KruiseRelease) {
 	t.Helper()
 	var missing *framework.MissingBinariesError
-	if _, err := framework.ToolPath(framework.KruiseManagerBinary); errors.As(err, &missing) {
-		t.Skipf("kruise-manager is not built (hack/build-kruise.sh kruise-manager): %v", err)
+	if _, err := framework.ToolPath(release.ManagerBinary()); errors.As(err, &missing) {
+		t.Skipf("%s is not built (hack/build-kruise.sh %s): %v", release.ManagerBinary(), release.ManagerBinary(), err)
 	} else if err != nil {
 		t.Fatal(err)
 	}
 }
 
-// kruise-manager started by the framework, with OpenKruise's DaemonSet CRD alone, serves its
-// conversion webhook (a v1alpha1 DaemonSet is stored as v1beta1, through it) and runs its
-// DaemonSet controller, which creates the daemon pod of a Ready node. Its other controllers
-// have no CRD and stay idle.
+// kruise-manager started by the framework, with OpenKruise's DaemonSet CRD alone, runs its
+// DaemonSet controller, which creates the daemon pod of a Ready node, and 1.9's serves its
+// conversion webhook (a v1alpha1 DaemonSet is stored as v1beta1, through it; 1.8's CRD has
+// v1alpha1 alone). Its other controllers have no CRD and stay idle.
 func TestKruiseManagerRunsItsDaemonSetController(t *testing.T) {
-	requireKruiseManager(t)
+	t.Run("1.9", func(t *testing.T) { testKruiseManagerRunsItsDaemonSetController(t, framework.Kruise19) })
+	t.Run("1.8", func(t *testing.T) { testKruiseManagerRunsItsDaemonSetController(t, framework.Kruise18) })
+}
+
+func testKruiseManagerRunsItsDaemonSetController(t *testing.T, release framework.KruiseRelease) {
+	requireKruiseManager(t, release)
 	cp := framework.StartTestControlPlane(t, framework.Options{})
 	client := cp.Clientset(t)
 	ctx, cancel := context.WithTimeout(context.Background(), framework.KruiseManagerStartTimeout+3*time.Minute)
 	defer cancel()
-	if err := framework.InstallKruiseManifests(ctx, cp.Config(), "DaemonSet"); err != nil {
+	if err := framework.InstallKruiseReleaseManifests(ctx, cp.Config(), release, "DaemonSet"); err != nil {
 		t.Fatal(err)
 	}
-	km := framework.RunKruiseManager(t, cp, framework.KruiseManagerOptions{WaitForControllers: []string{"daemonset-controller"}})
+	km := framework.RunKruiseManager(t, cp, framework.KruiseManagerOptions{Release: release, WaitForControllers: []string{"daemonset-controller"}})
 
 	metrics, err := km.Metrics(ctx)
 	if err != nil {
@@ -88,7 +94,7 @@ func TestKruiseManagerRunsItsDaemonSetController(t *testing.T) {
 	}}
 	daemonSets := schema.GroupVersionResource{Group: "apps.kruise.io", Version: "v1alpha1", Resource: "daemonsets"}
 	if _, err := dynamicClient.Resource(daemonSets).Namespace(ns.Name).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating a v1alpha1 DaemonSet (converted to the stored v1beta1 by kruise-manager's webhook): %v", err)
+		t.Fatalf("creating a v1alpha1 DaemonSet (with 1.9, converted to the stored v1beta1 by kruise-manager's webhook): %v", err)
 	}
 	err = framework.WaitFor(ctx, time.Minute, "kruise-manager to create the daemon pod of "+node.Name, func(ctx context.Context) (bool, error) {
 		pods, err := client.CoreV1().Pods(ns.Name).List(ctx, metav1.ListOptions{LabelSelector: "app=agent"})

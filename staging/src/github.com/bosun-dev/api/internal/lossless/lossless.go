@@ -63,32 +63,8 @@ type Item[T any] struct {
 // Annotation returns the item for the annotation key of objects whose metadata meta
 // returns. An absent annotation is JSON null.
 func Annotation[T any](key string, meta func(*T) *metav1.ObjectMeta, sources ...string) Item[T] {
-	return Item[T]{
-		Path:    AnnotationPath(key),
-		Sources: sources,
-		get: func(obj *T) any {
-			if v, ok := meta(obj).Annotations[key]; ok {
-				return &v
-			}
-			return (*string)(nil)
-		},
-		set: func(obj *T, value []byte) error {
-			var v *string
-			if err := json.Unmarshal(value, &v); err != nil {
-				return err
-			}
-			m := meta(obj)
-			if v == nil {
-				delete(m.Annotations, key)
-				return nil
-			}
-			if m.Annotations == nil {
-				m.Annotations = map[string]string{}
-			}
-			m.Annotations[key] = *v
-			return nil
-		},
-	}
+	annotations := func(m *metav1.ObjectMeta) *map[string]string { return &m.Annotations }
+	return metadataEntry(AnnotationPath(key), key, meta, annotations, false, sources)
 }
 
 // LabelPath returns the item path of the label with the given key.
@@ -101,11 +77,20 @@ func LabelPath(key string) string {
 // object shares its label map with the source: restoring a label replaces the map with a
 // modified copy.
 func Label[T any](key string, meta func(*T) *metav1.ObjectMeta, sources ...string) Item[T] {
+	labels := func(m *metav1.ObjectMeta) *map[string]string { return &m.Labels }
+	return metadataEntry(LabelPath(key), key, meta, labels, true, sources)
+}
+
+// metadataEntry is the item at path for the entry key of the metadata map that entries
+// picks (annotations, labels). With copyOnWrite, restoring it replaces the map with a
+// modified copy (nil when left empty) instead of changing the map in place.
+func metadataEntry[T any](path, key string, meta func(*T) *metav1.ObjectMeta,
+	entries func(*metav1.ObjectMeta) *map[string]string, copyOnWrite bool, sources []string) Item[T] {
 	return Item[T]{
-		Path:    LabelPath(key),
+		Path:    path,
 		Sources: sources,
 		get: func(obj *T) any {
-			if v, ok := meta(obj).Labels[key]; ok {
+			if v, ok := (*entries(meta(obj)))[key]; ok {
 				return &v
 			}
 			return (*string)(nil)
@@ -115,20 +100,25 @@ func Label[T any](key string, meta func(*T) *metav1.ObjectMeta, sources ...strin
 			if err := json.Unmarshal(value, &v); err != nil {
 				return err
 			}
-			m := meta(obj)
-			labels := make(map[string]string, len(m.Labels)+1)
-			for k, old := range m.Labels {
-				labels[k] = old
+			m := entries(meta(obj))
+			if copyOnWrite {
+				copied := make(map[string]string, len(*m)+1)
+				for k, old := range *m {
+					copied[k] = old
+				}
+				*m = copied
 			}
 			if v == nil {
-				delete(labels, key)
-			} else {
-				labels[key] = *v
+				delete(*m, key)
+				if copyOnWrite && len(*m) == 0 {
+					*m = nil
+				}
+				return nil
 			}
-			if len(labels) == 0 {
-				labels = nil
+			if *m == nil {
+				*m = map[string]string{}
 			}
-			m.Labels = labels
+			(*m)[key] = *v
 			return nil
 		},
 	}
