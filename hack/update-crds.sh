@@ -20,13 +20,6 @@ fi
 # PodUnavailableBudget differ between the versions and convert through bosun's /convert
 # webhook; the other kinds have identical schemas and need no conversion.
 SERVED_PACKAGES="./apps/v1alpha1;./apps/v1beta1;./policy/v1alpha1;./policy/v1beta1"
-# Kinds whose types are in the api module but whose controller is not there yet: their CRDs
-# are left out of config/, so that an install never serves a kind nothing acts on, and are
-# written to UNSHIPPED_OUT instead, decorated as if shipped, for the integration tests of
-# what already exists of the kind (its admission webhooks). CloneSet ships with its
-# controller.
-UNSHIPPED_CRDS=(apps.kruise.io_clonesets.yaml)
-UNSHIPPED_OUT="${BOSUN_ROOT}/test/integration/testdata/unshipped-crds"
 WEBHOOK_CONVERSION_CRDS=(apps.kruise.io_daemonsets.yaml apps.kruise.io_containerrecreaterequests.yaml policy.kruise.io_podunavailablebudgets.yaml apps.kruise.io_clonesets.yaml)
 # The address every API server reaches in the default install (bosun-controller-manager on
 # each control-plane node, --webhook-port 9876). The manager corrects it when its flags say
@@ -62,17 +55,14 @@ decorate() {
 }
 
 OUT="${BOSUN_ROOT}/config/crd/bases"
-rm -rf "${OUT}" "${UNSHIPPED_OUT}"
-mkdir -p "${OUT}" "${UNSHIPPED_OUT}"
+rm -rf "${OUT}"
+mkdir -p "${OUT}"
 # controller-gen loads the packages through the api module itself.
 (cd "${BOSUN_STAGING_DIR}/api" && GOFLAGS=-mod=mod "${CONTROLLER_GEN}" \
   crd:crdVersions=v1 \
   paths="${SERVED_PACKAGES}" \
   output:crd:artifacts:config="${OUT}")
-for crd in "${UNSHIPPED_CRDS[@]}"; do
-  mv "${OUT}/${crd}" "${UNSHIPPED_OUT}/${crd}"
-done
-for file in "${OUT}"/*.yaml "${UNSHIPPED_OUT}"/*.yaml; do
+for file in "${OUT}"/*.yaml; do
   url=""
   for crd in "${WEBHOOK_CONVERSION_CRDS[@]}"; do
     if [ "$(basename "${file}")" = "${crd}" ]; then

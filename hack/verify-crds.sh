@@ -6,7 +6,7 @@ set -o errexit -o nounset -o pipefail
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 
-bosun::util::verify_generated hack/update-crds.sh config/crd/bases config/crd/kustomization.yaml test/integration/testdata/unshipped-crds
+bosun::util::verify_generated hack/update-crds.sh config/crd/bases config/crd/kustomization.yaml
 (cd "${BOSUN_ROOT}" && go test ./test/integration/api/ -run '^TestShippedCRDs$' -count=1 >/dev/null) || {
   echo "the shipped CRDs break a rule: go test ./test/integration/api/ -run '^TestShippedCRDs$' -v" >&2
   exit 1

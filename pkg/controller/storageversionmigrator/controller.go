@@ -61,7 +61,7 @@ const (
 // CRDResource is the resource the controller watches.
 var CRDResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
-// CRDNames are the CRDs the controller migrates: bosun's six resources.
+// CRDNames are the CRDs the controller migrates: bosun's seven resources.
 var CRDNames = []string{
 	"daemonsets.apps.kruise.io",
 	"nodeimages.apps.kruise.io",
@@ -69,6 +69,7 @@ var CRDNames = []string{
 	"imagelistpulljobs.apps.kruise.io",
 	"containerrecreaterequests.apps.kruise.io",
 	"podunavailablebudgets.policy.kruise.io",
+	"clonesets.apps.kruise.io",
 }
 
 // SelectManagedCRDs limits a CRD informer's list and watch to the CRDs bosun manages, so

@@ -9,7 +9,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// Handlers queue the names of bosun's six CRDs on add, change and delete (tombstones
+// Handlers queue the names of bosun's seven CRDs on add, change and delete (tombstones
 // included), and nothing else: other CRDs, resyncs, objects of another type.
 func TestHandlersQueueOnlyBosunCRDs(t *testing.T) {
 	other := newCRD(dsCRD)
@@ -74,11 +74,11 @@ func TestSelectManagedCRDs(t *testing.T) {
 	}
 }
 
-// Every CRD name the controller migrates is the name of a CRD of the tests' six kinds,
+// Every CRD name the controller migrates is the name of a CRD of the tests' seven kinds,
 // plural.group, so that the handlers' filter and the resources agree.
-func TestCRDNamesAreTheSixResources(t *testing.T) {
-	if len(CRDNames) != 6 {
-		t.Fatalf("%d CRD names, want 6", len(CRDNames))
+func TestCRDNamesAreTheSevenResources(t *testing.T) {
+	if len(CRDNames) != 7 {
+		t.Fatalf("%d CRD names, want 7", len(CRDNames))
 	}
 	for _, name := range CRDNames {
 		k, ok := kinds[name]

@@ -1,14 +1,14 @@
 // Package storageversionmigrator is the storage-version-migrator-controller: it rewrites
-// every object of bosun's six custom resources (daemonsets, nodeimages, imagepulljobs,
-// imagelistpulljobs and containerrecreaterequests of apps.kruise.io, podunavailablebudgets
-// of policy.kruise.io) that etcd may still hold in an older version, so that etcd holds
+// every object of bosun's seven custom resources (clonesets, daemonsets, nodeimages,
+// imagepulljobs, imagelistpulljobs and containerrecreaterequests of apps.kruise.io,
+// podunavailablebudgets of policy.kruise.io) that etcd may still hold in an older version, so that etcd holds
 // them all in v1beta1, and then says so in the CRD: status.storedVersions becomes
 // [v1beta1]. From then on no read of a bosun controller needs the conversion webhook, and
 // a later CRD may drop v1alpha1.
 //
 // Work is keyed by CRD name. The controller watches only CRDs labelled
 // app.kubernetes.io/managed-by=bosun, through a dynamic informer (the apiextensions types
-// are not among bosun's dependencies); handlers only enqueue, and only the six names. One
+// are not among bosun's dependencies); handlers only enqueue, and only the seven names. One
 // sync of a CRD, in order:
 //
 //  1. A CRD that is gone, or not labelled app.kubernetes.io/managed-by=bosun, is left

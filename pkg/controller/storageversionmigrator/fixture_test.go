@@ -34,7 +34,7 @@ var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 // crdResourceVersion is the resourceVersion of every CRD the tests build.
 const crdResourceVersion = "7"
 
-// kinds are the six resources in v1beta1, by CRD name: resource, kind, namespaced.
+// kinds are the seven resources in v1beta1, by CRD name: resource, kind, namespaced.
 var kinds = map[string]struct {
 	resource   schema.GroupVersionResource
 	kind       string
@@ -47,6 +47,7 @@ var kinds = map[string]struct {
 	"imagelistpulljobs.apps.kruise.io":         {schema.GroupVersionResource{Group: "apps.kruise.io", Version: "v1beta1", Resource: "imagelistpulljobs"}, "ImageListPullJob", true, false},
 	"containerrecreaterequests.apps.kruise.io": {schema.GroupVersionResource{Group: "apps.kruise.io", Version: "v1beta1", Resource: "containerrecreaterequests"}, "ContainerRecreateRequest", true, true},
 	"podunavailablebudgets.policy.kruise.io":   {schema.GroupVersionResource{Group: "policy.kruise.io", Version: "v1beta1", Resource: "podunavailablebudgets"}, "PodUnavailableBudget", true, true},
+	"clonesets.apps.kruise.io":                 {schema.GroupVersionResource{Group: "apps.kruise.io", Version: "v1beta1", Resource: "clonesets"}, "CloneSet", true, true},
 }
 
 const (
@@ -105,7 +106,7 @@ func newFixtureWrapping(t *testing.T, wrap func(dynamic.Interface) dynamic.Inter
 	return f
 }
 
-// newCRD returns one of the six CRDs as bosun ships it once applied and ready: labelled as
+// newCRD returns one of the seven CRDs as bosun ships it once applied and ready: labelled as
 // bosun's, v1alpha1 and v1beta1 served, v1beta1 the storage version, Established, the
 // conversion webhook's caBundle set (Webhook kinds), objects stored in both versions.
 func newCRD(name string) *unstructured.Unstructured {

@@ -20,7 +20,7 @@ import (
 	"github.com/bosun-dev/bosun/pkg/controller/queue"
 )
 
-// Every object of each of the six resources is sent back as it was listed, with its
+// Every object of each of the seven resources is sent back as it was listed, with its
 // resourceVersion, through the status subresource and nothing else; then storedVersions
 // is [v1beta1], with a Normal event and the metrics counted.
 func TestPassRewritesEveryObjectThroughStatus(t *testing.T) {

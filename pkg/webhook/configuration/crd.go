@@ -45,6 +45,7 @@ func ConversionCRDNames() []string {
 		"daemonsets.apps.kruise.io",
 		"containerrecreaterequests.apps.kruise.io",
 		"podunavailablebudgets.policy.kruise.io",
+		"clonesets.apps.kruise.io",
 	}
 }
 

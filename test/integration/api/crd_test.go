@@ -43,6 +43,7 @@ func TestDiscoveryServesOpenKruiseResources(t *testing.T) {
 	want := map[string]map[string]resource{
 		"apps.kruise.io/v1alpha1": {
 			"daemonsets":                {namespaced: true, shortNames: []string{"daemon", "ads"}},
+			"clonesets":                 {namespaced: true, shortNames: []string{"clone"}},
 			"containerrecreaterequests": {namespaced: true, shortNames: []string{"crr"}},
 			"nodeimages":                {namespaced: false},
 			"imagepulljobs":             {namespaced: true},

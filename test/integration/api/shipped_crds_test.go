@@ -27,6 +27,7 @@ func TestShippedCRDs(t *testing.T) {
 		"daemonsets.apps.kruise.io":                true,
 		"containerrecreaterequests.apps.kruise.io": true,
 		"podunavailablebudgets.policy.kruise.io":   true,
+		"clonesets.apps.kruise.io":                 true,
 		"nodeimages.apps.kruise.io":                false,
 		"imagepulljobs.apps.kruise.io":             false,
 		"imagelistpulljobs.apps.kruise.io":         false,
