@@ -102,10 +102,26 @@ const (
 	// name, off by default there too.
 	RecreatePodWhenChangeVCTInCloneSetGate featuregate.Feature = "RecreatePodWhenChangeVCTInCloneSetGate"
 
+	// KruisePodReadinessGate makes the mutating pod webhook add the KruisePodReady readiness
+	// gate to every pod it admits, not only to those whose controller is in group
+	// apps.kruise.io. OpenKruise's gate of the same name, off by default there too. Pods get
+	// the gate only while pod-readiness-controller runs, which sets the condition.
+	KruisePodReadinessGate featuregate.Feature = "KruisePodReadinessGate"
+	// InPlaceUpdateEnvFromMetadata makes the CloneSet controller update in place a pod whose
+	// template changes labels or annotations that a container's env reads through a
+	// fieldRef: bosun-daemon restarts that container so that the kubelet gives it the new
+	// values, and reports the containers' env in the pod's runtime-containers-meta
+	// annotation, which the update waits for. Without it such a change only relabels the
+	// pod, and the running containers keep their old env. OpenKruise's gate of the same
+	// name, on by default there too; both binaries read it, and, as in OpenKruise, the
+	// controller takes it as off while KruiseDaemon is off.
+	InPlaceUpdateEnvFromMetadata featuregate.Feature = "InPlaceUpdateEnvFromMetadata"
+
 	// ForceDeleteTimeoutExpectationFeatureGate is accepted so that OpenKruise's
 	// --feature-gates line carries over, and ignored: the CloneSet controller always checks
 	// expectations that waited too long against the API server and drops the stale ones.
-	ForceDeleteTimeoutExpectationFeatureGate featuregate.Feature = "ForceDeleteTimeoutExpectationFeatureGate"
+	// The gate's name is OpenKruise's, which differs from its Go identifier there too.
+	ForceDeleteTimeoutExpectationFeatureGate featuregate.Feature = "ForceDeleteTimeoutExpectationGate"
 )
 
 // defaultFeatureGates holds every gate bosun knows with its default and maturity.
@@ -128,6 +144,8 @@ var defaultFeatureGates = map[featuregate.Feature]featuregate.FeatureSpec{
 	CloneSetPartitionRollback:                {Default: false, PreRelease: featuregate.Alpha},
 	RecreatePodWhenChangeVCTInCloneSetGate:   {Default: false, PreRelease: featuregate.Alpha},
 	ForceDeleteTimeoutExpectationFeatureGate: {Default: false, PreRelease: featuregate.Alpha},
+	InPlaceUpdateEnvFromMetadata:             {Default: true, PreRelease: featuregate.Beta},
+	KruisePodReadinessGate:                   {Default: false, PreRelease: featuregate.Alpha},
 }
 
 // DefaultMutableFeatureGate is the gate --feature-gates writes into. Only the binaries'

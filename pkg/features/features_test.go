@@ -9,7 +9,7 @@ import (
 func TestDefaults(t *testing.T) {
 	gate := NewFeatureGate()
 	for _, f := range []featuregate.Feature{PodDeletionCost, DeploymentReplicaSetTerminatingReplicas,
-		StaleControllerConsistencyReplicaSet, LogarithmicScaleDown, PodUnavailableBudgetDeleteGate} {
+		StaleControllerConsistencyReplicaSet, LogarithmicScaleDown, PodUnavailableBudgetDeleteGate, InPlaceUpdateEnvFromMetadata} {
 		if !gate.Enabled(f) {
 			t.Errorf("%s: want enabled by default", f)
 		}
@@ -18,7 +18,7 @@ func TestDefaults(t *testing.T) {
 	for _, f := range []featuregate.Feature{AdvancedDaemonSetStrictMaxUnavailable, PodUnavailableBudgetUpdateGate,
 		PodUnavailableBudgetDaemonSetReplicas, PodUnavailableBudgetOwnerChain, PreDownloadImageForDaemonSetUpdate,
 		TemplateNoDefaults, CloneSetShortHash, PreparingUpdateAsUpdate, CloneSetPartitionRollback,
-		RecreatePodWhenChangeVCTInCloneSetGate, ForceDeleteTimeoutExpectationFeatureGate} {
+		RecreatePodWhenChangeVCTInCloneSetGate, ForceDeleteTimeoutExpectationFeatureGate, KruisePodReadinessGate} {
 		if gate.Enabled(f) {
 			t.Errorf("%s: want disabled by default", f)
 		}
@@ -38,6 +38,9 @@ func TestSet(t *testing.T) {
 			wantDisabled: []featuregate.Feature{StaleControllerConsistencyReplicaSet, DeploymentReplicaSetTerminatingReplicas},
 		},
 		{value: "NoSuchGate=true", wantErr: true},
+		// OpenKruise's name for this gate, as its users write it on the command line.
+		{value: "ForceDeleteTimeoutExpectationGate=true", wantEnabled: []featuregate.Feature{ForceDeleteTimeoutExpectationFeatureGate}},
+		{value: "ForceDeleteTimeoutExpectationFeatureGate=true", wantErr: true},
 		{value: "LogarithmicScaleDown=false", wantErr: true},
 		{value: "LogarithmicScaleDown=true"},
 		{value: "AdvancedDaemonSetStrictMaxUnavailable=true", wantEnabled: []featuregate.Feature{AdvancedDaemonSetStrictMaxUnavailable}},

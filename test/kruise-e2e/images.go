@@ -36,6 +36,19 @@ var webStandIns = []struct{ name, tag string }{
 	{"nginx", "1.14-4"}, {"nginx", "1.15-4"},
 }
 
+// dockerHubWeb is the one web server image some CloneSet specs name on Docker Hub itself
+// (docker.io/library/nginx, beyond the reach of KUBE_TEST_REPO_LIST), under two tags with
+// one digest: an in-place update from one tag to the other must complete although the
+// image ID does not change. The cluster mirrors docker.io to the open registry, where it
+// is pushed under the same repository path.
+var dockerHubWeb = struct {
+	repository string
+	tags       []string
+}{"library/nginx", []string{"alpine", "mainline-alpine"}}
+
+// mirroredRegistries are the public registries the node pulls from the open registry.
+var mirroredRegistries = []string{"docker.io"}
+
 // busyboxTag and agnhostTag are the tags of the suite's image list at OpenKruise's
 // Kubernetes version.
 const (
@@ -60,7 +73,9 @@ func pushImages(ctx context.Context, agnhostBinary string) error {
 	if err != nil {
 		return err
 	}
-	push := func(name, tag string, config ociimage.Config, extra ...ociimage.File) error {
+	// pushAs builds one image, named name:tag inside, and pushes it to repository under
+	// each of tags.
+	pushAs := func(repository, name, tag string, tags []string, config ociimage.Config, extra ...ociimage.File) error {
 		files := append(append([]ociimage.File{}, base...), extra...)
 		files = append(files,
 			ociimage.File{Path: "/etc/stand-in", Data: []byte(fmt.Sprintf("%s:%s built by bosun's kruise-e2e\n", name, tag))},
@@ -70,17 +85,28 @@ func pushImages(ctx context.Context, agnhostBinary string) error {
 		if err != nil {
 			return fmt.Errorf("packing %s:%s: %w", name, tag, err)
 		}
-		if err := ociimage.Push(ctx, cluster.RegistryHost, imagePath+"/"+name, tag, img, nil); err != nil {
-			return fmt.Errorf("pushing %s:%s: %w", name, tag, err)
+		for _, t := range tags {
+			if err := ociimage.Push(ctx, cluster.RegistryHost, repository, t, img, nil); err != nil {
+				return fmt.Errorf("pushing %s:%s: %w", repository, t, err)
+			}
 		}
 		return nil
 	}
-	for _, web := range webStandIns {
-		page := fmt.Sprintf("<html><body>%s:%s</body></html>\n", web.name, web.tag)
-		if err := push(web.name, web.tag, ociimage.Config{Entrypoint: webEntrypoint, ExposedPorts: []string{"80/tcp"}},
-			ociimage.File{Path: "/www/index.html", Data: []byte(page)}); err != nil {
+	push := func(name, tag string, config ociimage.Config, extra ...ociimage.File) error {
+		return pushAs(imagePath+"/"+name, name, tag, []string{tag}, config, extra...)
+	}
+	web := func(repository, name, tag string, tags []string) error {
+		page := fmt.Sprintf("<html><body>%s:%s</body></html>\n", name, tag)
+		return pushAs(repository, name, tag, tags, ociimage.Config{Entrypoint: webEntrypoint, ExposedPorts: []string{"80/tcp"}},
+			ociimage.File{Path: "/www/index.html", Data: []byte(page)})
+	}
+	for _, w := range webStandIns {
+		if err := web(imagePath+"/"+w.name, w.name, w.tag, []string{w.tag}); err != nil {
 			return err
 		}
+	}
+	if err := web(dockerHubWeb.repository, dockerHubWeb.repository, dockerHubWeb.tags[0], dockerHubWeb.tags); err != nil {
+		return err
 	}
 	if err := push("busybox", busyboxTag, ociimage.Config{Cmd: []string{"sh"}}); err != nil {
 		return err

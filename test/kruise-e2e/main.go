@@ -21,14 +21,16 @@ import (
 )
 
 // defaultLabelFilter selects the specs of the kinds bosun serves.
-const defaultLabelFilter = "DaemonSet || PodUnavailableBudget || ContainerRecreateRequest || PullImage || PullImages"
+const defaultLabelFilter = "CloneSet || DaemonSet || PodUnavailableBudget || ContainerRecreateRequest || PullImage || PullImages"
 
 // kruiseCIGates turns on, in bosun-controller-manager, every gate that shares its name with
 // one of OpenKruise's: OpenKruise's own CI runs its suite with all alpha and beta gates on,
 // and specs such as PodUnavailableBudget's in-place update protection need them. bosun's
 // own alpha gates stay off; they change behaviour beyond OpenKruise's.
 const kruiseCIGates = "PodUnavailableBudgetDeleteGate=true,PodUnavailableBudgetUpdateGate=true," +
-	"KruiseDaemon=true,ImagePullJobGate=true,PreDownloadImageForDaemonSetUpdate=true"
+	"KruiseDaemon=true,ImagePullJobGate=true,PreDownloadImageForDaemonSetUpdate=true," +
+	"CloneSetShortHash=true,PreparingUpdateAsUpdate=true,CloneSetPartitionRollback=true," +
+	"RecreatePodWhenChangeVCTInCloneSetGate=true,ForceDeleteTimeoutExpectationGate=true"
 
 type options struct {
 	labelFilter  string
@@ -168,7 +170,8 @@ func parts(o options) []part {
 // the suite's images answers the ImagePullJob specs at once, which they do not expect.
 func runOnFreshCluster(ctx context.Context, o options, root string, run int, p part, suiteBinary, agnhost string) ([]outcome, error) {
 	began := time.Now()
-	c, err := cluster.Start(ctx, cluster.Options{Dir: filepath.Join(root, "_output", p.dir), ManagerFeatureGates: kruiseCIGates})
+	c, err := cluster.Start(ctx, cluster.Options{Dir: filepath.Join(root, "_output", p.dir), ManagerFeatureGates: kruiseCIGates,
+		MirroredRegistries: mirroredRegistries})
 	if err != nil {
 		return nil, fmt.Errorf("starting the local cluster: %w", err)
 	}

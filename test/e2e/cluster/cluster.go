@@ -62,6 +62,11 @@ type Options struct {
 	// installs another controller of the same kinds first and then hands the cluster over
 	// with StartBosun.
 	WithoutBosun bool
+	// MirroredRegistries are public registries (as containerd names them, e.g. docker.io)
+	// whose pulls the node sends to the slow open registry instead: a test that names an
+	// image of such a registry finds it there, pushed under the same repository path, and
+	// the node never reaches the network.
+	MirroredRegistries []string
 	// StartTimeout bounds Start; DefaultStartTimeout when zero.
 	StartTimeout time.Duration
 }

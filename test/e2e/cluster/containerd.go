@@ -94,6 +94,14 @@ const registryHostsFile = `server = "http://%[1]s"
   capabilities = ["pull", "resolve"]
 `
 
+// mirrorHostsFile sends the pulls of a public registry to a loopback registry over plain
+// HTTP; the public server is named only because containerd wants one.
+const mirrorHostsFile = `server = "https://%[1]s"
+
+[host."http://%[2]s"]
+  capabilities = ["pull", "resolve"]
+`
+
 func (c *Cluster) startContainerd(ctx context.Context) error {
 	dir := filepath.Join(c.dir, "containerd")
 	cniConfDir := filepath.Join(dir, "cni", "net.d")
@@ -106,6 +114,9 @@ func (c *Cluster) startContainerd(ctx context.Context) error {
 	}
 	for _, host := range registryHosts {
 		files[filepath.Join(hostsDir, host, "hosts.toml")] = fmt.Sprintf(registryHostsFile, host)
+	}
+	for _, host := range c.opts.MirroredRegistries {
+		files[filepath.Join(hostsDir, host, "hosts.toml")] = fmt.Sprintf(mirrorHostsFile, host, SlowOpenRegistryHost)
 	}
 	for path, content := range files {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

@@ -19,6 +19,10 @@ import (
 // request is allowed, as in a kubeadm cluster. Eviction and image garbage collection
 // thresholds are lowered: the disk of a shared build machine can sit above the default
 // limits, and the node would then evict every pod and delete the test images.
+// InPlacePodLevelResourcesVerticalScaling (beta, on by default since 1.36) is off: without
+// per-pod cgroups it has no pod memory limit to read, and kubelet 1.36.4 dereferences that
+// missing limit and crashes when a pod's first container fails to start (OpenKruise's
+// CloneSet specs create such pods).
 const kubeletConfig = `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 containerRuntimeEndpoint: unix://%[1]s
@@ -50,6 +54,8 @@ evictionHard:
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 serializeImagePulls: false
+featureGates:
+  InPlacePodLevelResourcesVerticalScaling: false
 `
 
 // startKubelet runs the kubelet (built by hack/build-test-servers.sh) for the node and
