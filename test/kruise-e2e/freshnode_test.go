@@ -38,7 +38,7 @@ func TestExactlyMatchesWholeSpecTextsOnly(t *testing.T) {
 // Every fresh-node spec is left out of the main run and runs in a part of its own, on a
 // cluster directory of its own; a -focus runs as one part.
 func TestPartsIsolateTheFreshNodeSpecs(t *testing.T) {
-	ps := parts(options{})
+	ps := parts(options{}, nil)
 	if len(ps) != 1+len(specTexts(freshNodeSpecs)) {
 		t.Fatalf("%d parts, want the main run and one per fresh-node spec", len(ps))
 	}
@@ -57,7 +57,7 @@ func TestPartsIsolateTheFreshNodeSpecs(t *testing.T) {
 			t.Errorf("part %+v, want focused on %q alone", p, text)
 		}
 	}
-	if focused := parts(options{focus: "DaemonSet"}); len(focused) != 1 || focused[0].focus != "DaemonSet" || focused[0].skip != "" {
+	if focused := parts(options{focus: "DaemonSet"}, nil); len(focused) != 1 || focused[0].focus != "DaemonSet" || focused[0].skip != "" {
 		t.Errorf("with -focus: %+v, want one part with that focus", focused)
 	}
 }
@@ -121,7 +121,7 @@ func TestPartsSelectTheirSpecsInTheSuite(t *testing.T) {
 		}
 		return keys
 	}
-	ps := parts(options{})
+	ps := parts(options{}, nil)
 	expected := readExpectationsFile(t)
 	main := selected(ps[0])
 	if len(main) != len(expected)-len(freshNodeSpecs) {
@@ -136,5 +136,50 @@ func TestPartsSelectTheirSpecsInTheSuite(t *testing.T) {
 		if got := selected(p); len(got) != 1 || got[0] != freshNodeSpecs[i] {
 			t.Errorf("part %s selects %v, want %s alone", p.name, got, freshNodeSpecs[i])
 		}
+	}
+
+	// -expected-passes-only: the main part selects every spec expected to pass but the
+	// fresh-node ones, and otherwise only `not yet` twins of passing specs.
+	passing := map[string]bool{}
+	for key, e := range expected {
+		passing[key.text] = passing[key.text] || e.pass
+	}
+	onlyPasses := parts(options{passesOnly: true}, expected)
+	chosen := selected(onlyPasses[0])
+	for key, e := range expected {
+		if e.pass && !slices.Contains(freshNodeSpecs, key) && !slices.Contains(chosen, key) {
+			t.Errorf("with -expected-passes-only the main part leaves out %s, which is expected to pass", key)
+		}
+	}
+	for _, key := range chosen {
+		if !passing[key.text] || slices.Contains(freshNodeSpecs, key) {
+			t.Errorf("with -expected-passes-only the main part selects %s", key)
+		}
+	}
+}
+
+// With -expected-passes-only the main run leaves out every text no spec is expected to
+// pass with (a `not yet` twin of a passing spec stays in: Ginkgo selects by text), and a
+// fresh-node spec gets its own cluster only when it is expected to pass.
+func TestPartsWithExpectedPassesOnly(t *testing.T) {
+	fresh := specTexts(freshNodeSpecs)
+	expected := map[specKey]expectation{
+		{file: "apps/v1alpha1/a.go", text: "A passes"}:               {pass: true},
+		{file: "apps/v1alpha1/b.go", text: "B twin"}:                 {pass: true},
+		{file: "apps/v1beta1/b.go", text: "B twin"}:                  {notYet: "v1beta1 only"},
+		{file: "apps/v1alpha1/c.go", text: "C not yet"}:              {notYet: "later"},
+		{file: freshNodeSpecs[0].file, text: fresh[0]}:               {pass: true},
+		{file: freshNodeSpecs[1].file, text: freshNodeSpecs[1].text}: {notYet: "later"},
+	}
+	ps := parts(options{passesOnly: true}, expected)
+	skip := regexp.MustCompile(ps[0].skip)
+	for text, want := range map[string]bool{"A passes": false, "B twin": false, "C not yet": true,
+		fresh[0]: true, freshNodeSpecs[1].text: true} {
+		if got := skip.MatchString(text); got != want {
+			t.Errorf("main part skips %q: %v, want %v", text, got, want)
+		}
+	}
+	if len(ps) != 2 || ps[1].focus != exactly(fresh[0]) {
+		t.Errorf("parts %+v, want the main run and one fresh node for %q", ps, fresh[0])
 	}
 }

@@ -54,6 +54,9 @@ var mirroredRegistries = []string{"docker.io"}
 const (
 	busyboxTag = "1.36.1-1"
 	agnhostTag = "2.53"
+	// redisTag is the suite's redis image, which its CloneSet specs run `sleep` in: a
+	// busybox root of its own digest stands in for it.
+	redisTag = "5.0.5-3"
 )
 
 // imagePadding is incompressible data in every image, so that each weighs a few MiB like
@@ -109,6 +112,9 @@ func pushImages(ctx context.Context, agnhostBinary string) error {
 		return err
 	}
 	if err := push("busybox", busyboxTag, ociimage.Config{Cmd: []string{"sh"}}); err != nil {
+		return err
+	}
+	if err := push("redis", redisTag, ociimage.Config{Cmd: []string{"sh"}}); err != nil {
 		return err
 	}
 	agnhost, err := os.ReadFile(agnhostBinary)

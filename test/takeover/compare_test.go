@@ -83,11 +83,35 @@ func TestCompareObjectsReportsAppearedKeysAndGoneObjects(t *testing.T) {
 	}
 }
 
-// Pods and ControllerRevisions that went, came or changed are reported.
+// Pods, claims and ControllerRevisions that went, came or changed are reported.
 func TestComparePodsAndRevisions(t *testing.T) {
-	pods := comparePods(map[string]string{"ns/a": "u1", "ns/b": "u2"}, map[string]string{"ns/a": "u1", "ns/c": "u3"})
+	pods := comparePods(map[string]pod{"ns/a": {UID: "u1"}, "ns/b": {UID: "u2"}}, map[string]pod{"ns/a": {UID: "u1"}, "ns/c": {UID: "u3"}})
 	if got, want := len(pods), 2; got != want {
 		t.Errorf("pod differences %v, want %d", pods, want)
+	}
+	for _, d := range pods {
+		if d.Path != "metadata.uid" {
+			t.Errorf("a pod that went or came gave %v", d)
+		}
+	}
+	// A pod kept but relabelled, re-annotated or given another image, as a controller
+	// moving it along a lifecycle or updating it in place does, is reported field by field;
+	// an unset map and an empty one are the same.
+	held := pod{UID: "u1", Labels: map[string]string{"lifecycle.apps.kruise.io/state": "PreparingUpdate"}, Images: []string{"web:v1"}}
+	moved := pod{UID: "u1", Labels: map[string]string{"lifecycle.apps.kruise.io/state": "Updating"},
+		Annotations: map[string]string{"apps.kruise.io/inplace-update-state": "{}"}, Images: []string{"web:v2"}}
+	if got, want := paths(comparePods(map[string]pod{"ns/a": held}, map[string]pod{"ns/a": moved})),
+		"images[0] metadata.annotations[apps.kruise.io/inplace-update-state] metadata.labels[lifecycle.apps.kruise.io/state]"; got != want {
+		t.Errorf("pod paths %q, want %q", got, want)
+	}
+	same := held
+	same.Annotations = map[string]string{}
+	if diffs := comparePods(map[string]pod{"ns/a": held}, map[string]pod{"ns/a": same}); len(diffs) > 0 {
+		t.Errorf("an unchanged pod gave %v", diffs)
+	}
+	claims := compareClaims(map[string]string{"ns/data-a": "c1", "ns/data-b": "c2"}, map[string]string{"ns/data-a": "c1", "ns/data-b": "c3"})
+	if len(claims) != 1 || claims[0].Object != "ns/data-b" || claims[0].Before != "c2" || claims[0].After != "c3" {
+		t.Errorf("claim differences %v, want data-b replaced", claims)
 	}
 	r := revision{UID: "r", Revision: 1, Data: map[string]any{"spec": "x"}, Labels: map[string]string{"k": "v"}}
 	changed := r
@@ -103,18 +127,54 @@ func TestComparePodsAndRevisions(t *testing.T) {
 func TestJudge(t *testing.T) {
 	allowed := []allowedDifference{{"PodUnavailableBudget", v1beta1, "ns/b", "status.totalReplicas", values(-1, 1), "why"}}
 	d := difference{Kind: "PodUnavailableBudget", Version: v1beta1, Object: "ns/b", Path: "status.totalReplicas", Before: float64(-1), After: float64(1)}
-	if v := judge([]difference{d}, allowed); !v.ok() || len(v.expected) != 1 {
+	if v := judge([]difference{d}, allowed, nil); !v.ok() || len(v.expected) != 1 {
 		t.Errorf("the allowed difference was judged %+v", v)
 	}
 	wrong := d
 	wrong.After = float64(2)
-	if v := judge([]difference{wrong}, allowed); v.ok() || len(v.unexpected) != 1 || len(v.missing) != 1 {
+	if v := judge([]difference{wrong}, allowed, nil); v.ok() || len(v.unexpected) != 1 || len(v.missing) != 1 {
 		t.Errorf("a difference with other values was judged %+v", v)
 	}
 	other := d
 	other.Path = "status.desiredAvailable"
-	if v := judge([]difference{d, other}, allowed); v.ok() || len(v.unexpected) != 1 {
+	if v := judge([]difference{d, other}, allowed, nil); v.ok() || len(v.unexpected) != 1 {
 		t.Errorf("an unlisted difference was judged %+v", v)
+	}
+}
+
+// A possible difference passes with the values its check accepts, fails with others, and
+// may as well not occur.
+func TestJudgePossible(t *testing.T) {
+	possible := failuresCleared([]string{"c"}, v1beta1)[v1beta1]
+	failed := map[string]any{"type": "FailedUpdate", "status": "True", "message": "conflict"}
+	progressing := map[string]any{"type": "Progressing", "status": "True", "reason": "ProgressPartitionAvailable"}
+	d := difference{Kind: "CloneSet", Version: v1beta1, Object: namespace + "/c", Path: "status.conditions",
+		Before: []any{failed, progressing}, After: []any{progressing}}
+	if v := judge([]difference{d}, nil, possible); !v.ok() || len(v.expected) != 1 {
+		t.Errorf("the possible difference was judged %+v", v)
+	}
+	if v := judge(nil, nil, possible); !v.ok() || len(v.missing) != 0 {
+		t.Errorf("a possible difference that did not occur was judged %+v", v)
+	}
+	gone := d
+	gone.Before, gone.After = []any{failed}, nil
+	if v := judge([]difference{gone}, nil, possible); !v.ok() {
+		t.Errorf("the only condition, FailedUpdate, removed was judged %+v", v)
+	}
+	for name, after := range map[string]any{
+		"another condition changed": []any{map[string]any{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded"}},
+		"the other condition gone":  nil,
+	} {
+		wrong := d
+		wrong.After = after
+		if v := judge([]difference{wrong}, nil, possible); v.ok() || len(v.unexpected) != 1 {
+			t.Errorf("%s was judged %+v", name, v)
+		}
+	}
+	added := d
+	added.Before, added.After = []any{progressing}, []any{failed, progressing}
+	if v := judge([]difference{added}, nil, possible); v.ok() {
+		t.Errorf("a FailedUpdate condition added was judged %+v", v)
 	}
 }
 

@@ -22,7 +22,16 @@ const (
 		"to restore in its reserved annotation (docs/api-reference.md), OpenKruise's conversion loses it"
 	whyNotCarried = "OpenKruise converts budgets with strategy None: its v1alpha1 view has no form of " +
 		"spec.protectOperations and spec.protectTotalReplicas; bosun carries them in their v1alpha1 annotations"
+	whyFailureCleared = "OpenKruise records an error of a CloneSet's sync (here, a conflict writing a pod, which its " +
+		"next sync got past) in a FailedUpdate or FailedScale condition and never removes it; bosun removes it after a " +
+		"sync without that error (docs/controllers.md). It shows only where OpenKruise happened to hit such an error"
+	whyExcludeLabel = "OpenKruise's conversion never writes spec.scaleStrategy.excludePreparingDelete down: its " +
+		"v1alpha1 view of the CloneSet has no form of it (a v1alpha1 read-modify-write erases it); bosun's carries it " +
+		"in the label v1alpha1 reads it from"
 )
+
+// excludeDeleteLabelPath is where a v1alpha1 CloneSet keeps excludePreparingDelete.
+const excludeDeleteLabelPath = "metadata.labels[" + excludeDeleteLabel + "]"
 
 const reservedAlpha = "metadata.annotations[conversion.bosun.dev/v1beta1]"
 
@@ -58,6 +67,11 @@ var expectedAlphaDifferences = []allowedDifference{
 			"metadata.annotations[pub.kruise.io/protect-total-replicas]": "null",
 			"spec.ignoredPodSelector":                                    `{"matchLabels":{"takeover.bosun.dev/unprotected":"true"}}`,
 		}), whyReserved},
+	// excludePreparingDelete: true reads as the label "true", which a v1beta1 CloneSet
+	// written with the field alone does not have.
+	{"CloneSet", v1alpha1, namespace + "/" + drainBeta, excludeDeleteLabelPath, values(nil, "true"), whyExcludeLabel},
+	{"CloneSet", v1alpha1, namespace + "/" + drainBeta, reservedAlpha,
+		reserved(map[string]string{excludeDeleteLabelPath: "null"}), whyReserved},
 	// The snapshot of the recreated container is a v1beta1 status field; its v1alpha1
 	// carrier annotation was not on the v1beta1 object.
 	{"ContainerRecreateRequest", v1alpha1, namespace + "/" + recreate, reservedAlpha,
@@ -69,6 +83,38 @@ var expectedAlphaDifferences = []allowedDifference{
 // has stored them as v1beta1.
 var expected18AlphaDifferences = []allowedDifference{
 	{"DaemonSet", v1alpha1, namespace + "/" + alphaDaemonSet, "status.conditions", progressingComplete, whyProgressing},
+}
+
+// failuresCleared are the possible differences of the CloneSets named, in each version:
+// status.conditions losing the FailedUpdate and FailedScale conditions OpenKruise left.
+func failuresCleared(cloneSets []string, versions ...string) map[string][]allowedDifference {
+	out := map[string][]allowedDifference{}
+	for _, version := range versions {
+		for _, name := range cloneSets {
+			out[version] = append(out[version], allowedDifference{"CloneSet", version, namespace + "/" + name,
+				"status.conditions", failureConditionsDropped, whyFailureCleared})
+		}
+	}
+	return out
+}
+
+// failureConditionsDropped accepts conditions that lost one or more FailedUpdate or
+// FailedScale conditions and are otherwise the same.
+func failureConditionsDropped(b, a any) error {
+	before, _ := b.([]any)
+	var kept []any
+	for _, c := range before {
+		if t, _ := c.(map[string]any)["type"].(string); t != "FailedUpdate" && t != "FailedScale" {
+			kept = append(kept, c)
+		}
+	}
+	if len(kept) == len(before) {
+		return fmt.Errorf("want FailedUpdate or FailedScale conditions removed")
+	}
+	if compact(normalize(kept)) != compact(normalize(a)) {
+		return fmt.Errorf("want only FailedUpdate or FailedScale conditions removed")
+	}
+	return nil
 }
 
 // values accepts exactly these two values (nil: unset).

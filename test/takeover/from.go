@@ -14,34 +14,51 @@ type startingPoint struct {
 	// name is how -from and the summary call it.
 	name    string
 	release framework.KruiseRelease
-	// served are the versions the release's CRDs of the six kinds serve, storage the one
+	// served are the versions the release's CRDs of the seven kinds serve, storage the one
 	// they store as installed. While OpenKruise runs, the run lists, reads and waits
 	// through storage, which every object can be read in.
 	served  []string
 	storage string
-	// webhookConversion says that the release's CRDs convert (some of) the six kinds through
-	// its manager's webhook, which the hand-over re-points at bosun (docs/install.md, step
-	// 4). Without it, no CRD may convert through a webhook and there is nothing to re-point.
+	// webhookConversion says that the release's CRDs convert (some of) the seven kinds
+	// through its manager's webhook, which the hand-over re-points at bosun (docs/install.md,
+	// step 4). Without it, no CRD may convert through a webhook and there is nothing to
+	// re-point.
 	webhookConversion bool
 	// eras are the objects the run creates through OpenKruise, era by era.
 	eras []era
 	// compared are the versions the baseline records and bosun's state is compared in;
-	// expected the differences allowed in each of them (expected.go).
+	// expected the differences allowed in each of them, each required to occur, possible
+	// those that may occur or not (expected.go).
 	compared []string
 	expected map[string][]allowedDifference
+	possible map[string][]allowedDifference
 	// sabotageBudget is the budget the self-check of the comparison plants an annotation
 	// on (through storage), victimDaemonSet the DaemonSet whose pod it deletes.
 	sabotageBudget, victimDaemonSet string
 }
 
 // era is what the run creates while the CRDs store one version: a DaemonSet, rolled out
-// before the rest, then the others (budgets, pull jobs), then, with recreate, a
+// before the rest, then the others (budgets, pull jobs), the CloneSets, each rolled out and
+// then set off into the state it is handed over in, then, with recreate, a
 // ContainerRecreateRequest of the DaemonSet's pod; all settle before the next era.
 type era struct {
 	storage   string
 	daemonSet workload
 	others    []workload
+	cloneSets []cloneSetCase
 	recreate  bool
+}
+
+// objects are the era's objects, in the order the run creates them.
+func (e era) objects() []workload {
+	out := append([]workload{e.daemonSet}, e.others...)
+	for _, c := range e.cloneSets {
+		out = append(out, c.workload())
+	}
+	if e.recreate {
+		out = append(out, workload{kind: "ContainerRecreateRequest", name: recreate})
+	}
+	return out
 }
 
 // workload is one object the run creates, as a user writes it.
@@ -50,9 +67,10 @@ type workload struct {
 }
 
 // from19 is OpenKruise 1.9 on a cluster that ran an OpenKruise before 1.9: its CRDs store
-// v1beta1 and convert DaemonSets and ContainerRecreateRequests through kruise-manager's
-// webhook; the v1alpha1 objects are written while the CRDs store v1alpha1 (as up to 1.8) and
-// stay stored so, the v1beta1 objects after 1.9's CRDs made v1beta1 the storage version.
+// v1beta1 and convert CloneSets, DaemonSets and ContainerRecreateRequests through
+// kruise-manager's webhook; the v1alpha1 objects are written while the CRDs store v1alpha1
+// (as up to 1.8) and stay stored so, the v1beta1 objects after 1.9's CRDs made v1beta1 the
+// storage version.
 var from19 = startingPoint{
 	name:              "1.9",
 	release:           framework.Kruise19,
@@ -67,6 +85,9 @@ var from19 = startingPoint{
 				{"PodUnavailableBudget", alphaBudget, alphaBudgetYAML},
 				{"ImagePullJob", alphaPullJob, alphaPullJobYAML},
 			},
+			cloneSets: []cloneSetCase{
+				{name: claimsAlpha, version: v1alpha1, shape: partitionedRecreate, progressDeadline: true},
+			},
 		},
 		{
 			storage:   v1beta1,
@@ -76,16 +97,21 @@ var from19 = startingPoint{
 				{"ImagePullJob", betaPullJob, betaPullJobYAML},
 				{"ImageListPullJob", listPullJob, listPullJobYAML},
 			},
+			cloneSets: []cloneSetCase{
+				{name: inPlaceBeta, version: v1beta1, shape: heldInPlaceUpdate},
+				{name: drainBeta, version: v1beta1, shape: heldDeletion},
+			},
 			recreate: true,
 		},
 	},
 	compared:        []string{v1alpha1, v1beta1},
 	expected:        map[string][]allowedDifference{v1alpha1: expectedAlphaDifferences, v1beta1: expectedBetaDifferences},
+	possible:        failuresCleared([]string{claimsAlpha, inPlaceBeta, drainBeta}, v1alpha1, v1beta1),
 	sabotageBudget:  betaBudget,
 	victimDaemonSet: betaDaemonSet,
 }
 
-// from18 is OpenKruise 1.8, whose CRDs of the six kinds serve and store v1alpha1 alone,
+// from18 is OpenKruise 1.8, whose CRDs of the seven kinds serve and store v1alpha1 alone,
 // with no conversion: every object is written, stored and recorded in v1alpha1, and
 // v1beta1 appears with bosun's CRDs.
 var from18 = startingPoint{
@@ -101,10 +127,16 @@ var from18 = startingPoint{
 			{"ImagePullJob", alphaPullJob, alphaPullJobYAML},
 			{"ImageListPullJob", listPullJob, listPullJobYAML},
 		},
+		cloneSets: []cloneSetCase{
+			{name: claimsAlpha, version: v1alpha1, shape: partitionedRecreate},
+			{name: inPlaceAlpha, version: v1alpha1, shape: heldInPlaceUpdate},
+			{name: drainAlpha, version: v1alpha1, shape: heldDeletion},
+		},
 		recreate: true,
 	}},
 	compared:        []string{v1alpha1},
 	expected:        map[string][]allowedDifference{v1alpha1: expected18AlphaDifferences},
+	possible:        failuresCleared([]string{claimsAlpha, inPlaceAlpha, drainAlpha}, v1alpha1),
 	sabotageBudget:  alphaBudget,
 	victimDaemonSet: alphaDaemonSet,
 }
@@ -141,13 +173,28 @@ func startingPointNames() string {
 func (sp startingPoint) workloads() []workload {
 	var out []workload
 	for _, era := range sp.eras {
-		out = append(out, era.daemonSet)
-		out = append(out, era.others...)
-		if era.recreate {
-			out = append(out, workload{kind: "ContainerRecreateRequest", name: recreate})
-		}
+		out = append(out, era.objects()...)
 	}
 	return out
+}
+
+// cloneSets are every CloneSet the eras create, in order.
+func (sp startingPoint) cloneSets() []cloneSetCase {
+	var out []cloneSetCase
+	for _, era := range sp.eras {
+		out = append(out, era.cloneSets...)
+	}
+	return out
+}
+
+// cloneSet returns the CloneSet of the starting point named name.
+func (sp startingPoint) cloneSet(name string) (cloneSetCase, bool) {
+	cases := sp.cloneSets()
+	i := slices.IndexFunc(cases, func(c cloneSetCase) bool { return c.name == name })
+	if i < 0 {
+		return cloneSetCase{}, false
+	}
+	return cases[i], true
 }
 
 // storedAsAlpha are the keys in etcd of the objects the run writes while the CRDs store
@@ -159,11 +206,7 @@ func (sp startingPoint) storedAsAlpha() []string {
 		if era.storage != v1alpha1 {
 			continue
 		}
-		objs := append([]workload{era.daemonSet}, era.others...)
-		if era.recreate {
-			objs = append(objs, workload{kind: "ContainerRecreateRequest", name: recreate})
-		}
-		for _, w := range objs {
+		for _, w := range era.objects() {
 			k := kindNamed(w.kind)
 			keys = append(keys, k.Group+"/"+k.Resource+"/"+namespace+"/"+w.name)
 		}

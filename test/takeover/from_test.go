@@ -35,7 +35,7 @@ func TestStartingPointsAreConsistent(t *testing.T) {
 			if !slices.Contains(sp.served, era.storage) {
 				t.Errorf("%s: an era stores %s, which the CRDs do not serve", sp.name, era.storage)
 			}
-			for _, w := range append([]workload{era.daemonSet}, era.others...) {
+			for _, w := range slices.DeleteFunc(era.objects(), func(w workload) bool { return w.kind == "ContainerRecreateRequest" }) {
 				version := manifestVersion(w.manifest)
 				if !slices.Contains(sp.served, version) {
 					t.Errorf("%s: %s %s is written in %s, which the CRDs do not serve", sp.name, w.kind, w.name, version)
@@ -55,9 +55,35 @@ func TestStartingPointsAreConsistent(t *testing.T) {
 				}
 			}
 		}
+		for version, possible := range sp.possible {
+			for _, d := range possible {
+				if !slices.ContainsFunc(sp.workloads(), func(w workload) bool { return d.Kind == w.kind && d.Object == namespace+"/"+w.name }) {
+					t.Errorf("%s: the possible difference names %s %s, which it does not create", sp.name, d.Kind, d.Object)
+				}
+			}
+			if !slices.Contains(sp.compared, version) {
+				t.Errorf("%s: allows differences in %s, which it does not compare", sp.name, version)
+			}
+			for _, d := range possible {
+				if d.Version != version {
+					t.Errorf("%s: the possible difference %s %s %s is listed under %s", sp.name, d.Kind, d.Object, d.Path, version)
+				}
+				if slices.ContainsFunc(sp.expected[version], func(e allowedDifference) bool { return e.Kind == d.Kind && e.Object == d.Object && e.Path == d.Path }) {
+					t.Errorf("%s: %s %s %s is both expected and possible", sp.name, d.Kind, d.Object, d.Path)
+				}
+			}
+		}
 		for _, version := range sp.compared {
 			if !slices.Contains(sp.served, version) {
 				t.Errorf("%s: compares in %s, which OpenKruise does not serve", sp.name, version)
+			}
+		}
+		for _, c := range sp.cloneSets() {
+			if version := manifestVersion(c.manifest()); version != c.version {
+				t.Errorf("%s: CloneSet %s is written in %s, want %s", sp.name, c.name, version, c.version)
+			}
+			if c.progressDeadline && !slices.Contains(sp.served, v1beta1) {
+				t.Errorf("%s: CloneSet %s sets progressDeadlineSeconds, which OpenKruise before 1.9 does not have", sp.name, c.name)
 			}
 		}
 		names := map[string]bool{}
@@ -77,6 +103,7 @@ func TestStoredAsAlpha(t *testing.T) {
 		"apps.kruise.io/daemonsets/takeover/agent-alpha",
 		"policy.kruise.io/podunavailablebudgets/takeover/budget-alpha",
 		"apps.kruise.io/imagepulljobs/takeover/pull-alpha",
+		"apps.kruise.io/clonesets/takeover/claims-alpha",
 	}
 	if got := from19.storedAsAlpha(); !slices.Equal(got, want19) {
 		t.Errorf("from 1.9: %v, want %v", got, want19)

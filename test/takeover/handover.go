@@ -61,7 +61,7 @@ func (e *env) applyBosunCRDs(ctx context.Context, root string, dryRun bool) (str
 // cluster (its Helm chart, its config/default) send the API server.
 var kruiseWebhookService = map[string]any{"namespace": "kruise-system", "name": "kruise-webhook-service", "path": "/convert", "port": int64(443)}
 
-// convertingCRDs returns the names of the six CRDs that convert through a webhook.
+// convertingCRDs returns the names of the seven CRDs that convert through a webhook.
 func (e *env) convertingCRDs(ctx context.Context) ([]string, error) {
 	var names []string
 	for _, k := range takenOverKinds {
@@ -122,7 +122,7 @@ func (e *env) pointConversionAtBosun(ctx context.Context) error {
 }
 
 // checkCRDsHandedOver checks what the user's steps and bosun's start must have made of
-// the six CRDs: bosun's (its label), still kept by Helm, and, for those that convert
+// the seven CRDs: bosun's (its label), still kept by Helm, and, for those that convert
 // through a webhook, converting through bosun's /convert with a CA bundle.
 func (e *env) checkCRDsHandedOver(ctx context.Context) error {
 	for _, k := range takenOverKinds {

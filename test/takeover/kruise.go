@@ -24,7 +24,7 @@ const kruiseGates = "PodUnavailableBudgetDeleteGate=true,PodUnavailableBudgetUpd
 // kruiseControllers are the controllers of kruise-manager that serve the kinds bosun takes
 // over; the start waits until each runs its workers.
 var kruiseControllers = []string{
-	"daemonset-controller", "podunavailablebudget-controller", "containerrecreaterequest-controller",
+	"cloneset-controller", "daemonset-controller", "podunavailablebudget-controller", "containerrecreaterequest-controller",
 	"imagepulljob-controller", "imagelistpulljob-controller", "nodeimage-controller",
 }
 
@@ -47,7 +47,7 @@ type kruise struct {
 }
 
 // startKruise installs the release's config/default (all of its CRDs, both webhook
-// configurations, its namespaces), gives the six CRDs the storage version of the first era
+// configurations, its namespaces), gives the seven CRDs the storage version of the first era
 // where the release's differs (from 1.9: v1alpha1, as it was up to OpenKruise 1.8;
 // createWorkloads makes it v1beta1 again), then runs the release's kruise-manager as the
 // admin and its kruise-daemon for the node, and returns once both serve.

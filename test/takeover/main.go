@@ -179,7 +179,7 @@ func run(ctx context.Context, o options, sp startingPoint) error {
 	}()
 	e.alive = k.err
 
-	if err := p.run("creating DaemonSets, budgets, a ContainerRecreateRequest and pull jobs through OpenKruise, until settled", func() error {
+	if err := p.run("creating DaemonSets, budgets, CloneSets (left mid-rollout), a ContainerRecreateRequest and pull jobs through OpenKruise, until settled", func() error {
 		return e.createWorkloads(ctx)
 	}); err != nil {
 		return err
@@ -279,7 +279,7 @@ func run(ctx context.Context, o options, sp startingPoint) error {
 	}
 
 	var adds map[string]float64
-	if err := p.run(fmt.Sprintf("watching bosun for %v (--min-resync-period=%v) and until its storage migration is done: no pod or ControllerRevision may change", o.observe, o.resync), func() (err error) {
+	if err := p.run(fmt.Sprintf("watching bosun for %v (--min-resync-period=%v) and until its storage migration is done: no pod, claim or ControllerRevision may change", o.observe, o.resync), func() (err error) {
 		if err := e.watchNothingChanges(ctx, baseline, o.observe); err != nil {
 			return err
 		}
@@ -320,12 +320,20 @@ func run(ctx context.Context, o options, sp startingPoint) error {
 
 	if err := p.run("updating the image of "+alphaDaemonSet+" through v1alpha1 under bosun", func() error {
 		image := cluster.WebserverImage("v2")
-		if err := e.updateImage(ctx, v1alpha1, alphaDaemonSet, image); err != nil {
+		if err := e.updateImage(ctx, "DaemonSet", v1alpha1, alphaDaemonSet, image); err != nil {
 			return err
 		}
 		return e.waitDaemonSetRolledOut(ctx, v1alpha1, alphaDaemonSet, image)
 	}); err != nil {
 		return err
+	}
+
+	for _, c := range sp.cloneSets() {
+		if err := p.run(fmt.Sprintf("completing %s of CloneSet %s under bosun", c.shape, c.name), func() error {
+			return e.completeCloneSet(ctx, c)
+		}); err != nil {
+			return err
+		}
 	}
 
 	printSummary(sp, baseline, len(storedAlpha), adds, v, p)
@@ -345,8 +353,15 @@ func withBeta(versions []string) []string {
 // saw v1beta1 as the storage version.
 const migrationTimeout = 4 * time.Minute
 
-// watchNothingChanges fails as soon as a pod or a ControllerRevision differs from the
-// baseline, and otherwise returns after d, once every CRD's storedVersions is [v1beta1]
+// compareBuiltins compares the pods, claims and ControllerRevisions of two snapshots.
+func compareBuiltins(before, after *snapshot) []difference {
+	diffs := comparePods(before.pods, after.pods)
+	diffs = append(diffs, compareClaims(before.claims, after.claims)...)
+	return append(diffs, compareRevisions(before.revisions, after.revisions)...)
+}
+
+// watchNothingChanges fails as soon as a pod, a claim or a ControllerRevision differs from
+// the baseline, and otherwise returns after d, once every CRD's storedVersions is [v1beta1]
 // (bosun's migrator has rewritten what OpenKruise stored as v1alpha1).
 func (e *env) watchNothingChanges(ctx context.Context, baseline *snapshot, d time.Duration) error {
 	began := time.Now()
@@ -374,7 +389,7 @@ func (e *env) watchNothingChanges(ctx context.Context, baseline *snapshot, d tim
 		if err != nil {
 			return err
 		}
-		if diffs := append(comparePods(baseline.pods, now.pods), compareRevisions(baseline.revisions, now.revisions)...); len(diffs) > 0 {
+		if diffs := compareBuiltins(baseline, now); len(diffs) > 0 {
 			return fmt.Errorf("under bosun:\n%s", indent(joinDiffs(diffs)))
 		}
 		select {
@@ -418,14 +433,14 @@ func (v verdicts) expectedCount() int {
 	return n
 }
 
-// compareTakeover compares bosun's state with OpenKruise's: the same pods and
-// ControllerRevisions, and, in each version the baseline was recorded in, the same objects
+// compareTakeover compares bosun's state with OpenKruise's: the same pods (labels,
+// annotations and images included), claims and ControllerRevisions, and, in each version the baseline was recorded in, the same objects
 // (status recomputed to equal values) but for the starting point's expected differences.
 func (e *env) compareTakeover(underKruise, underBosun *snapshot) verdicts {
-	v := verdicts{podsAndRevisions: append(comparePods(underKruise.pods, underBosun.pods), compareRevisions(underKruise.revisions, underBosun.revisions)...)}
+	v := verdicts{podsAndRevisions: compareBuiltins(underKruise, underBosun)}
 	for _, version := range e.from.compared {
 		v.versions = append(v.versions, versionVerdict{version,
-			judge(compareObjects(version, underKruise.objects[version], underBosun.objects[version]), e.from.expected[version])})
+			judge(compareObjects(version, underKruise.objects[version], underBosun.objects[version]), e.from.expected[version], e.from.possible[version])})
 	}
 	return v
 }
@@ -490,7 +505,7 @@ func (e *env) sabotage(ctx context.Context, baseline *snapshot) error {
 	}
 
 	victims := e.from.victimDaemonSet
-	pods, err := e.daemonSetPods(ctx, victims)
+	pods, err := e.appPods(ctx, victims)
 	if err != nil {
 		return err
 	}
@@ -530,8 +545,8 @@ func printSummary(sp startingPoint, baseline *snapshot, storedAlpha int, adds ma
 		compared += " (v1beta1 read through bosun's conversion)"
 	}
 	fmt.Printf("takeover: PASS (from %s): %d objects (%s; %d stored as v1alpha1 by OpenKruise, migrated by bosun) %s; "+
-		"%d pods and %d ControllerRevisions unchanged; %d expected differences\n",
-		sp.release, objects, strings.Join(kinds, ", "), storedAlpha, compared, len(baseline.pods), len(baseline.revisions), v.expectedCount())
+		"%d pods, %d claims and %d ControllerRevisions unchanged; %d expected differences\n",
+		sp.release, objects, strings.Join(kinds, ", "), storedAlpha, compared, len(baseline.pods), len(baseline.claims), len(baseline.revisions), v.expectedCount())
 	var queues []string
 	for _, name := range slices.Sorted(maps.Keys(adds)) {
 		if _, resynced := resyncedQueues[name]; resynced || slices.Contains(reportedQueues, name) {

@@ -16,6 +16,7 @@ import (
 // controller takes a NodeImage only when it changed, like upstream's node controllers, so
 // only its first sync is required.
 var resyncedQueues = map[string]string{
+	"cloneset":                 "CloneSet",
 	"advanced_daemonset":       "DaemonSet",
 	"podunavailablebudget":     "PodUnavailableBudget",
 	"containerrecreaterequest": "ContainerRecreateRequest",
@@ -30,7 +31,7 @@ var reportedQueues = []string{"nodeimage", "nodeimage_agent", "containerrecreate
 
 // checkResynced reads how many keys each of bosun's queues has taken since it started
 // (workqueue_adds_total of both binaries) and fails unless the observation covered the
-// first sync and two resyncs of every controller of the six kinds.
+// first sync and two resyncs of every controller of the seven kinds.
 func (e *env) checkResynced(ctx context.Context, baseline *snapshot) (map[string]float64, error) {
 	adds := map[string]float64{}
 	for _, component := range []string{"bosun-controller-manager", "bosun-daemon"} {
@@ -69,7 +70,7 @@ func (e *env) checkResynced(ctx context.Context, baseline *snapshot) (map[string
 	return adds, nil
 }
 
-// checkMigrated checks that etcd holds every object of the six kinds as v1beta1 now, those
+// checkMigrated checks that etcd holds every object of the seven kinds as v1beta1 now, those
 // OpenKruise had stored as v1alpha1 included.
 func (e *env) checkMigrated(ctx context.Context, storedAlpha []string) error {
 	now, err := e.readEtcd(ctx)

@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 )
 
-// kruiseKind is one of the six kinds bosun takes over from OpenKruise.
+// kruiseKind is one of the seven kinds bosun takes over from OpenKruise.
 type kruiseKind struct {
 	Kind, Group, Resource string
 	Namespaced            bool
@@ -19,6 +20,7 @@ type kruiseKind struct {
 
 // takenOverKinds are the kinds whose CRDs bosun's manifests replace.
 var takenOverKinds = []kruiseKind{
+	{"CloneSet", "apps.kruise.io", "clonesets", true},
 	{"DaemonSet", "apps.kruise.io", "daemonsets", true},
 	{"PodUnavailableBudget", "policy.kruise.io", "podunavailablebudgets", true},
 	{"ContainerRecreateRequest", "apps.kruise.io", "containerrecreaterequests", true},
@@ -85,18 +87,41 @@ type snapshot struct {
 	// objects holds every object of takenOverKinds read in each version: version → key →
 	// object. A version missing from the map was not read.
 	objects map[string]map[objectKey]*unstructured.Unstructured
-	// pods maps namespace/name to UID, for every pod of the cluster.
-	pods map[string]string
+	// pods maps namespace/name to what a takeover must leave alone of every pod of the
+	// cluster.
+	pods map[string]pod
+	// claims maps namespace/name to the UID of every PersistentVolumeClaim of the cluster.
+	claims map[string]string
 	// revisions maps namespace/name to every ControllerRevision of the cluster.
 	revisions map[string]revision
 }
 
+// pod is what a takeover must leave alone of a pod: the pod itself (its UID), and what a
+// controller changes to update, hook or relabel it: labels (revision, lifecycle state,
+// specified-delete), annotations (in-place update state, grace) and the containers' images.
+type pod struct {
+	UID         string            `json:"uid"`
+	Labels      map[string]string `json:"labels"`
+	Annotations map[string]string `json:"annotations"`
+	Images      []string          `json:"images"`
+}
+
+func (p pod) tree() any { return jsonValue(p) }
+
+func podOf(p *corev1.Pod) pod {
+	out := pod{UID: string(p.UID), Labels: p.Labels, Annotations: p.Annotations}
+	for _, c := range p.Spec.Containers {
+		out.Images = append(out.Images, c.Image)
+	}
+	return out
+}
+
 // record reads every object of takenOverKinds in each of versions (listing them in the
 // storage version of the starting point's CRDs, and reading each one by name in every
-// version), every pod's UID and every ControllerRevision.
+// version), every pod, every PersistentVolumeClaim's UID and every ControllerRevision.
 func (e *env) record(ctx context.Context, versions ...string) (*snapshot, error) {
 	dyn, client, listVersion := e.dyn, e.client, e.from.storage
-	s := &snapshot{objects: map[string]map[objectKey]*unstructured.Unstructured{}, pods: map[string]string{}, revisions: map[string]revision{}}
+	s := &snapshot{objects: map[string]map[objectKey]*unstructured.Unstructured{}, pods: map[string]pod{}, claims: map[string]string{}, revisions: map[string]revision{}}
 	for _, v := range versions {
 		s.objects[v] = map[objectKey]*unstructured.Unstructured{}
 	}
@@ -125,8 +150,16 @@ func (e *env) record(ctx context.Context, versions ...string) (*snapshot, error)
 	if err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
-	for _, p := range pods.Items {
-		s.pods[p.Namespace+"/"+p.Name] = string(p.UID)
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		s.pods[p.Namespace+"/"+p.Name] = podOf(p)
+	}
+	claims, err := client.CoreV1().PersistentVolumeClaims(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing PersistentVolumeClaims: %w", err)
+	}
+	for _, c := range claims.Items {
+		s.claims[c.Namespace+"/"+c.Name] = string(c.UID)
 	}
 	revisions, err := client.AppsV1().ControllerRevisions(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -11,10 +12,15 @@ import (
 	"k8s.io/client-go/util/retry"
 )
 
+// builtinPrefixes hold what a takeover must leave alone of the built-in kinds: pods,
+// PersistentVolumeClaims and ControllerRevisions (kube-apiserver's default --etcd-prefix),
+// which etcd holds as protobuf.
+var builtinPrefixes = []string{"/registry/pods/", "/registry/persistentvolumeclaims/", "/registry/controllerrevisions/"}
+
 // etcdPrefixes hold everything a takeover must leave alone or only rewrite: the objects of
-// the six kinds, pods and ControllerRevisions (kube-apiserver's default --etcd-prefix).
+// the seven kinds and builtinPrefixes.
 func etcdPrefixes() []string {
-	prefixes := []string{"/registry/pods/", "/registry/controllerrevisions/"}
+	prefixes := slices.Clone(builtinPrefixes)
 	for _, k := range takenOverKinds {
 		prefixes = append(prefixes, "/registry/"+k.Group+"/"+k.Resource+"/")
 	}
@@ -38,7 +44,7 @@ func (e *env) readEtcd(ctx context.Context) (map[string]etcdEntry, error) {
 		}
 		for key, kv := range entries {
 			entry := etcdEntry{modRevision: kv.ModRevision}
-			if !strings.HasPrefix(prefix, "/registry/pods/") && !strings.HasPrefix(prefix, "/registry/controllerrevisions/") {
+			if !slices.Contains(builtinPrefixes, prefix) {
 				if entry.apiVersion, err = kv.StoredAPIVersion(); err != nil {
 					return nil, err
 				}
@@ -78,7 +84,7 @@ func changedKeys(before, after map[string]etcdEntry) []string {
 	return keys
 }
 
-// setStorageVersion makes version the storage version of the six CRDs, keeping both
+// setStorageVersion makes version the storage version of the seven CRDs, keeping both
 // versions served. With v1alpha1 the cluster stores new objects as OpenKruise up to 1.8 did;
 // setting v1beta1 back is what applying OpenKruise 1.9's CRDs does to such a cluster.
 func (e *env) setStorageVersion(ctx context.Context, version string) error {
@@ -112,7 +118,7 @@ func (e *env) setStorageVersion(ctx context.Context, version string) error {
 	return nil
 }
 
-// storedVersions returns status.storedVersions of the six CRDs, by CRD name.
+// storedVersions returns status.storedVersions of the seven CRDs, by CRD name.
 func (e *env) storedVersions(ctx context.Context) (map[string][]string, error) {
 	out := map[string][]string{}
 	for _, k := range takenOverKinds {

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -237,7 +238,8 @@ func resourceOf(obj *unstructured.Unstructured) (gvr schema.GroupVersionResource
 // createWorkloads creates, through OpenKruise, every object the takeover is judged on,
 // era by era (startingPoint.eras), and waits until they have settled: DaemonSets rolled out
 // with Ready pods, the ContainerRecreateRequest completed, the pull jobs completed, the
-// budgets observed.
+// budgets observed, the CloneSets rolled out and then left in the middle of a new rollout or
+// a scale-in (cloneSetShape).
 //
 // Before each era the CRDs are given the era's storage version, where it differs from the
 // one they have. From 1.9 the cluster so plays one that ran OpenKruise before 1.9: the
@@ -265,6 +267,16 @@ func (e *env) createWorkloads(ctx context.Context) error {
 		return err
 	}
 
+	// The claims of the CloneSets bind to volumes the run makes (the cluster has no
+	// provisioner).
+	volumes := 0
+	for _, c := range e.from.cloneSets() {
+		volumes += c.volumes()
+	}
+	if err := e.createVolumes(ctx, volumes); err != nil {
+		return err
+	}
+
 	storage := e.from.eras[0].storage // startKruise gave the CRDs the first era's
 	var created []workload
 	for _, era := range e.from.eras {
@@ -287,8 +299,19 @@ func (e *env) createWorkloads(ctx context.Context) error {
 			}
 			created = append(created, w)
 		}
+		for _, c := range era.cloneSets {
+			if err := e.create(ctx, c.manifest()); err != nil {
+				return err
+			}
+			created = append(created, c.workload())
+		}
+		for _, c := range era.cloneSets {
+			if err := e.startCloneSet(ctx, c); err != nil {
+				return err
+			}
+		}
 		if era.recreate {
-			pods, err := e.daemonSetPods(ctx, era.daemonSet.name)
+			pods, err := e.appPods(ctx, era.daemonSet.name)
 			if err != nil {
 				return err
 			}
@@ -309,7 +332,8 @@ func (e *env) createWorkloads(ctx context.Context) error {
 
 // waitSettled waits until every object created has done its work: the
 // ContainerRecreateRequest completed, the pull jobs completed, the DaemonSets rolled out,
-// the budgets observed; and then until nothing changes (waitQuiet).
+// the CloneSets in the state they are handed over in, the budgets observed; and then until
+// nothing changes (waitQuiet).
 func (e *env) waitSettled(ctx context.Context, created []workload) error {
 	byKind := func(kind string) []string {
 		var names []string
@@ -345,6 +369,15 @@ func (e *env) waitSettled(ctx context.Context, created []workload) error {
 	}
 	for _, name := range byKind("DaemonSet") {
 		if err := e.waitDaemonSetRolledOut(ctx, e.from.storage, name, cluster.WebserverImage("v1")); err != nil {
+			return err
+		}
+	}
+	for _, name := range byKind("CloneSet") {
+		c, ok := e.from.cloneSet(name)
+		if !ok {
+			return fmt.Errorf("no CloneSet case %s", name)
+		}
+		if err := e.waitCloneSet(ctx, 4*time.Minute, e.from.storage, name, "to reach "+string(c.shape), c.heldProblem); err != nil {
 			return err
 		}
 	}
@@ -390,8 +423,8 @@ func (e *env) waitBudget(ctx context.Context, name string) error {
 // settled: longer than the status updates that trail a completed CRR or pull.
 const quietPeriod = 15 * time.Second
 
-// waitQuiet waits until no object of takenOverKinds, no pod and no ControllerRevision has
-// changed for quietPeriod.
+// waitQuiet waits until no object of takenOverKinds, no pod, no claim and no
+// ControllerRevision has changed for quietPeriod.
 func (e *env) waitQuiet(ctx context.Context) error {
 	var last string
 	var since time.Time
@@ -427,6 +460,13 @@ func (e *env) stateVersions(ctx context.Context) (string, error) {
 	for _, p := range pods.Items {
 		fmt.Fprintf(&b, "pod/%s/%s=%s ", p.Namespace, p.Name, p.ResourceVersion)
 	}
+	claims, err := e.client.CoreV1().PersistentVolumeClaims(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "", err
+	}
+	for _, c := range claims.Items {
+		fmt.Fprintf(&b, "claim/%s/%s=%s ", c.Namespace, c.Name, c.ResourceVersion)
+	}
 	revisions, err := e.client.AppsV1().ControllerRevisions(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return "", err
@@ -446,8 +486,9 @@ func (e *env) get(ctx context.Context, kind, version, name string) (*unstructure
 	return e.dyn.Resource(k.gvr(version)).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
 }
 
-// daemonSetPods returns the pods of a DaemonSet of the run.
-func (e *env) daemonSetPods(ctx context.Context, name string) ([]corev1.Pod, error) {
+// appPods returns the pods of a DaemonSet or CloneSet of the run: those labelled with its
+// app, terminating ones included.
+func (e *env) appPods(ctx context.Context, name string) ([]corev1.Pod, error) {
 	list, err := e.client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
 	if err != nil {
 		return nil, err
@@ -480,7 +521,7 @@ func (e *env) waitDaemonSetRolledOut(ctx context.Context, version, name, image s
 			status("updatedNumberScheduled") != desired || status("numberReady") != desired || status("numberAvailable") != desired {
 			return false, nil
 		}
-		pods, err := e.daemonSetPods(ctx, name)
+		pods, err := e.appPods(ctx, name)
 		if err != nil {
 			return false, err
 		}
@@ -510,24 +551,33 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
-// updateImage sets the image of a DaemonSet's container through version's API, as a user
-// of that version does: read, change, write back.
-func (e *env) updateImage(ctx context.Context, version, name, image string) error {
-	ds, err := e.get(ctx, "DaemonSet", version, name)
+// updateImage sets the image of the container of a DaemonSet or CloneSet through version's
+// API, as a user of that version does: read, change, write back.
+func (e *env) updateImage(ctx context.Context, kind, version, name, image string) error {
+	obj, err := e.get(ctx, kind, version, name)
 	if err != nil {
 		return err
 	}
-	containers, _, _ := unstructured.NestedSlice(ds.Object, "spec", "template", "spec", "containers")
+	containers, _, _ := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
 	if len(containers) != 1 {
-		return fmt.Errorf("DaemonSet %s has %d containers, want 1", name, len(containers))
+		return fmt.Errorf("%s %s has %d containers, want 1", kind, name, len(containers))
 	}
 	containers[0].(map[string]any)["image"] = image
-	if err := unstructured.SetNestedSlice(ds.Object, containers, "spec", "template", "spec", "containers"); err != nil {
+	if err := unstructured.SetNestedSlice(obj.Object, containers, "spec", "template", "spec", "containers"); err != nil {
 		return err
 	}
-	gvr, _ := resourceOf(ds)
-	if _, err := e.dyn.Resource(gvr).Namespace(namespace).Update(ctx, ds, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("updating the image of DaemonSet %s through %s: %w", name, version, err)
+	gvr, _ := resourceOf(obj)
+	if _, err := e.dyn.Resource(gvr).Namespace(namespace).Update(ctx, obj, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("updating the image of %s %s through %s: %w", kind, name, version, err)
+	}
+	return nil
+}
+
+// patch applies a JSON merge patch to an object of the run through version's API.
+func (e *env) patch(ctx context.Context, kind, version, name, patch string) error {
+	k := kindNamed(kind)
+	if _, err := e.dyn.Resource(k.gvr(version)).Namespace(namespace).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("patching %s %s through %s with %s: %w", kind, name, version, patch, err)
 	}
 	return nil
 }

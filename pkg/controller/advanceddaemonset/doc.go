@@ -39,8 +39,8 @@
 //     affinity, at most burstReplicas per sync) and deletes failed pods (with a per-node
 //     backoff), surplus pods, pods on nodes that no longer tolerate them and pending pods
 //     of vanished nodes; a preDelete hook holds pods in PreparingDelete instead;
-//  3. the InPlaceUpdateReady and KruisePodReady conditions of owned pods are turned True
-//     when nothing holds them any more;
+//  3. the InPlaceUpdateReady condition of owned pods is turned True when nothing holds it
+//     any more;
 //  4. for RollingUpdate (unless paused) old pods are replaced on the nodes the partition
 //     and the rolling selector leave to the rollout, within maxUnavailable (deleting, or
 //     updating in place when only images and template metadata changed) or maxSurge;
@@ -56,9 +56,10 @@
 // silently (#1012). The condition type has no lastUpdateTime; its message follows every
 // change and its lastTransitionTime only status changes.
 //
-// markPodNotReady only reaches pods created with the KruisePodReady readiness gate: this
-// controller adds the gate to the pods it creates while the hook asks for it, and sets the
-// condition True once such a pod exists. Pods created earlier, without the gate, are not
+// markPodNotReady only reaches pods created with the KruisePodReady readiness gate, which
+// the mutating pod webhook adds to the pods of every apps.kruise.io controller while
+// pod-readiness-controller, which sets the condition True once the pod exists, is enabled
+// (as in OpenKruise, this controller adds neither). Pods created without the gate are not
 // marked (the kubelet would ignore the condition).
 //
 // Left out on purpose: pruning ineligible nodes from the rollout budget, and binding pods by

@@ -79,7 +79,9 @@ func (c *Controller) planInPlace(ctx context.Context, h history, pod *corev1.Pod
 	if revision == nil || revision == h.current {
 		return nil
 	}
-	update, err := kruisepod.PlanInPlaceUpdate(revision.Data.Raw, h.current.Data.Raw)
+	// Labels and annotations the env reads are set like any other metadata here: the
+	// Advanced DaemonSet does not restart containers for them.
+	update, err := kruisepod.PlanInPlaceUpdate(revision.Data.Raw, h.current.Data.Raw, false)
 	if err != nil {
 		klog.FromContext(ctx).V(2).Info("Cannot compare revisions; recreating the pod", "pod", klog.KObj(pod), "err", err)
 		return nil
@@ -154,36 +156,35 @@ func (c *Controller) refetchOnConflict(ctx context.Context, err error, pod **cor
 	return err
 }
 
-// refreshPodConditions turns True the readiness-gate conditions this controller owns once
-// nothing holds them: InPlaceUpdateReady when the pod's in-place update has taken effect
-// (or never happened), and KruisePodReady on pods that do not have it yet. These writes
-// are not retried on conflict; the next sync tries again.
+// refreshPodConditions turns True the readiness-gate condition this controller owns once
+// nothing holds it: InPlaceUpdateReady when the pod's in-place update has taken effect (or
+// never happened). The first KruisePodReady condition is pod-readiness-controller's to
+// set, for the pods of every workload alike. These writes are not retried on conflict; the
+// next sync tries again. A pod whose in-place update has its next batch of containers due
+// gets that batch instead.
 func (c *Controller) refreshPodConditions(ctx context.Context, v *view) error {
 	var errs []error
 	for _, pod := range v.pods {
 		if pod.DeletionTimestamp != nil {
 			continue
 		}
+		// The next batch of containers of an in-place update by launch priority (batches.go).
+		if state := dueBatchState(pod); state != nil {
+			if err := c.updateNextBatch(ctx, v, pod, state); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
 		// Decided on the cached pod: copying every pod of the DaemonSet on every sync only
 		// to find, for almost all of them, nothing to change cost about 6% of the
 		// controller's CPU while rolling 1,000 nodes.
-		inPlaceDone := inPlaceUpdateDone(pod)
-		kruiseReadyMissing := kruisepod.HasReadinessGate(pod, appsv1beta1.KruisePodReadyConditionType) &&
-			kruisepod.PodCondition(pod, appsv1beta1.KruisePodReadyConditionType) == nil
-		if !inPlaceDone && !kruiseReadyMissing {
+		if !inPlaceUpdateDone(pod) {
 			continue
 		}
 		refreshed := pod.DeepCopy()
-		if inPlaceDone {
-			kruisepod.SetPodCondition(refreshed, corev1.PodCondition{
-				Type: appsv1beta1.InPlaceUpdateReady, Status: corev1.ConditionTrue, LastTransitionTime: v.now,
-			})
-		}
-		if kruiseReadyMissing {
-			kruisepod.SetPodCondition(refreshed, corev1.PodCondition{
-				Type: appsv1beta1.KruisePodReadyConditionType, Status: corev1.ConditionTrue, LastTransitionTime: v.now,
-			})
-		}
+		kruisepod.SetPodCondition(refreshed, corev1.PodCondition{
+			Type: appsv1beta1.InPlaceUpdateReady, Status: corev1.ConditionTrue, LastTransitionTime: v.now,
+		})
 		if _, err := c.kubeClient.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, refreshed, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("updating conditions of pod %s: %w", klog.KObj(pod), err))
 		}

@@ -197,7 +197,9 @@ func (c *Controller) syncNodes(ctx context.Context, v *view, deletes []*corev1.P
 
 // podTemplate returns the template of the pods ds creates at revision hash: the
 // DaemonSet's template with the revision labels, the default tolerations and the
-// readiness gates the in-place update and the preDelete hook rely on.
+// readiness gate the in-place update relies on. The KruisePodReady gate, which the
+// preDelete hook's markPodNotReady relies on, comes from the mutating pod webhook, as in
+// OpenKruise, with pod-readiness-controller, which sets its condition.
 func podTemplate(v *view) *corev1.PodTemplateSpec {
 	template := v.ds.Spec.Template.DeepCopy()
 	if template.Labels == nil {
@@ -210,9 +212,6 @@ func podTemplate(v *view) *corev1.PodTemplateSpec {
 	daemonsetutil.AddDefaultTolerations(&template.Spec)
 	if daemonsetutil.InPlaceIfPossible(v.ds) {
 		kruisepod.AddReadinessGate(&template.Spec, appsv1beta1.InPlaceUpdateReady)
-	}
-	if hook := preDeleteHook(v.ds); hook != nil && hook.MarkPodNotReady {
-		kruisepod.AddReadinessGate(&template.Spec, appsv1beta1.KruisePodReadyConditionType)
 	}
 	return template
 }

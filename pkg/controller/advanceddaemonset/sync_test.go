@@ -521,3 +521,31 @@ func TestOlderOwnerReferencesAreClaimedNotRewritten(t *testing.T) {
 		t.Errorf("status = %+v, want 2 scheduled, 1 updated, updateRevision %s", status, hashOf(ds))
 	}
 }
+
+// The KruisePodReady gate and its first condition are not this controller's: the pod
+// webhook adds the gate and pod-readiness-controller sets the condition, as in OpenKruise.
+// With a preDelete hook that marks pods not ready, new pods come without the gate and a
+// gated pod without the condition is not written.
+func TestKruisePodReadyIsLeftToThePodReadinessController(t *testing.T) {
+	ds := newDS()
+	ds.Spec.Lifecycle = &appsv1beta1.Lifecycle{PreDelete: &appsv1beta1.LifecycleHook{LabelsHandler: map[string]string{"hold": "true"}, MarkPodNotReady: true}}
+	gated := newPod("p1", ds, hashOf(ds), "n1")
+	gated.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: appsv1beta1.KruisePodReadyConditionType}}
+	f := newFixture(t, fixtureOption{}, ds, revisionOf(t, ds, 1), newNode("n1"), newNode("n2"), gated)
+	f.sync(ds)
+
+	if got := f.createdNodes(); !slices.Equal(got, []string{"n2"}) {
+		t.Fatalf("pods created on %v, want [n2]", got)
+	}
+	if gates := f.createdPods()[0].Spec.ReadinessGates; len(gates) != 0 {
+		t.Errorf("created pod with readiness gates %v, want none", gates)
+	}
+	for _, a := range f.actions("update", "pods") {
+		if a.GetSubresource() != "status" {
+			continue
+		}
+		if cond := kruisepod.PodCondition(a.(clienttesting.UpdateAction).GetObject().(*corev1.Pod), appsv1beta1.KruisePodReadyConditionType); cond != nil {
+			t.Errorf("wrote KruisePodReady %+v", cond)
+		}
+	}
+}

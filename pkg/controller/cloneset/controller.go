@@ -24,6 +24,7 @@ import (
 	"k8s.io/utils/clock"
 
 	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
+	policyv1beta1 "github.com/bosun-dev/api/policy/v1beta1"
 	bosunclientset "github.com/bosun-dev/client-go/clientset/versioned"
 	appsv1beta1informers "github.com/bosun-dev/client-go/informers/externalversions/apps/v1beta1"
 	appsv1beta1listers "github.com/bosun-dev/client-go/listers/apps/v1beta1"
@@ -67,6 +68,37 @@ func WithScalingExcludePreparingDelete(exclude bool) options.Option {
 	return options.Local(scalingExcludePreparingDeleteKey{}, exclude)
 }
 
+// scalingSurplusIgnoreMaxUnavailableKey keys WithScalingSurplusIgnoreMaxUnavailable's
+// setting.
+type scalingSurplusIgnoreMaxUnavailableKey struct{}
+
+// WithScalingSurplusIgnoreMaxUnavailable lets a scale-in delete the pods above replicas
+// (plus the surge in use) however many of them are ready, as a Deployment does, instead of
+// only as many ready ones as maxUnavailable leaves room for
+// (--cloneset-scaling-surplus-ignore-max-unavailable). Pods deleted for other reasons stay
+// within the limit.
+func WithScalingSurplusIgnoreMaxUnavailable(ignore bool) options.Option {
+	return options.Local(scalingSurplusIgnoreMaxUnavailableKey{}, ignore)
+}
+
+// budgetCheckKey keys WithPodUnavailableBudget's check.
+type budgetCheckKey struct{}
+
+// BudgetCheck is the PodUnavailableBudget decision of the pod webhook, made in process
+// (pod.InProcess of package webhook/pod): Admit judges op on pod, asked by user, and spends
+// the budget covering the pod when it admits. admitted=false is the budget's refusal; err a
+// decision that could not be made.
+type BudgetCheck interface {
+	Admit(ctx context.Context, pod *corev1.Pod, op policyv1beta1.PubOperation, user string) (admitted bool, reason string, err error)
+}
+
+// WithPodUnavailableBudget makes the controller ask check before it updates each pod it
+// chose for an update, while gate PodUnavailableBudgetUpdateGate is on. Without it no pod
+// update is checked (the API server's pod webhook still judges the deletions).
+func WithPodUnavailableBudget(check BudgetCheck) options.Option {
+	return options.Local(budgetCheckKey{}, check)
+}
+
 // Controller keeps every CloneSet's pods at its replicas and revision.
 type Controller struct {
 	kubeClient  kubernetes.Interface
@@ -77,6 +109,10 @@ type Controller struct {
 
 	// excludePreparingDelete is --cloneset-scaling-exclude-preparing-delete.
 	excludePreparingDelete bool
+	// surplusIgnoresMaxUnavailable is --cloneset-scaling-surplus-ignore-max-unavailable.
+	surplusIgnoresMaxUnavailable bool
+	// budgets judges pod updates against PodUnavailableBudgets; nil when not asked to.
+	budgets BudgetCheck
 
 	// scaleExpectations records the pods and claims a sync created or deleted that the
 	// informers have not shown yet, by name.
@@ -109,9 +145,10 @@ type Controller struct {
 // recorder, whose source should be ControllerName. Of the options it reads the clock
 // (availability, lifecycle and condition times, expectation waits), the feature gate
 // (CloneSetShortHash, PreparingUpdateAsUpdate, CloneSetPartitionRollback,
-// RecreatePodWhenChangeVCTInCloneSetGate), the queue wrapper and
-// WithScalingExcludePreparingDelete. The node informer is read only to rank pods by the
-// topology spread constraints of their template.
+// RecreatePodWhenChangeVCTInCloneSetGate, PodUnavailableBudgetUpdateGate), the queue
+// wrapper, WithScalingExcludePreparingDelete, WithScalingSurplusIgnoreMaxUnavailable and
+// WithPodUnavailableBudget. The node informer is read only to rank pods by the topology
+// spread constraints of their template.
 func NewController(ctx context.Context,
 	csInformer appsv1beta1informers.CloneSetInformer,
 	revisionInformer appsinformers.ControllerRevisionInformer,
@@ -122,21 +159,25 @@ func NewController(ctx context.Context,
 	recorder record.EventRecorder, opts ...options.Option) (*Controller, error) {
 	settings := options.Apply(opts)
 	exclude, _ := options.LocalValue[bool](settings, scalingExcludePreparingDeleteKey{})
+	surplusIgnores, _ := options.LocalValue[bool](settings, scalingSurplusIgnoreMaxUnavailableKey{})
+	budgets, _ := options.LocalValue[BudgetCheck](settings, budgetCheckKey{})
 	c := &Controller{
-		kubeClient:             kubeClient,
-		bosunClient:            bosunClient,
-		recorder:               recorder,
-		gates:                  settings.FeatureGate,
-		clock:                  settings.Clock,
-		excludePreparingDelete: exclude,
-		scaleExpectations:      expectations.NewNameStore(settings.Clock),
-		podUpdates:             expectations.NewVersionStore(settings.Clock, cachedPodVersion(podInformer.Lister())),
-		cloneSets:              csInformer.Lister(),
-		revisions:              revisionInformer.Lister(),
-		pods:                   podInformer.Lister(),
-		podIndexer:             podInformer.Informer().GetIndexer(),
-		claimIndexer:           claimInformer.Informer().GetIndexer(),
-		nodes:                  nodeInformer.Lister(),
+		kubeClient:                   kubeClient,
+		bosunClient:                  bosunClient,
+		recorder:                     recorder,
+		gates:                        settings.FeatureGate,
+		clock:                        settings.Clock,
+		excludePreparingDelete:       exclude,
+		surplusIgnoresMaxUnavailable: surplusIgnores,
+		budgets:                      budgets,
+		scaleExpectations:            expectations.NewNameStore(settings.Clock),
+		podUpdates:                   expectations.NewVersionStore(settings.Clock, cachedPodVersion(podInformer.Lister())),
+		cloneSets:                    csInformer.Lister(),
+		revisions:                    revisionInformer.Lister(),
+		pods:                         podInformer.Lister(),
+		podIndexer:                   podInformer.Informer().GetIndexer(),
+		claimIndexer:                 claimInformer.Informer().GetIndexer(),
+		nodes:                        nodeInformer.Lister(),
 		cachesSynced: []cache.InformerSynced{
 			csInformer.Informer().HasSynced, revisionInformer.Informer().HasSynced, podInformer.Informer().HasSynced,
 			claimInformer.Informer().HasSynced, nodeInformer.Informer().HasSynced,

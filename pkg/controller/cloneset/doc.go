@@ -26,19 +26,29 @@
 //  4. scale: cancel pending deletions on scale-up, create missing pods (slow start, claims
 //     first), delete specified and surplus pods (preDelete hook: PreparingDelete first);
 //  5. unless scaling wrote something, update: refresh every pod (InPlaceUpdateReady,
-//     lifecycle state, pod-template-hash), then, for RollingUpdate and not paused, update
-//     the chosen pods in place or label them for recreation;
+//     lifecycle state, pod-template-hash, the next batch of containers of an in-place
+//     update by launch priority), then, for RollingUpdate and not paused, update
+//     the chosen pods in place or label them for recreation, each, with gate
+//     PodUnavailableBudgetUpdateGate, once its PodUnavailableBudget admitted it (the pod
+//     webhook's decision, made in process; a refusal ends the step, looked at again 1 s
+//     later);
 //  6. write status when it changed (counts, revisions, Progressing; FailedScale and
 //     FailedUpdate while scaling or updating fails), drop names of gone pods from
 //     podsToDelete, delete old revisions beyond revisionHistoryLimit.
 //
 // Beyond OpenKruise: leaked scale expectations are checked live instead of freezing the
 // CloneSet (OpenKruise issue #1765); an instance ID whose pod name is still taken is never
-// reused (#1099); FailedScale and FailedUpdate are written when they appear and removed
-// once the step succeeds, instead of lingering.
+// reused: a pod being deleted is waited for a while, one that stays gives its ID up for a
+// fresh one (#1099); FailedScale and FailedUpdate are written when they appear and removed
+// once the step succeeds, instead of lingering. A pod updated in place again before all
+// the launch-priority batches of its last update were made takes the rest along, instead of
+// leaving those containers at an older image than its revision says.
 //
-// Not yet: in-place updates keep to what the shared in-place model (package kruisepod) can
-// do, images and template labels and annotations (with a grace period), without container
-// launch priorities, env-from-metadata or resource resizes. Image pre-download and the
-// PodUnavailableBudget check before in-place updates are not done either.
+// In-place updates are what the shared in-place model (package kruisepod) does: images and
+// template labels and annotations (with a grace period), containers with launch priorities
+// in batches, highest priority first, each once the one before is ready, and (gate
+// InPlaceUpdateEnvFromMetadata, with KruiseDaemon) labels and annotations a container's env
+// reads through a fieldRef: bosun-daemon restarts that container so that the kubelet gives
+// it the new values, and the update is done once bosun-daemon's runtime-containers-meta
+// report shows it running with them. Not yet: resource resizes, image pre-download.
 package cloneset

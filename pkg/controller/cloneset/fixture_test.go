@@ -61,6 +61,8 @@ type fixtureOption struct {
 	gates map[featuregate.Feature]bool
 	// excludePreparingDelete is --cloneset-scaling-exclude-preparing-delete.
 	excludePreparingDelete bool
+	// opts are further options of NewController.
+	opts []options.Option
 }
 
 // newFixture builds a controller; every object goes into the caches and the clientsets.
@@ -98,6 +100,7 @@ func newFixture(t *testing.T, opt fixtureOption, objects ...runtime.Object) *fix
 	if opt.excludePreparingDelete {
 		opts = append(opts, WithScalingExcludePreparingDelete(true))
 	}
+	opts = append(opts, opt.opts...)
 	c, err := NewController(ctx, csInformer, revInformer, podInformer, claimInformer, nodeInformer, kubeClient, bosunClient, recorder, opts...)
 	if err != nil {
 		t.Fatalf("NewController: %v", err)

@@ -23,6 +23,8 @@ import (
 // refreshPod brings pod's own state up to date, and reports whether it changed the pod's
 // lifecycle state (the only change that ends the update step):
 //   - an in-place update whose grace period is over is carried out (finishGracePeriod);
+//   - the next batch of an in-place update by launch priority is made once the containers
+//     of the last one run their new images and are ready (updateNextBatch);
 //   - a pod with the InPlaceUpdateReady readiness gate whose in-place update (if any) has
 //     taken effect gets the condition True, which lets it become ready again;
 //   - the pod moves on in its lifecycle when nothing holds it (NextLifecycleState).
@@ -36,6 +38,9 @@ func (c *Controller) refreshPod(ctx context.Context, v *view, pod *corev1.Pod, a
 		klog.FromContext(ctx).V(2).Info("Pod has an unreadable in-place update state", "pod", klog.KObj(pod), "err", err)
 		return false, nil
 	}
+	if state != nil && kruisepod.NextBatchDue(pod, state) {
+		return false, c.updateNextBatch(ctx, v, pod, state)
+	}
 	completed := state != nil && kruisepod.InPlaceUpdateCompleted(pod, state)
 	if (state == nil && !inGracePeriod(pod)) || completed {
 		if err := c.markInPlaceUpdateReady(ctx, v, pod); err != nil {
@@ -48,6 +53,43 @@ func (c *Controller) refreshPod(ctx context.Context, v *view, pod *corev1.Pod, a
 	}
 	hook := clonesetutil.InPlaceUpdateHook(v.updateSet)
 	return c.setLifecycleState(ctx, v, pod, next, hook != nil && hook.MarkPodNotReady, nil)
+}
+
+// updateNextBatch makes the next batch of pod's in-place update, which is due by the cached
+// pod and its state. The write retries on conflict against the live pod, unless a batch
+// was made there meanwhile (by another writer, or by an earlier attempt).
+func (c *Controller) updateNextBatch(ctx context.Context, v *view, pod *corev1.Pod, state *kruisepod.InPlaceUpdateState) error {
+	current := pod
+	var written *corev1.Pod
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		live, err := kruisepod.ReadInPlaceUpdateState(current)
+		if err != nil {
+			return err
+		}
+		if live == nil || !live.NextBatchPending() || len(live.ContainerBatchesRecord) != len(state.ContainerBatchesRecord) {
+			return nil
+		}
+		updated, err := kruisepod.ApplyNextBatch(current, live, v.now)
+		if err != nil {
+			return err
+		}
+		written, err = c.kubeClient.CoreV1().Pods(updated.Namespace).Update(ctx, updated, metav1.UpdateOptions{})
+		if err == nil {
+			return nil
+		}
+		return c.refetchOnConflict(ctx, err, &current)
+	})
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("updating the next batch of containers of pod %s in place: %w", klog.KObj(pod), err)
+	}
+	if written != nil {
+		klog.FromContext(ctx).V(2).Info("Updated the next batch of containers in place", "pod", klog.KObj(pod), "batch", len(state.ContainerBatchesRecord)+1)
+		c.podUpdates.Expect(v.key, written)
+	}
+	return nil
 }
 
 // markInPlaceUpdateReady turns pod's InPlaceUpdateReady condition True, when it has the
@@ -100,7 +142,9 @@ func (c *Controller) planInPlace(v *view, pod *corev1.Pod, target *appsv1.Contro
 	if bytes.Equal(old.Data.Raw, target.Data.Raw) {
 		return &kruisepod.InPlaceUpdate{}
 	}
-	plan, err := kruisepod.PlanInPlaceUpdate(old.Data.Raw, target.Data.Raw)
+	// Env from metadata needs the node agent, which OpenKruise's KruiseDaemon gate stands for.
+	envFromMetadata := c.gates.Enabled(features.InPlaceUpdateEnvFromMetadata) && c.gates.Enabled(features.KruiseDaemon)
+	plan, err := kruisepod.PlanInPlaceUpdate(old.Data.Raw, target.Data.Raw, envFromMetadata)
 	if err != nil {
 		return nil
 	}
@@ -269,7 +313,7 @@ func (c *Controller) finishGracePeriod(ctx context.Context, v *view, pod *corev1
 		} else if left := kruisepod.GraceRemaining(spec, state, v.now.Time); left > 0 {
 			again.after(roundUpToSeconds(left))
 			return nil
-		} else if updated, err = kruisepod.FinishInPlaceUpdate(current, spec, state); err != nil {
+		} else if updated, err = kruisepod.FinishInPlaceUpdate(current, spec, state, v.now); err != nil {
 			return err
 		}
 		written, err = c.kubeClient.CoreV1().Pods(updated.Namespace).Update(ctx, updated, metav1.UpdateOptions{})

@@ -3,6 +3,7 @@ package cloneset
 import (
 	"context"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -12,8 +13,10 @@ import (
 	"k8s.io/klog/v2"
 
 	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
+	policyv1beta1 "github.com/bosun-dev/api/policy/v1beta1"
 
 	"github.com/bosun-dev/bosun/pkg/controller/cloneset/clonesetutil"
+	"github.com/bosun-dev/bosun/pkg/features"
 )
 
 // Event reasons of updates. They are OpenKruise's.
@@ -37,7 +40,8 @@ var specifiedDeletePatch = []byte(`{"metadata":{"labels":{"` + appsv1beta1.Speci
 //     the diffs allow within maxUnavailable;
 //  4. each is updated in place when its policy allows and the revisions permit, else
 //     labelled for deletion, which the next scale step carries out (after creating its
-//     replacement when maxSurge allows).
+//     replacement when maxSurge allows); with gate PodUnavailableBudgetUpdateGate only
+//     once its PodUnavailableBudget admitted it, and the first refusal ends the step.
 func (c *Controller) rollingUpdate(ctx context.Context, v *view, again *requeue) error {
 	cs := v.updateSet
 	modified := false
@@ -78,11 +82,44 @@ func (c *Controller) rollingUpdate(ctx context.Context, v *view, again *requeue)
 	klog.FromContext(ctx).V(3).Info("Updating pods", "target", target.Name, "update", diffs.Update,
 		"maxUnavailable", diffs.UpdateMaxUnavailable, "candidates", len(candidates), "chosen", len(chosen))
 	for _, i := range chosen {
-		if err := c.moveToRevision(ctx, v, target, v.pods[i], again); err != nil {
+		pod := v.pods[i]
+		if admitted, err := c.budgetAdmitsUpdate(ctx, pod); err != nil || !admitted {
+			if err == nil {
+				again.after(budgetRefusalRetry)
+			}
+			return err
+		}
+		if err := c.moveToRevision(ctx, v, target, pod, again); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// budgetRefusalRetry is how soon a CloneSet whose pod update a PodUnavailableBudget refused
+// is looked at again: the budget frees up as soon as an updated pod is available again,
+// with no event on the CloneSet to tell.
+const budgetRefusalRetry = time.Second
+
+// budgetAdmitsUpdate asks, with gate PodUnavailableBudgetUpdateGate, the budget covering pod
+// whether the controller may update it, the same decision the pod webhook would make on the
+// update (or, for a recreate, on the deletion that follows). An admitted pod is recorded in
+// the budget's unavailablePods, which the webhook then honours; a pod that is not available,
+// or whose in-place update is not complete, costs nothing. Refusals are recorded on the pod
+// as PubPreventPodDeletion events by the decision itself.
+func (c *Controller) budgetAdmitsUpdate(ctx context.Context, pod *corev1.Pod) (bool, error) {
+	if c.budgets == nil || !c.gates.Enabled(features.PodUnavailableBudgetUpdateGate) {
+		return true, nil
+	}
+	admitted, reason, err := c.budgets.Admit(ctx, pod, policyv1beta1.PubUpdateOperation, ControllerName)
+	if err != nil {
+		return false, fmt.Errorf("asking the PodUnavailableBudget of pod %s about its update: %w", klog.KObj(pod), err)
+	}
+	if !admitted {
+		klog.FromContext(ctx).V(2).Info("PodUnavailableBudget refuses the update of a pod; trying again later",
+			"pod", klog.KObj(pod), "reason", reason, "after", budgetRefusalRetry)
+	}
+	return admitted, nil
 }
 
 // updateCandidate reports whether pod may be updated now, given whether it waits for an

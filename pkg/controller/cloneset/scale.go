@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -50,7 +51,10 @@ func randomInstanceID() string {
 //  3. pods held in PreparingDelete that no hook holds any more are deleted;
 //  4. pods to delete (specified-delete label, podsToDelete) are deleted, not-ready ones
 //     first and ready ones within the budget;
-//  5. once none of those is left, surplus pods are deleted, chosen by rank.
+//  5. once none of those is left, surplus pods are deleted, chosen by rank, ready ones
+//     within the same budget unless WithScalingSurplusIgnoreMaxUnavailable: the pods
+//     above replicas and the surge in use are not needed, however long minReadySeconds
+//     keeps the others from counting as available (OpenKruise issue #1478).
 func (c *Controller) scale(ctx context.Context, v *view) (bool, error) {
 	cs := v.updateSet
 	specified, preDeleting, pendingDeletes := plannedDeletions(cs, v.pods)
@@ -98,9 +102,13 @@ func (c *Controller) scale(ctx context.Context, v *view) (bool, error) {
 				old = append(old, pod)
 			}
 		}
-		logger.V(3).Info("Scaling in", "scaleDown", diffs.ScaleDown, "atCurrentRevision", diffs.ScaleDownOld, "deleteReadyLimit", readyLimit)
+		logger.V(3).Info("Scaling in", "scaleDown", diffs.ScaleDown, "atCurrentRevision", diffs.ScaleDownOld, "deleteReadyLimit", readyLimit,
+			"surplusIgnoresMaxUnavailable", c.surplusIgnoresMaxUnavailable)
 		victims := c.choosePodsToDelete(v, diffs.ScaleDown, diffs.ScaleDownOld, old, updated)
-		return c.deletePods(ctx, v, c.withinReadyLimit(v, victims, &readyLimit))
+		if !c.surplusIgnoresMaxUnavailable {
+			victims = c.withinReadyLimit(v, victims, &readyLimit)
+		}
+		return c.deletePods(ctx, v, victims)
 	}
 	return false, nil
 }
@@ -169,12 +177,19 @@ func (c *Controller) withinReadyLimit(v *view, candidates []*corev1.Pod, limit *
 
 // createPods creates n pods, the first min(n, nOld) at the current revision and the rest at
 // the update revision, in slow-start batches, each after its missing claims. It reports
-// whether any pod was created.
+// whether any pod was created, or whether a pod waits for the name of a pod being deleted
+// (see pickInstanceIDs), which it looks at again then: either way the update waits.
 func (c *Controller) createPods(ctx context.Context, v *view, n, nOld int) (bool, error) {
 	if n <= 0 {
 		return false, nil
 	}
-	ids := c.pickInstanceIDs(v, n)
+	ids, wait := c.pickInstanceIDs(v, n)
+	waiting := len(ids) < n
+	if waiting {
+		klog.FromContext(ctx).V(3).Info("Waiting for pods being deleted to free the names of their reusable claims",
+			"pods", n-len(ids), "atMost", wait)
+		c.queue.AddAfter(v.key, wait)
+	}
 	shortHash := c.gates.Enabled(features.CloneSetShortHash)
 	type newPod struct {
 		pod *corev1.Pod
@@ -226,14 +241,23 @@ func (c *Controller) createPods(ctx context.Context, v *view, n, nOld int) (bool
 			c.scaleExpectations.Observe(v.key, expectations.Create, podsResource, p.pod.Name)
 		}
 	}
-	return created.Len() > 0, err
+	return created.Len() > 0 || waiting, err
 }
 
-// pickInstanceIDs returns n instance IDs: those of claims no active pod uses first, then
-// fresh ones. An ID whose pod name is still taken (a finished or terminating pod, one of
-// another owner) is never used: the create would fail for as long as that pod exists
-// (OpenKruise issue #1099). Fresh IDs also avoid the IDs of existing claims.
-func (c *Controller) pickInstanceIDs(v *view, n int) []string {
+// terminatingNameWait is how long past its deletion deadline a pod being deleted is waited
+// for, so that its reusable claims keep their pod, before its instance ID is given up.
+const terminatingNameWait = 30 * time.Second
+
+// pickInstanceIDs returns the instance IDs of up to n new pods: those of claims no active
+// pod uses first, then fresh ones; when it returns fewer than n, the rest wait for pods
+// being deleted, to be looked at again after the duration it returns. An ID whose pod name
+// is still taken is never used: the create would fail for as long as that pod exists. A pod
+// being deleted gives its name back soon, as OpenKruise's retried creates find: the claims
+// of its ID are waited for, no pod being created in their stead, until terminatingNameWait
+// past the pod's deletion deadline. A pod that stays (finished, one of another owner, or
+// still terminating then, as on a lost node) has its ID given up for a fresh one (OpenKruise
+// issue #1099). Fresh IDs also avoid the IDs of existing claims.
+func (c *Controller) pickInstanceIDs(v *view, n int) ([]string, time.Duration) {
 	inUse := sets.New[string]()
 	for _, pod := range v.pods {
 		inUse.Insert(clonesetutil.InstanceID(pod))
@@ -242,7 +266,27 @@ func (c *Controller) pickInstanceIDs(v *view, n int) []string {
 	for _, claim := range v.claims {
 		claimIDs.Insert(clonesetutil.InstanceID(claim))
 	}
-	reusable := sets.List(claimIDs.Difference(inUse))
+	var reusable []string
+	var going int
+	var wait time.Duration
+	for _, id := range sets.List(claimIDs.Difference(inUse)) {
+		pod, err := c.pods.Pods(v.cs.Namespace).Get(clonesetutil.PodName(v.cs.Name, id))
+		if err != nil {
+			reusable = append(reusable, id)
+			continue
+		}
+		if pod.DeletionTimestamp == nil {
+			continue
+		}
+		if left := pod.DeletionTimestamp.Add(terminatingNameWait).Sub(v.now.Time); left > 0 {
+			if going == 0 || left < wait {
+				wait = left
+			}
+			going++
+		}
+	}
+	// Only as many as free claims leave without a pod wait.
+	going = min(going, max(n-len(reusable), 0))
 	taken := func(id string) bool {
 		if inUse.Has(id) {
 			return true
@@ -257,7 +301,7 @@ func (c *Controller) pickInstanceIDs(v *view, n int) []string {
 			}
 		}
 	}
-	return clonesetutil.PickInstanceIDs(n, reusable, taken, random)
+	return clonesetutil.PickInstanceIDs(n-going, reusable, taken, random), wait
 }
 
 // createPod creates pod, of CloneSet cs (with the template of the pod's revision), after

@@ -21,7 +21,9 @@ import (
 
 	"github.com/bosun-dev/bosun/pkg/controller/cloneset/clonesetutil"
 	"github.com/bosun-dev/bosun/pkg/controller/expectations"
+	"github.com/bosun-dev/bosun/pkg/controller/options"
 	"github.com/bosun-dev/bosun/pkg/controller/podutil"
+	"github.com/bosun-dev/bosun/pkg/controller/queue/queuetest"
 )
 
 const idAlphabet = "bcdfghjklmnpqrstvwxz2456789"
@@ -183,14 +185,84 @@ func TestClaimOfAPodNameStillTakenIsNotReused(t *testing.T) {
 	cs := withDataClaims(newCS(1))
 	cs.Spec.ScaleStrategy.EnablePVCReuse = true
 	revision := revisionOf(t, cs, 1)
-	// The pod of ID zzzzz is still terminating.
+	// The pod of ID zzzzz is still terminating, well past its deletion deadline (a lost
+	// node).
 	old := newPod(cs, "zzzzz", revision)
-	old.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
+	old.DeletionTimestamp = ptr.To(metav1.NewTime(t0.Add(-terminatingNameWait - time.Second)))
 	f := newFixture(t, fixtureOption{}, cs, revision, claimFor(cs, "zzzzz"), old)
 	f.sync(cs)
 	pods := f.createdPods()
 	if len(pods) != 1 || pods[0].Name == "cs-zzzzz" {
 		t.Errorf("created %v; must not take the name of a pod that still exists", podNamesOf(pods))
+	}
+}
+
+// A finished pod (evicted, say) keeps its name for good: its claim's ID is given up at once.
+func TestClaimOfAFinishedPodIsNotReused(t *testing.T) {
+	cs := withDataClaims(newCS(1))
+	cs.Spec.ScaleStrategy.EnablePVCReuse = true
+	revision := revisionOf(t, cs, 1)
+	old := newPod(cs, "zzzzz", revision)
+	old.Status.Phase = corev1.PodFailed
+	f := newFixture(t, fixtureOption{}, cs, revision, claimFor(cs, "zzzzz"), old)
+	f.sync(cs)
+	if pods := f.createdPods(); len(pods) != 1 || pods[0].Name == "cs-zzzzz" {
+		t.Errorf("created %v, want one pod under a fresh instance ID", podNamesOf(pods))
+	}
+}
+
+// The only missing pod waits for its claim's pod to go: nothing is created, nothing
+// updated, and the CloneSet is looked at again once the pod should be gone.
+func TestOnlyMissingPodWaitsForThePodBeingDeleted(t *testing.T) {
+	cs := withDataClaims(newCS(1))
+	cs.Spec.ScaleStrategy.EnablePVCReuse = true
+	revision := revisionOf(t, cs, 1)
+	old := newPod(cs, "zzzzz", revision)
+	old.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
+	f := newFixture(t, fixtureOption{}, cs, revision, claimFor(cs, "zzzzz"), old)
+	f.sync(cs)
+	if pods := f.createdPods(); len(pods) != 0 {
+		t.Errorf("created %v while cs-zzzzz goes, want none", podNamesOf(pods))
+	}
+	want := queuetest.Delayed{Key: key(cs), Delay: terminatingNameWait}
+	if delayed := f.queue.Delayed(); !slices.Contains(delayed, want) {
+		t.Errorf("queued later %v, want %v", delayed, want)
+	}
+}
+
+// A pod being deleted gives its name back soon: its reusable claim waits for it, no pod
+// is created in its stead (OpenKruise's creates under that name fail until it is gone), and
+// once it is gone its replacement takes its instance ID and claim. A second missing pod,
+// with no claim to wait for, is created at once.
+func TestClaimOfAPodBeingDeletedWaitsForIt(t *testing.T) {
+	cs := withDataClaims(newCS(2))
+	cs.Spec.ScaleStrategy.EnablePVCReuse = true
+	revision := revisionOf(t, cs, 1)
+	old := newPod(cs, "zzzzz", revision)
+	old.DeletionTimestamp = ptr.To(metav1.NewTime(t0.Add(30 * time.Second)))
+	f := newFixture(t, fixtureOption{}, cs, revision, claimFor(cs, "zzzzz"), old)
+	f.sync(cs)
+	pods := f.createdPods()
+	if len(pods) != 1 || pods[0].Name == "cs-zzzzz" {
+		t.Fatalf("created %v, want one pod, under a fresh instance ID, while cs-zzzzz goes", podNamesOf(pods))
+	}
+	if patches := f.podPatches(); len(patches) != 0 || len(f.podStatusUpdates()) != 0 {
+		t.Errorf("pods were updated while a scale-up waits: %v", patches)
+	}
+	want := queuetest.Delayed{Key: key(cs), Delay: 30*time.Second + terminatingNameWait}
+	if delayed := f.queue.Delayed(); !slices.Contains(delayed, want) {
+		t.Errorf("queued later %v, want %v", delayed, want)
+	}
+
+	// cs-zzzzz is gone, the pod created above runs.
+	created := newPod(cs, pods[0].Labels[appsv1beta1.CloneSetInstanceID], revision)
+	f = newFixture(t, fixtureOption{}, cs, revision, claimFor(cs, "zzzzz"), claimFor(cs, clonesetutil.InstanceID(created)), created)
+	f.sync(cs)
+	if again := f.createdPods(); len(again) != 1 || again[0].Name != "cs-zzzzz" {
+		t.Errorf("created %v once the pod was gone, want cs-zzzzz, the ID of its claim", podNamesOf(again))
+	}
+	if claims := f.createdClaims(); len(claims) != 0 {
+		t.Errorf("created claims %v although the pod's claim exists", claims)
 	}
 }
 
@@ -504,4 +576,69 @@ func podNamesOf(pods []*corev1.Pod) []string {
 		names = append(names, pod.Name)
 	}
 	return names
+}
+
+// TestSurplusIgnoresMaxUnavailableWithFlag is OpenKruise issue #1478: after a scale-out, the
+// new pods are ready but not available until minReadySeconds pass, so they use up
+// maxUnavailable, and a scale-in back deletes none of them. With
+// --cloneset-scaling-surplus-ignore-max-unavailable the pods above replicas go at once.
+func TestSurplusIgnoresMaxUnavailableWithFlag(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		flag        bool
+		wantDeleted int
+	}{
+		{"default, as OpenKruise", false, 0},
+		{"flag", true, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := newCS(5)
+			cs.Spec.MinReadySeconds = 600
+			cs.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(0))
+			cs.Spec.UpdateStrategy.RollingUpdate.MaxSurge = ptr.To(intstr.FromInt32(1))
+			revision := revisionOf(t, cs, 1)
+			var pods, fresh []*corev1.Pod
+			for i := range 10 {
+				pod := newPod(cs, strings.Repeat(string(idAlphabet[i]), 5), revision)
+				if i >= 5 {
+					// Ready a minute ago: not available for another nine.
+					for j := range pod.Status.Conditions {
+						pod.Status.Conditions[j].LastTransitionTime = metav1.NewTime(t0.Add(-time.Minute))
+					}
+					fresh = append(fresh, pod)
+				}
+				pods = append(pods, pod)
+			}
+			var opts []options.Option
+			if tc.flag {
+				opts = append(opts, WithScalingSurplusIgnoreMaxUnavailable(true))
+			}
+			f := newFixture(t, fixtureOption{opts: opts}, append(podsOf(pods...), cs, revision)...)
+			f.sync(cs)
+			deleted := f.deleted("pods")
+			if len(deleted) != tc.wantDeleted {
+				t.Fatalf("deleted %v, want %d pods", deleted, tc.wantDeleted)
+			}
+			if tc.wantDeleted > 0 && !slices.Equal(deleted, podNamesOf(fresh)) {
+				t.Errorf("deleted %v, want the pods that are not available yet %v", deleted, podNamesOf(fresh))
+			}
+		})
+	}
+}
+
+// TestSurplusFlagKeepsSpecifiedDeletesWithinMaxUnavailable: the flag concerns pods above
+// replicas only; pods deleted to be replaced still go one ready pod at a time.
+func TestSurplusFlagKeepsSpecifiedDeletesWithinMaxUnavailable(t *testing.T) {
+	cs := newCS(5) // maxUnavailable 20% of 5: 1
+	revision := revisionOf(t, cs, 1)
+	var pods []*corev1.Pod
+	for _, id := range []string{"aaaaa", "bbbbb", "ccccc", "ddddd", "fffff"} {
+		pods = append(pods, newPod(cs, id, revision))
+	}
+	cs.Spec.ScaleStrategy.PodsToDelete = []string{"cs-aaaaa", "cs-bbbbb"}
+	f := newFixture(t, fixtureOption{opts: []options.Option{WithScalingSurplusIgnoreMaxUnavailable(true)}}, append(podsOf(pods...), cs, revision)...)
+	f.sync(cs)
+	if deleted := f.deleted("pods"); len(deleted) != 1 {
+		t.Errorf("deleted %v, want one ready pod at a time", deleted)
+	}
 }

@@ -9,6 +9,13 @@
 //   - inplace.go: in-place updates — whether a change between two revisions can be made
 //     to a running pod, making it, the inplace-update-state annotation that records it,
 //     and when the kubelet has carried it out (jsondiff.go compares the revisions);
+//   - launchpriority.go: container launch priorities, the barrier env the pod webhook
+//     gives containers and the barrier ConfigMap whose keys let them start;
+//   - batches.go: in-place updates of containers with launch priorities, made in
+//     batches, highest priority first, each once the containers before are ready;
+//   - runtimemeta.go: the runtime-containers-meta annotation the node agent reports, and
+//     the container and env-from-metadata hashes that both sides compute to tell whether a
+//     container runs what the pod's spec and metadata ask for;
 //   - grace.go: an in-place update that waits out a grace period, recorded in the
 //     inplace-update-grace annotation, and carrying it out once the period is over;
 //   - conditions.go: pod conditions and readiness gates, and Ready recomputed from them

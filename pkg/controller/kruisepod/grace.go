@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,7 +22,7 @@ type InPlaceUpdateSpec struct {
 	ContainerImages map[string]string `json:"containerImages,omitempty"`
 	// ContainerRefMetadata holds, per container, the labels and annotations its env reads
 	// (OpenKruise's env-from-metadata updates); they are put on the pod with the images.
-	ContainerRefMetadata map[string]metav1.ObjectMeta `json:"containerRefMetadata,omitempty"`
+	ContainerRefMetadata map[string]RefMetadata `json:"containerRefMetadata,omitempty"`
 	// ContainerResources are in-place resizes, which bosun does not make; kept so that a
 	// spec OpenKruise wrote survives a rewrite.
 	ContainerResources map[string]corev1.ResourceRequirements `json:"containerResources,omitempty"`
@@ -53,6 +52,14 @@ func (update *InPlaceUpdate) GraceSpec(revision string, graceSeconds int32) (*In
 			return nil, fmt.Errorf("encoding the metadata patch of an in-place update: %w", err)
 		}
 		spec.MetaDataPatch = patch
+	} else if update.UpdateEnvFromMetadata {
+		// The template's metadata changed, only in keys the env reads: OpenKruise records an
+		// empty patch then.
+		spec.MetaDataPatch = []byte("{}")
+	}
+	if update.UpdateEnvFromMetadata {
+		spec.ContainerRefMetadata = maps.Clone(update.ContainerRefMetadata)
+		spec.UpdateEnvFromMetadata = true
 	}
 	return spec, nil
 }
@@ -98,8 +105,13 @@ func RemoveInPlaceUpdateGrace(pod *corev1.Pod) {
 // DeferInPlaceUpdate records on pod (a copy the caller owns) an in-place update to
 // revision that waits out spec.GraceSeconds from now: the pod reads as at the revision and
 // carries the update's state (without the containers' last statuses, recorded when the
-// update is carried out) and spec, but runs as it did.
+// update is carried out) and spec, but runs as it did. What later batches of the pod's
+// previous update had still to do is added to the spec.
 func DeferInPlaceUpdate(pod *corev1.Pod, spec *InPlaceUpdateSpec, now metav1.Time) error {
+	carried := *spec
+	carried.ContainerImages, carried.ContainerRefMetadata = withPending(pod, spec.ContainerImages, spec.ContainerRefMetadata)
+	carried.UpdateEnvFromMetadata = spec.UpdateEnvFromMetadata || len(carried.ContainerRefMetadata) > 0
+	spec = &carried
 	state := InPlaceUpdateState{
 		Revision:              spec.Revision,
 		UpdateTimestamp:       now,
@@ -134,11 +146,12 @@ func GraceRemaining(spec *InPlaceUpdateSpec, state *InPlaceUpdateState, now time
 	return state.UpdateTimestamp.Add(time.Duration(spec.GraceSeconds) * time.Second).Sub(now)
 }
 
-// FinishInPlaceUpdate carries out on pod the update spec deferred: its metadata patch, the
-// labels and annotations its containers' env reads, and its images, recording in the
-// update's state (state, as read from pod) what the updated containers ran before; the
-// grace annotation goes. It returns the changed pod, a new object.
-func FinishInPlaceUpdate(pod *corev1.Pod, spec *InPlaceUpdateSpec, state *InPlaceUpdateState) (*corev1.Pod, error) {
+// FinishInPlaceUpdate carries out on pod, at now, the update spec deferred: its metadata
+// patch, and the first batch (batches.go) of the labels and annotations its containers'
+// env reads and of its images, recording in the update's state (state, as read from pod)
+// what the updated containers ran before and what later batches will do; the grace
+// annotation goes. It returns the changed pod, a new object.
+func FinishInPlaceUpdate(pod *corev1.Pod, spec *InPlaceUpdateSpec, state *InPlaceUpdateState, now metav1.Time) (*corev1.Pod, error) {
 	updated := pod.DeepCopy()
 	if len(spec.MetaDataPatch) > 0 {
 		original, err := json.Marshal(updated)
@@ -160,27 +173,8 @@ func FinishInPlaceUpdate(pod *corev1.Pod, spec *InPlaceUpdateSpec, state *InPlac
 	if updated.Annotations == nil {
 		updated.Annotations = map[string]string{}
 	}
-	for _, name := range slices.Sorted(maps.Keys(spec.ContainerRefMetadata)) {
-		maps.Copy(updated.Labels, spec.ContainerRefMetadata[name].Labels)
-		maps.Copy(updated.Annotations, spec.ContainerRefMetadata[name].Annotations)
-	}
-	next := *state
-	next.LastContainerStatuses = maps.Clone(state.LastContainerStatuses)
-	if next.LastContainerStatuses == nil {
-		next.LastContainerStatuses = map[string]InPlaceUpdateContainerStatus{}
-	}
-	for i := range updated.Spec.Containers {
-		image, ok := spec.ContainerImages[updated.Spec.Containers[i].Name]
-		if !ok {
-			continue
-		}
-		updated.Spec.Containers[i].Image = image
-		for _, status := range updated.Status.ContainerStatuses {
-			if status.Name == updated.Spec.Containers[i].Name {
-				next.LastContainerStatuses[status.Name] = InPlaceUpdateContainerStatus{ImageID: status.ImageID}
-			}
-		}
-	}
+	next := state.clone()
+	applyBatch(updated, next, spec.ContainerImages, spec.ContainerRefMetadata, spec.ContainerResources, now)
 	encoded, err := json.Marshal(next)
 	if err != nil {
 		return nil, err

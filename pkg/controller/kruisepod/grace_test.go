@@ -54,7 +54,7 @@ func TestDeferAndFinishInPlaceUpdate(t *testing.T) {
 		t.Errorf("remaining = %v, want 6s", left)
 	}
 
-	finished, err := FinishInPlaceUpdate(pod, read, state)
+	finished, err := FinishInPlaceUpdate(pod, read, state, metav1.NewTime(now.Add(10*time.Second)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestGraceWrittenByOpenKruiseIsCarriedOut(t *testing.T) {
 	if err != nil || spec == nil || string(spec.MetaDataPatch) != `{"metadata":{"labels":{"version":"v2"}}}` {
 		t.Fatalf("spec = %+v, %v", spec, err)
 	}
-	finished, err := FinishInPlaceUpdate(pod, spec, &InPlaceUpdateState{Revision: "web-2"})
+	finished, err := FinishInPlaceUpdate(pod, spec, &InPlaceUpdateState{Revision: "web-2"}, metav1.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ func TestPlanInPlaceUpdate(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			update, err := PlanInPlaceUpdate(old, templateData(t, tc.mutate))
+			update, err := PlanInPlaceUpdate(old, templateData(t, tc.mutate), true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -81,7 +81,7 @@ func TestApplyAndCompleteInPlaceUpdate(t *testing.T) {
 	update, err := PlanInPlaceUpdate(old, templateData(t, func(p *corev1.PodTemplateSpec) {
 		p.Spec.Containers[0].Image = "main:v2"
 		p.Labels = map[string]string{"app": "x", "new": "2"}
-	}))
+	}), true)
 	if err != nil || update == nil {
 		t.Fatalf("plan = %v, %v", update, err)
 	}
@@ -99,7 +99,8 @@ func TestApplyAndCompleteInPlaceUpdate(t *testing.T) {
 	if pod.Spec.Containers[0].Image != "main:v2" || pod.Labels["new"] != "2" || pod.Labels["old"] != "" || pod.Labels[appsv1alpha1.ControllerRevisionHashLabelKey] != "h2" {
 		t.Errorf("pod after update: %+v", pod.ObjectMeta.Labels)
 	}
-	const wantState = `{"revision":"h2","updateTimestamp":"2026-03-01T00:00:00Z","lastContainerStatuses":{"main":{"imageID":"sha-main-1"}},"updateImages":true}`
+	const wantState = `{"revision":"h2","updateTimestamp":"2026-03-01T00:00:00Z","lastContainerStatuses":{"main":{"imageID":"sha-main-1"}},"updateImages":true,` +
+		`"containerBatchesRecord":[{"timestamp":"2026-03-01T00:00:00Z","containers":["main"]}]}`
 	if got := pod.Annotations[appsv1alpha1.InPlaceUpdateStateKey]; got != wantState {
 		t.Errorf("state = %s, want %s", got, wantState)
 	}

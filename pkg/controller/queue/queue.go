@@ -44,12 +44,15 @@ const (
 	NameNodeImage                     = "nodeimage"
 	NameImagePullJob                  = "imagepulljob"
 	NameImageListPullJob              = "imagelistpulljob"
+	NamePodReadiness                  = "pod_readiness"
 	NameStorageVersionMigrator        = "storage_version_migrator"
+	NameContainerLaunchPriority       = "container_launch_priority"
 	// The manager's webhook configuration writer.
 	NameWebhookConfiguration = "webhook_configuration"
 	// bosun-daemon's controllers.
 	NameContainerRecreateRequestAgent = "containerrecreaterequest_agent"
 	NameNodeImageAgent                = "nodeimage_agent"
+	NameContainerMetaAgent            = "containermeta_agent"
 )
 
 // WorkerRestartPeriod is how long a worker waits before it is restarted after returning.

@@ -5,17 +5,24 @@ import (
 	"fmt"
 	"time"
 
+	bosunclientset "github.com/bosun-dev/client-go/clientset/versioned"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/bosun-dev/bosun/pkg/controller/cloneset"
 	"github.com/bosun-dev/bosun/pkg/controller/options"
+	"github.com/bosun-dev/bosun/pkg/controller/podunavailablebudget"
+	"github.com/bosun-dev/bosun/pkg/controller/podunavailablebudget/budget"
 	"github.com/bosun-dev/bosun/pkg/controller/storageversionmigrator"
 	"github.com/bosun-dev/bosun/pkg/controllermanager/registry"
+	"github.com/bosun-dev/bosun/pkg/features"
 	"github.com/bosun-dev/bosun/pkg/webhook"
 	clonesetwebhook "github.com/bosun-dev/bosun/pkg/webhook/cloneset"
+	podwebhook "github.com/bosun-dev/bosun/pkg/webhook/pod"
 )
 
 const (
@@ -27,10 +34,21 @@ const (
 
 var customResourceDefinitions = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
-// newCloneSetController builds the CloneSet controller on the shared informers, when the
+// newCloneSetController returns the constructor of the CloneSet controller. budgets is the
+// process's budget cache, the one the pod webhook spends PodUnavailableBudgets through
+// (podUnavailableBudgetWebhooks): with gate PodUnavailableBudgetUpdateGate the controller
+// makes the webhook's decision in process before it updates a pod, and must share the
+// webhook's lock and write-through copy of each budget.
+func newCloneSetController(budgets *budget.Cache) registry.Constructor {
+	return func(ctx context.Context, cc *registry.ControllerContext) (registry.Controller, error) {
+		return buildCloneSetController(ctx, cc, budgets)
+	}
+}
+
+// buildCloneSetController builds the CloneSet controller on the shared informers, when the
 // API server serves v1beta1 CloneSets: bosun's v1beta1 CloneSets, the built-in revisions,
-// pods, claims and nodes.
-func newCloneSetController(ctx context.Context, cc *registry.ControllerContext) (registry.Controller, error) {
+// pods, claims and nodes, and, for the budget check, v1beta1 PodUnavailableBudgets.
+func buildCloneSetController(ctx context.Context, cc *registry.ControllerContext, budgets *budget.Cache) (registry.Controller, error) {
 	client, err := cc.Client()
 	if err != nil {
 		return nil, fmt.Errorf("building the %s client: %w", cloneset.ControllerName, err)
@@ -44,6 +62,18 @@ func newCloneSetController(ctx context.Context, cc *registry.ControllerContext) 
 	if err != nil {
 		return nil, fmt.Errorf("building the %s client for apps.kruise.io: %w", cloneset.ControllerName, err)
 	}
+	opts := []options.Option{
+		options.WithFeatureGate(cc.FeatureGate),
+		cloneset.WithScalingExcludePreparingDelete(cc.Config.CloneSet.ScalingExcludePreparingDelete),
+		cloneset.WithScalingSurplusIgnoreMaxUnavailable(cc.Config.CloneSet.ScalingSurplusIgnoreMaxUnavailable),
+	}
+	budgetCheck, budgetsSynced, err := cloneSetBudgetCheck(cc, client.Discovery(), bosunClient, budgets)
+	if err != nil {
+		return nil, err
+	}
+	if budgetCheck != nil {
+		opts = append(opts, cloneset.WithPodUnavailableBudget(budgetCheck))
+	}
 	c, err := cloneset.NewController(ctx,
 		cc.BosunInformerFactory.Apps().V1beta1().CloneSets(),
 		cc.InformerFactory.Apps().V1().ControllerRevisions(),
@@ -53,13 +83,50 @@ func newCloneSetController(ctx context.Context, cc *registry.ControllerContext) 
 		client,
 		bosunClient,
 		cc.EventRecorder(cloneset.ControllerName),
-		options.WithFeatureGate(cc.FeatureGate),
-		cloneset.WithScalingExcludePreparingDelete(cc.Config.CloneSet.ScalingExcludePreparingDelete),
+		opts...,
 	)
 	if err != nil {
 		return nil, fmt.Errorf("building the %s: %w", cloneset.ControllerName, err)
 	}
-	return withWorkers{run: c.Run, workers: int(cc.Config.CloneSet.ConcurrentSyncs)}, nil
+	run := c.Run
+	if budgetsSynced != nil {
+		// A budget missing from an unsynced cache would admit every update.
+		run = func(ctx context.Context, workers int) {
+			if !cache.WaitForNamedCacheSync(cloneset.ControllerName, ctx.Done(), budgetsSynced) {
+				return
+			}
+			c.Run(ctx, workers)
+		}
+	}
+	return withWorkers{run: run, workers: int(cc.Config.CloneSet.ConcurrentSyncs)}, nil
+}
+
+// cloneSetBudgetCheck returns, with gate PodUnavailableBudgetUpdateGate and v1beta1
+// PodUnavailableBudgets served, the pod webhook's decision for the CloneSet controller to
+// ask in process, with whether its budget informer has synced; nil otherwise. It reads the
+// budgets from the shared informer (the PodUnavailableBudget controller's), writes them
+// with the CloneSet controller's own client, spends them through budgets, and records its
+// refusals on pods as the webhook does.
+func cloneSetBudgetCheck(cc *registry.ControllerContext, disco discovery.DiscoveryInterface, bosunClient bosunclientset.Interface,
+	budgets *budget.Cache) (cloneset.BudgetCheck, cache.InformerSynced, error) {
+	if !cc.FeatureGate.Enabled(features.PodUnavailableBudgetUpdateGate) {
+		return nil, nil, nil
+	}
+	budgetInformer, err := informerIfServed(disco, policyHub, "podunavailablebudgets", cc.BosunInformerFactory.Policy().V1beta1().PodUnavailableBudgets)
+	if err != nil {
+		return nil, nil, err
+	}
+	if budgetInformer == nil {
+		return nil, nil, nil
+	}
+	check := podwebhook.NewInProcess(podwebhook.Dependencies{
+		Budgets:     budgetInformer.Lister(),
+		Client:      bosunClient,
+		Cache:       budgets,
+		Recorder:    cc.EventRecorder(podunavailablebudget.ControllerName),
+		FeatureGate: cc.FeatureGate,
+	})
+	return check, budgetInformer.Informer().HasSynced, nil
 }
 
 // cloneSetWebhooks returns the CloneSet's defaulting and validating webhooks while the API

@@ -1,9 +1,12 @@
 package app
 
 import (
+	"context"
+	"reflect"
 	"slices"
 	"testing"
 
+	policyv1beta1 "github.com/bosun-dev/api/policy/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
@@ -11,6 +14,7 @@ import (
 	metadatafake "k8s.io/client-go/metadata/fake"
 
 	"github.com/bosun-dev/bosun/pkg/controller/cloneset"
+	"github.com/bosun-dev/bosun/pkg/controller/podunavailablebudget/budget"
 	"github.com/bosun-dev/bosun/pkg/controllermanager/registry"
 	"github.com/bosun-dev/bosun/pkg/features"
 	clonesetwebhook "github.com/bosun-dev/bosun/pkg/webhook/cloneset"
@@ -93,5 +97,41 @@ func TestCloneSetWebhooksComeWithTheController(t *testing.T) {
 	regs, err := webhookRegistrations(reg, []string{cloneset.ControllerName}, wc)
 	if err != nil || len(regs) != 0 {
 		t.Errorf("cloneset enabled, no CloneSet CRD: webhooks %v, %v; want none", regs, err)
+	}
+}
+
+// With PodUnavailableBudgetUpdateGate the CloneSet controller asks budgets in process, so
+// it watches v1beta1 budgets, when they are served; otherwise it does not watch them.
+func TestCloneSetWatchesBudgetsForTheUpdateGate(t *testing.T) {
+	budgetType := reflect.TypeOf(&policyv1beta1.PodUnavailableBudget{})
+	cloneSets := servedAPIs("apps.kruise.io/v1beta1", "clonesets")
+	budgets := servedAPIs("policy.kruise.io/v1beta1", "podunavailablebudgets")
+	for _, tc := range []struct {
+		name        string
+		gate        bool
+		served      []*metav1.APIResourceList
+		wantBudgets bool
+	}{
+		{name: "gate off", served: []*metav1.APIResourceList{cloneSets, budgets}},
+		{name: "gate on, budgets not served", gate: true, served: []*metav1.APIResourceList{cloneSets}},
+		{name: "gate on, budgets served", gate: true, served: []*metav1.APIResourceList{cloneSets, budgets}, wantBudgets: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			cc, _ := imageControllerContext(cloneset.ControllerName, tc.served)
+			cc.Config.CloneSet.ConcurrentSyncs = 3
+			gates := features.NewFeatureGate()
+			if err := gates.SetFromMap(map[string]bool{string(features.PodUnavailableBudgetUpdateGate): tc.gate}); err != nil {
+				t.Fatal(err)
+			}
+			cc.FeatureGate = gates
+			if _, err := newCloneSetController(budget.NewCache())(ctx, cc); err != nil {
+				t.Fatalf("building the controller: %v", err)
+			}
+			if watched := startedBosunInformers(ctx, cc)[budgetType]; watched != tc.wantBudgets {
+				t.Errorf("budget informer started: %t, want %t", watched, tc.wantBudgets)
+			}
+		})
 	}
 }

@@ -384,8 +384,8 @@ func TestKruiseClientLimitsReachOnlyTheirControllers(t *testing.T) {
 // kube-controller-manager's controllers keep its limits; kruise-manager's get their own.
 func TestBuiltinControllersClientLimits(t *testing.T) {
 	reg := NewControllerRegistry()
-	want := []string{"advanced-daemonset-controller", "cloneset-controller", "containerrecreaterequest-controller", "imagelistpulljob-controller",
-		"imagepulljob-controller", "nodeimage-controller", "podunavailablebudget-controller"}
+	want := []string{"advanced-daemonset-controller", "cloneset-controller", "container-launch-priority-controller", "containerrecreaterequest-controller", "imagelistpulljob-controller",
+		"imagepulljob-controller", "nodeimage-controller", "pod-readiness-controller", "podunavailablebudget-controller"}
 	if got := reg.WithKruiseClientLimits(); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("controllers with the OpenKruise-compatible limits: %v, want %v", got, want)
 	}

@@ -91,10 +91,11 @@ func buildPodUnavailableBudgetController(ctx context.Context, cc *registry.Contr
 }
 
 // podUnavailableBudgetWebhooks returns the function that builds the budget's validating
-// webhook and the two pod webhooks on budgets.
-func podUnavailableBudgetWebhooks(budgets *budget.Cache) registry.WebhooksFunc {
+// webhook and the two pod webhooks on budgets, and adds the budget's tagging to the
+// mutating pod webhook podMutations.
+func podUnavailableBudgetWebhooks(budgets *budget.Cache, podMutations *podwebhook.MutatingWebhook) registry.WebhooksFunc {
 	return func(wc *registry.WebhookContext) ([]webhook.Registration, error) {
-		return buildPodUnavailableBudgetWebhooks(wc, budgets)
+		return buildPodUnavailableBudgetWebhooks(wc, budgets, podMutations)
 	}
 }
 
@@ -103,7 +104,7 @@ func podUnavailableBudgetWebhooks(budgets *budget.Cache) registry.WebhooksFunc {
 // the CRDs of a release that served only v1alpha1) there is nothing they could read:
 // serving the pod webhooks then would only make every pod deletion wait for informers that
 // never sync.
-func buildPodUnavailableBudgetWebhooks(wc *registry.WebhookContext, budgets *budget.Cache) ([]webhook.Registration, error) {
+func buildPodUnavailableBudgetWebhooks(wc *registry.WebhookContext, budgets *budget.Cache, podMutations *podwebhook.MutatingWebhook) ([]webhook.Registration, error) {
 	served, err := servesResource(wc.Client.Discovery(), policyHub.String(), "podunavailablebudgets")
 	if err != nil {
 		return nil, fmt.Errorf("looking up %s podunavailablebudgets in discovery: %w", policyHub, err)
@@ -135,6 +136,7 @@ func buildPodUnavailableBudgetWebhooks(wc *registry.WebhookContext, budgets *bud
 		Cache:       budgets,
 		Recorder:    wc.EventRecorder(podunavailablebudget.ControllerName),
 		FeatureGate: wc.FeatureGate,
+		Mutating:    podMutations,
 	})...)
 	return regs, nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/bosun-dev/bosun/pkg/controllermanager/config"
 	"github.com/bosun-dev/bosun/pkg/controllermanager/registry"
 	"github.com/bosun-dev/bosun/pkg/features"
+	podwebhook "github.com/bosun-dev/bosun/pkg/webhook/pod"
 )
 
 // The controller and its webhooks work on v1beta1 budgets only: they exist while the API
@@ -107,7 +108,7 @@ func TestPodUnavailableBudgetNeedsV1beta1(t *testing.T) {
 				EventRecorder:        recorders,
 				FeatureGate:          features.NewFeatureGate(),
 			}
-			regs, err := podUnavailableBudgetWebhooks(budgets)(wc)
+			regs, err := podUnavailableBudgetWebhooks(budgets, podwebhook.NewMutatingWebhook())(wc)
 			if err != nil {
 				t.Fatal(err)
 			}

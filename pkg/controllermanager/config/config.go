@@ -56,6 +56,9 @@ type CloneSetConfiguration struct {
 	// ScalingExcludePreparingDelete leaves pods held in PreparingDelete out of every
 	// CloneSet's count of pods (--cloneset-scaling-exclude-preparing-delete).
 	ScalingExcludePreparingDelete bool
+	// ScalingSurplusIgnoreMaxUnavailable lets a scale-in delete the pods above replicas
+	// whether or not they are ready (--cloneset-scaling-surplus-ignore-max-unavailable).
+	ScalingSurplusIgnoreMaxUnavailable bool
 }
 
 // PodUnavailableBudgetConfiguration configures the PodUnavailableBudget controller.

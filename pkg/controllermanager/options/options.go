@@ -66,6 +66,9 @@ type Options struct {
 	ConcurrentCloneSetSyncs int32
 	// CloneSetScalingExcludePreparingDelete is --cloneset-scaling-exclude-preparing-delete.
 	CloneSetScalingExcludePreparingDelete bool
+	// CloneSetScalingSurplusIgnoreMaxUnavailable is
+	// --cloneset-scaling-surplus-ignore-max-unavailable.
+	CloneSetScalingSurplusIgnoreMaxUnavailable bool
 	// ConcurrentPodUnavailableBudgetSyncs is --concurrent-pod-unavailable-budget-syncs.
 	ConcurrentPodUnavailableBudgetSyncs int32
 	// PodUnavailableBudgetResyncPeriod is --pod-unavailable-budget-resync-period.
@@ -187,6 +190,10 @@ func (o *Options) Flags(reg *registry.Registry) cliflag.NamedFlagSets {
 	controllers.BoolVar(&o.CloneSetScalingExcludePreparingDelete, "cloneset-scaling-exclude-preparing-delete", o.CloneSetScalingExcludePreparingDelete,
 		"If true, every CloneSet leaves pods a preDelete hook holds in PreparingDelete out of its count of pods, as if each set "+
 			"scaleStrategy.excludePreparingDelete: their replacements are created while they wait.")
+	controllers.BoolVar(&o.CloneSetScalingSurplusIgnoreMaxUnavailable, "cloneset-scaling-surplus-ignore-max-unavailable", o.CloneSetScalingSurplusIgnoreMaxUnavailable,
+		"If true, a CloneSet scaling in deletes the pods above its replicas (and the surge in use) at once, ready or not, as a "+
+			"Deployment does; by default, as in OpenKruise, it deletes only as many ready pods as maxUnavailable leaves room for, "+
+			"so pods that are ready but not yet available (minReadySeconds) hold the scale-in back.")
 	controllers.Int32Var(&o.ConcurrentPodUnavailableBudgetSyncs, "concurrent-pod-unavailable-budget-syncs", o.ConcurrentPodUnavailableBudgetSyncs,
 		"The number of PodUnavailableBudgets (policy.kruise.io) that may sync concurrently.")
 	controllers.DurationVar(&o.PodUnavailableBudgetResyncPeriod, "pod-unavailable-budget-resync-period", o.PodUnavailableBudgetResyncPeriod,
@@ -342,8 +349,9 @@ func (o *Options) ControllerConfiguration() *config.Configuration {
 		GarbageCollector:  config.GarbageCollectorConfiguration{Enabled: o.EnableGarbageCollector, ConcurrentSyncs: o.ConcurrentGCSyncs},
 		AdvancedDaemonSet: config.AdvancedDaemonSetConfiguration{ConcurrentSyncs: o.ConcurrentAdvancedDaemonSetSyncs},
 		CloneSet: config.CloneSetConfiguration{
-			ConcurrentSyncs:               o.ConcurrentCloneSetSyncs,
-			ScalingExcludePreparingDelete: o.CloneSetScalingExcludePreparingDelete,
+			ConcurrentSyncs:                    o.ConcurrentCloneSetSyncs,
+			ScalingExcludePreparingDelete:      o.CloneSetScalingExcludePreparingDelete,
+			ScalingSurplusIgnoreMaxUnavailable: o.CloneSetScalingSurplusIgnoreMaxUnavailable,
 		},
 		PodUnavailableBudget: config.PodUnavailableBudgetConfiguration{
 			ConcurrentSyncs: o.ConcurrentPodUnavailableBudgetSyncs,

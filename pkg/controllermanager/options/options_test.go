@@ -57,6 +57,7 @@ func TestDefaults(t *testing.T) {
 		{"advanced daemonset workers", o.ConcurrentAdvancedDaemonSetSyncs, int32(3)},
 		{"cloneset workers", o.ConcurrentCloneSetSyncs, int32(3)},
 		{"cloneset scaling excludes PreparingDelete", o.CloneSetScalingExcludePreparingDelete, false},
+		{"cloneset scale-in of surplus pods ignores maxUnavailable", o.CloneSetScalingSurplusIgnoreMaxUnavailable, false},
 		{"storage version migration delay", o.StorageVersionMigrationDelay, 2 * time.Minute},
 		{"webhook port", o.Webhook.Port, 9876},
 		{"webhook bind address", o.Webhook.BindAddress, "0.0.0.0"},
@@ -326,14 +327,14 @@ func TestClientLimitFlagsHelp(t *testing.T) {
 func TestControllerConfiguration(t *testing.T) {
 	o, err := parse(t, "--concurrent-replicaset-syncs=7", "--concurrent-deployment-syncs=8", "--concurrent-gc-syncs=9",
 		"--enable-garbage-collector=false", "--min-resync-period=1h", "--storage-version-migration-delay=15s",
-		"--concurrent-cloneset-syncs=4", "--cloneset-scaling-exclude-preparing-delete")
+		"--concurrent-cloneset-syncs=4", "--cloneset-scaling-exclude-preparing-delete", "--cloneset-scaling-surplus-ignore-max-unavailable")
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := o.ControllerConfiguration()
 	if c.ReplicaSet.ConcurrentSyncs != 7 || c.Deployment.ConcurrentSyncs != 8 || c.GarbageCollector.ConcurrentSyncs != 9 ||
 		c.GarbageCollector.Enabled || c.MinResyncPeriod != time.Hour || c.StorageVersionMigrator.SettleDelay != 15*time.Second ||
-		c.CloneSet.ConcurrentSyncs != 4 || !c.CloneSet.ScalingExcludePreparingDelete {
+		c.CloneSet.ConcurrentSyncs != 4 || !c.CloneSet.ScalingExcludePreparingDelete || !c.CloneSet.ScalingSurplusIgnoreMaxUnavailable {
 		t.Errorf("configuration %+v", c)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/bosun-dev/bosun/pkg/daemon/controller"
+	"github.com/bosun-dev/bosun/pkg/daemon/controller/containermeta"
 	"github.com/bosun-dev/bosun/pkg/daemon/controller/containerrecreaterequest"
 	"github.com/bosun-dev/bosun/pkg/daemon/controller/nodeimage"
 	"github.com/bosun-dev/bosun/pkg/daemon/controller/runtimecondition"
@@ -33,6 +34,7 @@ func agentControllers() []agentController {
 	return []agentController{
 		{name: containerrecreaterequest.ControllerName, new: containerrecreaterequest.New},
 		{name: nodeimage.ControllerName, new: nodeimage.New},
+		{name: containermeta.ControllerName, new: containermeta.New},
 		// The runtime's state goes on the Node from the start: a missing runtime is exactly
 		// what an operator needs to see there. Its events speak for the whole agent.
 		{name: runtimecondition.ControllerName, new: runtimecondition.New, startsBeforeRuntime: true, eventSource: componentName},

@@ -17,6 +17,9 @@ const (
 	PodUIDLabel                     = "io.kubernetes.pod.uid"
 	ContainerNameLabel              = "io.kubernetes.container.name"
 	ContainerRestartCountAnnotation = "io.kubernetes.container.restartCount"
+	// ContainerHashAnnotation is the kubelet's hash of the container's spec (hexadecimal),
+	// which it restarts the container on when it changes.
+	ContainerHashAnnotation = "io.kubernetes.container.hash"
 )
 
 // Container is the current container of one name in a pod, as the runtime reports it.
@@ -26,8 +29,11 @@ type Container struct {
 	Name string
 	// RestartCount is what the kubelet recorded when it created the container.
 	RestartCount int32
-	State        runtimeapi.ContainerState
-	CreatedAt    time.Time
+	// Hash is the kubelet's hash of the spec it created the container from; 0 when it
+	// recorded none.
+	Hash      uint64
+	State     runtimeapi.ContainerState
+	CreatedAt time.Time
 	// StartedAt is zero for a container that never started.
 	StartedAt time.Time
 }
@@ -71,6 +77,7 @@ func (r *Runtime) PodContainers(ctx context.Context, podUID string) (map[string]
 			ID:           c.GetId(),
 			Name:         name,
 			RestartCount: restartCount(c),
+			Hash:         containerHash(c),
 			State:        st.GetState(),
 			CreatedAt:    time.Unix(0, c.GetCreatedAt()),
 		}
@@ -97,6 +104,16 @@ func restartCount(c *runtimeapi.Container) int32 {
 		}
 	}
 	return int32(c.GetMetadata().GetAttempt())
+}
+
+// containerHash reads the kubelet's container hash annotation; 0 without one or with a value
+// that does not parse.
+func containerHash(c *runtimeapi.Container) uint64 {
+	hash, err := strconv.ParseUint(c.GetAnnotations()[ContainerHashAnnotation], 16, 64)
+	if err != nil {
+		return 0
+	}
+	return hash
 }
 
 // PodIP returns the IP of the pod's newest ready sandbox, from its status. It is where an

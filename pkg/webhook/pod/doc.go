@@ -1,9 +1,19 @@
-// Package pod holds the admission webhooks for pods on behalf of PodUnavailableBudget
-// (PUB):
+// Package pod holds the admission webhooks for pods.
 //
-//   - a mutating webhook on pod CREATE (mpod.kb.io) tags a new pod with the budget that
-//     covers it (both related-pub annotations), so the validating webhook can find the budget
-//     without listing; a pod created while it is skipped is tagged later by the controller;
+// The mutating webhook on pod CREATE (mpod.kb.io, MutatingWebhook) is shared by the
+// controllers whose pods need a change at creation: each enabled controller adds its
+// Mutations while the manager builds the webhooks, and the webhook answers with the
+// additions of all of them in one patch. It fails open. Its mutations:
+//
+//   - for PodUnavailableBudget (PUB), tagging a new pod with the budget that covers it (both
+//     related-pub annotations), so the validating webhook can find the budget without
+//     listing; a pod created while it is skipped is tagged later by the controller;
+//   - for pod-readiness-controller, the readiness gate KruisePodReady on the pods of every
+//     apps.kruise.io controller (every pod, with feature KruisePodReadinessGate), which
+//     that controller then satisfies.
+//
+// On behalf of PUB there are also:
+//
 //   - a validating webhook on pod DELETE and, with PodUnavailableBudgetUpdateGate, UPDATE
 //     (vpod.kb.io), and one on pods/eviction CREATE (vpodeviction.kb.io), both answered by
 //     one decision: an operation that would make an available, tagged pod unavailable is
@@ -23,6 +33,9 @@
 // giving up. Every refusal by a budget is counted (pod_unavailable_budget), recorded as a
 // PubPreventPodDeletion event on the pod and logged.
 //
-// Registrations gives the webhooks to package webhook's server; this package holds no
-// serving code.
+// Registrations gives the budget's webhooks, and MutatingWebhook.Add the mutating one, to
+// package webhook's server; this package holds no serving code. InProcess makes the
+// validating decision for a controller of the process about to disrupt a pod itself (the
+// CloneSet controller before it updates one, with PodUnavailableBudgetUpdateGate), spending
+// the budget through the same budget.Cache.
 package pod

@@ -35,6 +35,7 @@ import (
 	"github.com/bosun-dev/bosun/pkg/controller/podunavailablebudget/budget/budgettest"
 	"github.com/bosun-dev/bosun/pkg/controller/workload"
 	"github.com/bosun-dev/bosun/pkg/features"
+	"github.com/bosun-dev/bosun/pkg/webhook"
 )
 
 const ns = "ns"
@@ -59,6 +60,9 @@ type fixtureOptions struct {
 	gates  map[featuregate.Feature]bool
 	cached []runtime.Object // ReplicaSets and Deployments for the workload finder
 	live   []runtime.Object // pods the API server has and the pod cache has not seen yet
+	// shareMutating are mutations of other controllers that register the mutating webhook
+	// before the budget's tagging joins it.
+	shareMutating []Mutation
 }
 
 func newFixture(t *testing.T, opts fixtureOptions, objects ...runtime.Object) *fixture {
@@ -112,7 +116,12 @@ func newFixture(t *testing.T, opts fixtureOptions, objects ...runtime.Object) *f
 		Clock:       clocktesting.NewFakePassiveClock(now),
 	}
 	f.regs = map[string]func(context.Context, *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse{}
-	for _, reg := range Registrations(deps) {
+	var regs []webhook.Registration
+	if opts.shareMutating != nil {
+		deps.Mutating = NewMutatingWebhook()
+		regs = deps.Mutating.Add(opts.shareMutating...)
+	}
+	for _, reg := range append(regs, Registrations(deps)...) {
 		f.regs[reg.Name] = reg.Handler.Handle
 	}
 	f.handler = newHandler(deps)

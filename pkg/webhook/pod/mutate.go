@@ -4,144 +4,114 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
-	"strings"
+	"net/http"
+	"sync"
 
-	policyv1beta1 "github.com/bosun-dev/api/policy/v1beta1"
 	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
-	"github.com/bosun-dev/bosun/pkg/controller/podunavailablebudget/pubutil"
-	"github.com/bosun-dev/bosun/pkg/controller/workload"
 	"github.com/bosun-dev/bosun/pkg/webhook"
 )
 
-// mutate tags a new pod with the budget that covers it. It never refuses a pod: a pod it
-// cannot decode or whose budget it cannot look up is let through untagged, for the
-// controller to tag once it sees it.
-func (h *handler) mutate(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+// Mutation is one change the mutating pod webhook makes to the pods being created.
+type Mutation struct {
+	// Name says what the mutation does, in logs.
+	Name string
+	// Mutate changes pod, the pod being created as the mutations before it left it, with its
+	// namespace taken from the request when the object has none. It returns the additions
+	// that make the same change to the object as the earlier mutations' additions left it,
+	// none when it leaves the pod alone. A pod's nil map or slice is a member the object
+	// lacks (or holds as null), which is added whole, since "add" needs the parent member to
+	// exist; so the pod passed on must show exactly the change the additions make.
+	//
+	// An error refuses the pod. A mutation whose change can be skipped (one that a
+	// controller makes later, say) logs its error and returns no additions instead.
+	Mutate func(ctx context.Context, req *admissionv1.AdmissionRequest, pod *corev1.Pod) ([]webhook.Addition, error)
+}
+
+// MutatingWebhook is the mutating pod webhook (mpod.kb.io), which several controllers'
+// pods need: each enabled controller adds the mutations it relies on while the manager
+// builds the webhooks, and the webhook applies them to every new pod in the order they
+// were added. The manager builds the webhooks of the enabled controllers in the order of
+// their names, so no mutation may depend on another's change.
+type MutatingWebhook struct {
+	mu         sync.RWMutex
+	mutations  []Mutation
+	registered bool
+}
+
+// NewMutatingWebhook returns the webhook without mutations.
+func NewMutatingWebhook() *MutatingWebhook {
+	return &MutatingWebhook{}
+}
+
+// Add adds mutations to the webhook. The first call returns the webhook's registration and
+// later calls none: the webhook is served once, by whichever enabled controller adds its
+// mutations first, and runs the mutations of all of them.
+func (w *MutatingWebhook) Add(mutations ...Mutation) []webhook.Registration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.mutations = append(w.mutations, mutations...)
+	if w.registered {
+		return nil
+	}
+	w.registered = true
+	return []webhook.Registration{{
+		Name:  MutatingName,
+		Path:  MutatingPath,
+		Type:  webhook.Mutating,
+		Rules: podRules("pods", admissionregistrationv1.Create),
+		// No mutation is needed for a pod to run: the budget controller tags the pods the
+		// webhook missed, and a pod without the KruisePodReady gate is only left out of its
+		// owner's not-ready marks. So an outage must not stop pods from being created.
+		FailurePolicy:     ptr.To(admissionregistrationv1.Ignore),
+		NamespaceSelector: notKubeSystem(),
+		Handler:           w,
+	}}
+}
+
+// Handle applies the mutations to a pod being created and answers with the additions they
+// made. A pod it cannot decode is let through unchanged; a mutation's error refuses it.
+func (w *MutatingWebhook) Handle(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	if req.Operation != admissionv1.Create || req.SubResource != "" {
 		return webhook.Allowed()
 	}
 	logger := klog.FromContext(ctx)
 	pod := &corev1.Pod{}
 	if err := json.Unmarshal(req.Object.Raw, pod); err != nil {
-		logger.Error(err, "Cannot decode the pod to tag it with its PodUnavailableBudget; admitting it untagged")
+		logger.Error(err, "Cannot decode a new pod; admitting it unchanged")
 		return webhook.Allowed()
 	}
-	if pubutil.RelatedBudget(pod) != "" {
-		return webhook.Allowed()
-	}
+	// The API server puts the request's namespace into the object after admission; the
+	// mutations look it up already.
 	if pod.Namespace == "" {
 		pod.Namespace = req.Namespace
 	}
-	pub, err := h.coveringBudget(ctx, pod)
-	if err != nil {
-		logger.Error(err, "Cannot find the PodUnavailableBudget of a new pod; admitting it untagged")
-		return webhook.Allowed()
-	}
-	if pub == nil {
-		return webhook.Allowed()
-	}
-	resp, err := webhook.AdditionsResponse(relatedBudgetAdditions(pod, pub.Name))
-	if err != nil {
-		// Encoding two strings cannot fail; should it, the controller tags the pod later.
-		logger.Error(err, "Cannot build the patch tagging a pod with its PodUnavailableBudget", "podUnavailableBudget", pub.Name)
-		return webhook.Allowed()
-	}
-	logger.V(4).Info("Tagging a new pod with its PodUnavailableBudget", "podUnavailableBudget", klog.KObj(pub))
-	return resp
-}
+	w.mu.RLock()
+	mutations := w.mutations
+	w.mu.RUnlock()
 
-// coveringBudget returns the first budget of the pod's namespace, by name, that covers it:
-// one whose targetRef is a workload of the pod's controller chain, or whose selector
-// matches its labels. It returns nil when none does.
-func (h *handler) coveringBudget(ctx context.Context, pod *corev1.Pod) (*policyv1beta1.PodUnavailableBudget, error) {
-	pubs, err := h.Budgets.PodUnavailableBudgets(pod.Namespace).List(labels.Everything())
-	if err != nil {
-		return nil, fmt.Errorf("listing the PodUnavailableBudgets of namespace %s: %w", pod.Namespace, err)
-	}
-	// The informer's order is a map's; sorting makes the first match the same on every
-	// replica and every call.
-	slices.SortFunc(pubs, func(a, b *policyv1beta1.PodUnavailableBudget) int { return strings.Compare(a.Name, b.Name) })
-
-	controllerRef := metav1.GetControllerOfNoCopy(pod)
-	var chain []*workload.Workload
-	chainRead := false
-	for _, pub := range pubs {
-		if ref := pub.Spec.TargetReference; ref != nil {
-			if controllerRef == nil {
-				continue
-			}
-			if !chainRead {
-				if chain, err = h.Finder.Chain(ctx, pod.Namespace, controllerRef); err != nil {
-					return nil, fmt.Errorf("reading the controllers of pod %s: %w", klog.KObj(pod), err)
-				}
-				chainRead = true
-			}
-			if targets(ref, chain) {
-				return pub, nil
-			}
-			continue
-		}
-		if pub.Spec.Selector == nil {
-			continue
-		}
-		selector, err := metav1.LabelSelectorAsSelector(pub.Spec.Selector)
+	var additions []webhook.Addition
+	var applied []string
+	for _, m := range mutations {
+		more, err := m.Mutate(ctx, req, pod)
 		if err != nil {
-			// The budget webhook refuses such selectors; one stored before it ran covers nothing.
-			klog.FromContext(ctx).V(4).Info("Skipping a PodUnavailableBudget with an invalid selector", "podUnavailableBudget", klog.KObj(pub), "err", err)
-			continue
+			return webhook.Errored(http.StatusInternalServerError, fmt.Errorf("%s of the new pod: %w", m.Name, err))
 		}
-		if !selector.Empty() && selector.Matches(labels.Set(pod.Labels)) {
-			return pub, nil
+		if len(more) > 0 {
+			additions = append(additions, more...)
+			applied = append(applied, m.Name)
 		}
 	}
-	return nil, nil
-}
-
-// targets reports whether ref names a workload of chain, by API group (any version), kind
-// and name.
-func targets(ref *policyv1beta1.TargetReference, chain []*workload.Workload) bool {
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	resp, err := webhook.AdditionsResponse(additions)
 	if err != nil {
-		return false
+		return webhook.Errored(http.StatusInternalServerError, fmt.Errorf("building the patch of the new pod: %w", err))
 	}
-	gk := schema.GroupKind{Group: gv.Group, Kind: ref.Kind}
-	for _, w := range chain {
-		if w.GroupKind() == gk && w.Name == ref.Name {
-			return true
-		}
+	if len(applied) > 0 {
+		logger.V(4).Info("Mutated a new pod", "mutations", applied)
 	}
-	return false
-}
-
-// relatedBudgetAdditions returns the patch setting both related-pub annotations: the whole
-// annotations map when the pod has none ("add" needs the parent member to exist), else one
-// member each, so no other annotation is rewritten.
-func relatedBudgetAdditions(pod *corev1.Pod, pubName string) []webhook.Addition {
-	annotations := pubutil.RelatedBudgetAnnotations(pubName)
-	if pod.Annotations == nil {
-		return []webhook.Addition{{Path: "/metadata/annotations", Value: annotations}}
-	}
-	keys := make([]string, 0, len(annotations))
-	for key := range annotations {
-		keys = append(keys, key)
-	}
-	slices.Sort(keys)
-	additions := make([]webhook.Addition, 0, len(keys))
-	for _, key := range keys {
-		additions = append(additions, webhook.Addition{Path: "/metadata/annotations/" + escapeJSONPointer(key), Value: annotations[key]})
-	}
-	return additions
-}
-
-// escapeJSONPointer escapes a member name for use in a JSON pointer: "~" as "~0", "/" as
-// "~1".
-func escapeJSONPointer(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+	return resp
 }

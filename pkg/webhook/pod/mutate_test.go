@@ -1,238 +1,154 @@
 package pod
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"maps"
+	"net/http"
+	"slices"
 	"testing"
 
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	policyv1beta1 "github.com/bosun-dev/api/policy/v1beta1"
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	admissionv1 "k8s.io/api/admission/v1"
-	appsv1 "k8s.io/api/apps/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
+
+	"github.com/bosun-dev/bosun/pkg/webhook"
 )
 
-type patchOp struct {
-	Op    string `json:"op"`
-	Path  string `json:"path"`
-	Value any    `json:"value"`
-}
-
-// patchOf returns the JSON patch of an allowed answer, nil without one.
-func patchOf(t *testing.T, resp *admissionv1.AdmissionResponse) []patchOp {
+// patched returns the pod the API server would store for req answered with resp: the
+// response's JSON patch applied to the object as sent.
+func patched(t *testing.T, req *admissionv1.AdmissionRequest, resp *admissionv1.AdmissionResponse) *corev1.Pod {
 	t.Helper()
 	if !resp.Allowed {
-		t.Fatalf("mutating webhook denied: %+v", resp.Result)
+		t.Fatalf("denied: %+v", resp.Result)
 	}
-	if len(resp.Patch) == 0 {
-		return nil
+	raw := req.Object.Raw
+	if len(resp.Patch) > 0 {
+		patch, err := jsonpatch.DecodePatch(resp.Patch)
+		if err != nil {
+			t.Fatalf("decoding patch %s: %v", resp.Patch, err)
+		}
+		if raw, err = patch.Apply(raw); err != nil {
+			t.Fatalf("applying patch %s: %v", resp.Patch, err)
+		}
 	}
-	if resp.PatchType == nil || *resp.PatchType != admissionv1.PatchTypeJSONPatch {
-		t.Fatalf("patch type %v, want JSONPatch", resp.PatchType)
-	}
-	var ops []patchOp
-	if err := json.Unmarshal(resp.Patch, &ops); err != nil {
+	pod := &corev1.Pod{}
+	if err := json.Unmarshal(raw, pod); err != nil {
 		t.Fatal(err)
-	}
-	return ops
-}
-
-// taggedWith returns the budget a patch tags the pod with, checking that it sets both
-// annotations; "" when there is no patch.
-func taggedWith(t *testing.T, ops []patchOp) string {
-	t.Helper()
-	if ops == nil {
-		return ""
-	}
-	got := map[string]any{}
-	for _, op := range ops {
-		if op.Op != "add" {
-			t.Fatalf("patch op %s, want add", op.Op)
-		}
-		switch op.Path {
-		case "/metadata/annotations":
-			for k, v := range op.Value.(map[string]any) {
-				got[k] = v
-			}
-		case "/metadata/annotations/kruise.io~1related-pub":
-			got[policyv1beta1.PodRelatedPubAnnotation] = op.Value
-		case "/metadata/annotations/pub.kruise.io~1related-pub":
-			got[policyv1beta1.PodRelatedPubAnnotationNew] = op.Value
-		default:
-			t.Fatalf("patch path %s", op.Path)
-		}
-	}
-	old, newer := got[policyv1beta1.PodRelatedPubAnnotation], got[policyv1beta1.PodRelatedPubAnnotationNew]
-	if len(got) != 2 || old != newer {
-		t.Fatalf("patch sets %v, want both related-pub annotations to one name", got)
-	}
-	return old.(string)
-}
-
-func newPod(name string, labels map[string]string, annotations map[string]string, controller *metav1.OwnerReference) *corev1.Pod {
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, Annotations: annotations},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx"}}},
-	}
-	if controller != nil {
-		pod.OwnerReferences = []metav1.OwnerReference{*controller}
 	}
 	return pod
 }
 
-func targetRefBudget(name, apiVersion, kind, target string) *policyv1beta1.PodUnavailableBudget {
-	pub := newBudget(name, 1, 1, 2)
-	pub.Spec.Selector = nil
-	pub.Spec.TargetReference = &policyv1beta1.TargetReference{APIVersion: apiVersion, Kind: kind, Name: target}
-	return pub
-}
-
-func selectorBudget(name string, selector *metav1.LabelSelector) *policyv1beta1.PodUnavailableBudget {
-	pub := newBudget(name, 1, 1, 2)
-	pub.Spec.Selector = selector
-	return pub
-}
-
-// deploymentChain is Deployment web controlling ReplicaSet web-1, and ReplicaSet lone
-// without controller.
-func deploymentChain() []runtime.Object {
-	return []runtime.Object{
-		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web", UID: "uid-web"}},
-		&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-1", UID: "uid-web-1",
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "uid-web", Controller: ptr.To(true)}}}},
-		&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lone", UID: "uid-lone"}},
-	}
-}
-
-func rsRef(name string) *metav1.OwnerReference {
-	return &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: name, UID: types.UID("uid-" + name), Controller: ptr.To(true)}
-}
-
-func TestMutateTagsNewPods(t *testing.T) {
-	web := map[string]string{"app": "web"}
-	tests := []struct {
-		name    string
-		budgets []runtime.Object
-		pod     *corev1.Pod
-		want    string
-	}{
-		{name: "selector match", budgets: []runtime.Object{selectorBudget("sel", &metav1.LabelSelector{MatchLabels: web})},
-			pod: newPod("p", web, nil, nil), want: "sel"},
-		{name: "selector with expressions", budgets: []runtime.Object{selectorBudget("sel", &metav1.LabelSelector{
-			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"web", "api"}}}})},
-			pod: newPod("p", web, nil, nil), want: "sel"},
-		{name: "selector mismatch", budgets: []runtime.Object{selectorBudget("sel", &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}})},
-			pod: newPod("p", web, nil, nil)},
-		{name: "empty selector covers nothing", budgets: []runtime.Object{selectorBudget("sel", &metav1.LabelSelector{})},
-			pod: newPod("p", web, nil, nil)},
-		{name: "invalid selector covers nothing", budgets: []runtime.Object{selectorBudget("sel", &metav1.LabelSelector{
-			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Near"}}})},
-			pod: newPod("p", web, nil, nil)},
-		{name: "first by name wins", budgets: []runtime.Object{
-			selectorBudget("b", &metav1.LabelSelector{MatchLabels: web}), selectorBudget("a", &metav1.LabelSelector{MatchLabels: web}),
-			selectorBudget("c", &metav1.LabelSelector{MatchLabels: web})},
-			pod: newPod("p", web, nil, nil), want: "a"},
-		{name: "targetRef to the ReplicaSet", budgets: []runtime.Object{targetRefBudget("ref", "apps/v1", "ReplicaSet", "web-1")},
-			pod: newPod("p", nil, nil, rsRef("web-1")), want: "ref"},
-		{name: "targetRef to the Deployment through its ReplicaSet", budgets: []runtime.Object{targetRefBudget("ref", "apps/v1", "Deployment", "web")},
-			pod: newPod("p", nil, nil, rsRef("web-1")), want: "ref"},
-		{name: "targetRef version is ignored", budgets: []runtime.Object{targetRefBudget("ref", "apps/v1beta1", "Deployment", "web")},
-			pod: newPod("p", nil, nil, rsRef("web-1")), want: "ref"},
-		{name: "targetRef other group", budgets: []runtime.Object{targetRefBudget("ref", "apps.kruise.io/v1alpha1", "Deployment", "web")},
-			pod: newPod("p", nil, nil, rsRef("web-1"))},
-		{name: "targetRef other name", budgets: []runtime.Object{targetRefBudget("ref", "apps/v1", "Deployment", "api")},
-			pod: newPod("p", nil, nil, rsRef("web-1"))},
-		{name: "targetRef, ReplicaSet without Deployment", budgets: []runtime.Object{targetRefBudget("ref", "apps/v1", "Deployment", "web")},
-			pod: newPod("p", nil, nil, rsRef("lone"))},
-		{name: "targetRef, pod without controller", budgets: []runtime.Object{targetRefBudget("ref", "apps/v1", "ReplicaSet", "web-1")},
-			pod: newPod("p", web, nil, nil)},
-		{name: "targetRef before selector by name", budgets: []runtime.Object{
-			targetRefBudget("a-ref", "apps/v1", "Deployment", "web"), selectorBudget("b-sel", &metav1.LabelSelector{MatchLabels: web})},
-			pod: newPod("p", web, nil, rsRef("web-1")), want: "a-ref"},
-		{name: "no budgets", pod: newPod("p", web, nil, nil)},
-		{name: "already tagged", budgets: []runtime.Object{selectorBudget("sel", &metav1.LabelSelector{MatchLabels: web})},
-			pod: newPod("p", web, map[string]string{policyv1beta1.PodRelatedPubAnnotation: "other"}, nil)},
-		{name: "budget of another namespace", budgets: []runtime.Object{func() runtime.Object {
-			pub := selectorBudget("sel", &metav1.LabelSelector{MatchLabels: web})
-			pub.Namespace = "elsewhere"
-			return pub
-		}()}, pod: newPod("p", web, nil, nil)},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, fixtureOptions{cached: deploymentChain()}, tt.budgets...)
-			if got := taggedWith(t, patchOf(t, f.mutate(createRequest(t, tt.pod)))); got != tt.want {
-				t.Errorf("tagged with %q, want %q", got, tt.want)
-			}
-		})
-	}
-}
-
-func TestMutatePatchShape(t *testing.T) {
-	web := map[string]string{"app": "web"}
-	f := newFixture(t, fixtureOptions{}, selectorBudget("sel", &metav1.LabelSelector{MatchLabels: web}))
-
-	// Without annotations the whole map is added.
-	ops := patchOf(t, f.mutate(createRequest(t, newPod("p", web, nil, nil))))
-	if len(ops) != 1 || ops[0].Path != "/metadata/annotations" {
-		t.Errorf("patch %+v, want one add of /metadata/annotations", ops)
-	}
-
-	// With annotations each key is added, escaped, leaving the others alone.
-	ops = patchOf(t, f.mutate(createRequest(t, newPod("p", web, map[string]string{"team": "a"}, nil))))
-	want := []patchOp{
-		{Op: "add", Path: "/metadata/annotations/kruise.io~1related-pub", Value: "sel"},
-		{Op: "add", Path: "/metadata/annotations/pub.kruise.io~1related-pub", Value: "sel"},
-	}
-	if len(ops) != len(want) || ops[0] != want[0] || ops[1] != want[1] {
-		t.Errorf("patch %+v, want %+v", ops, want)
-	}
-
-	// An empty annotations object exists, so keys are added to it.
-	req := createRequest(t, newPod("p", web, nil, nil))
-	req.Object.Raw = []byte(`{"metadata":{"name":"p","namespace":"ns","labels":{"app":"web"},"annotations":{}}}`)
-	if ops := patchOf(t, f.mutate(req)); len(ops) != 2 {
-		t.Errorf("patch %+v, want two member additions", ops)
-	}
-
-	// The namespace comes from the request when the object has none.
-	req = createRequest(t, newPod("p", web, nil, nil))
-	req.Object.Raw = []byte(`{"metadata":{"generateName":"p-","labels":{"app":"web"}}}`)
-	if got := taggedWith(t, patchOf(t, f.mutate(req))); got != "sel" {
-		t.Errorf("pod without namespace tagged with %q, want sel", got)
-	}
-}
-
-func TestEscapeJSONPointer(t *testing.T) {
-	for in, want := range map[string]string{"a/b": "a~1b", "a~b": "a~0b", "~/": "~0~1", "plain": "plain"} {
-		if got := escapeJSONPointer(in); got != want {
-			t.Errorf("escapeJSONPointer(%q) = %q, want %q", in, got, want)
+// annotating is a mutation that sets annotation key=value, as a mutation must: the whole
+// map when the pod has none.
+func annotating(key, value string, calls *[]string) Mutation {
+	return Mutation{Name: "annotate " + key, Mutate: func(_ context.Context, _ *admissionv1.AdmissionRequest, pod *corev1.Pod) ([]webhook.Addition, error) {
+		*calls = append(*calls, key)
+		if pod.Annotations == nil {
+			pod.Annotations = map[string]string{key: value}
+			return []webhook.Addition{{Path: "/metadata/annotations", Value: map[string]string{key: value}}}, nil
 		}
+		pod.Annotations[key] = value
+		return []webhook.Addition{{Path: webhook.AnnotationPointer(key), Value: value}}, nil
+	}}
+}
+
+func failing(calls *[]string) Mutation {
+	return Mutation{Name: "failing", Mutate: func(context.Context, *admissionv1.AdmissionRequest, *corev1.Pod) ([]webhook.Addition, error) {
+		*calls = append(*calls, "failing")
+		return nil, errors.New("broken")
+	}}
+}
+
+// The webhook is registered by the first controller that adds mutations, once, and runs
+// every mutation added, in order, each on the pod as the one before left it.
+func TestMutatingWebhookRegistersOnceAndRunsEveryMutation(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	var calls []string
+	w := NewMutatingWebhook()
+	regs := w.Add(annotating("a", "1", &calls))
+	if len(regs) != 1 {
+		t.Fatalf("first Add returned %d registrations, want 1", len(regs))
+	}
+	reg := regs[0]
+	if err := reg.Validate(); err != nil {
+		t.Error(err)
+	}
+	if reg.Name != MutatingName || reg.Path != MutatingPath || reg.Type != webhook.Mutating ||
+		!slices.Equal(reg.Rules[0].Operations, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}) ||
+		reg.Rules[0].Resources[0] != "pods" || ptr.Deref(reg.FailurePolicy, "") != admissionregistrationv1.Ignore {
+		t.Errorf("registration %+v, want %s at %s on pod CREATE, failing open", reg, MutatingName, MutatingPath)
+	}
+	if more := w.Add(annotating("b", "2", &calls), annotating("c", "3", &calls)); len(more) != 0 {
+		t.Errorf("second Add returned %d registrations, want none", len(more))
+	}
+
+	req := createRequest(t, newPod("p", nil, nil, nil))
+	pod := patched(t, req, reg.Handler.Handle(ctx, req))
+	if !slices.Equal(calls, []string{"a", "b", "c"}) {
+		t.Errorf("mutations ran %v, want [a b c]", calls)
+	}
+	if want := map[string]string{"a": "1", "b": "2", "c": "3"}; !maps.Equal(pod.Annotations, want) {
+		t.Errorf("stored annotations %v, want %v", pod.Annotations, want)
 	}
 }
 
-// The mutating webhook never refuses a pod: what it cannot judge goes through untagged.
-func TestMutateLetsEverythingThrough(t *testing.T) {
-	web := map[string]string{"app": "web"}
-	f := newFixture(t, fixtureOptions{cached: deploymentChain()},
-		targetRefBudget("a-ref", "apps/v1", "Deployment", "web"), selectorBudget("b-sel", &metav1.LabelSelector{MatchLabels: web}))
+// A mutation's error refuses the pod, and the mutations after it do not run.
+func TestMutatingWebhookRefusesOnMutationError(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	var calls []string
+	w := NewMutatingWebhook()
+	w.Add(annotating("a", "1", &calls), failing(&calls), annotating("b", "2", &calls))
+	resp := w.Handle(ctx, createRequest(t, newPod("p", nil, nil, nil)))
+	if resp.Allowed || resp.Result == nil || resp.Result.Code != http.StatusInternalServerError {
+		t.Errorf("answer %+v, want a refusal with 500", resp)
+	}
+	if !slices.Equal(calls, []string{"a", "failing"}) {
+		t.Errorf("mutations ran %v, want [a failing]", calls)
+	}
+}
 
-	undecodable := createRequest(t, newPod("p", web, nil, nil))
-	undecodable.Object.Raw = []byte(`{"metadata": []}`)
-	expectAllowed(t, f.mutate(undecodable))
+// Only pod creations are mutated; what the webhook cannot decode passes unchanged.
+func TestMutatingWebhookMutatesOnlyPodCreations(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	var calls []string
+	w := NewMutatingWebhook()
+	w.Add(annotating("a", "1", &calls))
 
-	// A controller reference the finder cannot read is a lookup error: no tag at all, not
-	// the selector budget that comes later.
-	expectAllowed(t, f.mutate(createRequest(t, newPod("p", web, nil,
-		&metav1.OwnerReference{APIVersion: "a/b/c", Kind: "Thing", Name: "x", Controller: ptr.To(true)}))))
-
-	update := createRequest(t, newPod("p", web, nil, nil))
+	update := createRequest(t, newPod("p", nil, nil, nil))
 	update.Operation = admissionv1.Update
-	expectAllowed(t, f.mutate(update))
-
-	sub := createRequest(t, newPod("p", web, nil, nil))
+	sub := createRequest(t, newPod("p", nil, nil, nil))
 	sub.SubResource = "binding"
-	expectAllowed(t, f.mutate(sub))
+	undecodable := createRequest(t, newPod("p", nil, nil, nil))
+	undecodable.Object.Raw = []byte(`{"metadata": []}`)
+	for _, req := range []*admissionv1.AdmissionRequest{update, sub, undecodable} {
+		expectAllowed(t, w.Handle(ctx, req))
+	}
+	if len(calls) != 0 {
+		t.Errorf("mutations ran on %v", calls)
+	}
+}
+
+// With the readiness gate and the budget's tagging in one webhook, a new pod of a CloneSet
+// covered by a budget gets both, in one patch.
+func TestMutateGateAndTagTogether(t *testing.T) {
+	web := map[string]string{"app": "web"}
+	f := newFixture(t, fixtureOptions{shareMutating: []Mutation{KruisePodReadyGate(nil)}},
+		selectorBudget("sel", &metav1.LabelSelector{MatchLabels: web}))
+	req := createRequest(t, newPod("p", web, nil, &metav1.OwnerReference{
+		APIVersion: "apps.kruise.io/v1alpha1", Kind: "CloneSet", Name: "web", UID: "uid-web", Controller: ptr.To(true)}))
+	pod := patched(t, req, f.mutate(req))
+	if !slices.Equal(pod.Spec.ReadinessGates, []corev1.PodReadinessGate{{ConditionType: appsv1beta1.KruisePodReadyConditionType}}) {
+		t.Errorf("readiness gates %v, want [KruisePodReady]", pod.Spec.ReadinessGates)
+	}
+	if pod.Annotations[policyv1beta1.PodRelatedPubAnnotation] != "sel" || pod.Annotations[policyv1beta1.PodRelatedPubAnnotationNew] != "sel" {
+		t.Errorf("annotations %v, want the pod tagged with sel", pod.Annotations)
+	}
 }

@@ -52,9 +52,13 @@ type Dependencies struct {
 	FeatureGate featuregate.FeatureGate
 	// Clock stamps the disruptedPods and unavailablePods entries; the real clock when nil.
 	Clock clock.PassiveClock
+	// Mutating is the process's mutating pod webhook, which the budget's tagging joins;
+	// the webhooks of other controllers add their own mutations to it. Nil gives the budget
+	// webhooks one of their own.
+	Mutating *MutatingWebhook
 }
 
-// handler answers the three webhooks.
+// handler answers the budget's pod webhooks and tags new pods.
 type handler struct {
 	Dependencies
 }
@@ -69,26 +73,21 @@ func newHandler(deps Dependencies) *handler {
 	return &handler{Dependencies: deps}
 }
 
-// Registrations are the pod webhooks the feature gates ask for: always the tagging one;
-// the validating one on DELETE (PodUnavailableBudgetDeleteGate) and UPDATE
-// (PodUnavailableBudgetUpdateGate), left out when neither gate is on; the eviction one with
-// the delete gate. The handlers read the gates again on every request, so a webhook
-// configuration written before a restart with other gates cannot enforce more than they
-// allow.
+// Registrations are the pod webhooks of PodUnavailableBudgets the feature gates ask for:
+// always the tagging, a mutation of the mutating pod webhook, whose registration comes
+// with it unless another controller's mutations registered it already; the validating one
+// on DELETE (PodUnavailableBudgetDeleteGate) and UPDATE (PodUnavailableBudgetUpdateGate),
+// left out when neither gate is on; the eviction one with the delete gate. The handlers
+// read the gates again on every request, so a webhook configuration written before a
+// restart with other gates cannot enforce more than they allow.
 func Registrations(deps Dependencies) []webhook.Registration {
 	registerMetrics()
 	h := newHandler(deps)
-	regs := []webhook.Registration{{
-		Name:  MutatingName,
-		Path:  MutatingPath,
-		Type:  webhook.Mutating,
-		Rules: podRules("pods", admissionregistrationv1.Create),
-		// Tagging is an optimisation the controller repeats, so a webhook outage must not
-		// stop pods from being created.
-		FailurePolicy:     ptr.To(admissionregistrationv1.Ignore),
-		NamespaceSelector: notKubeSystem(),
-		Handler:           webhook.HandlerFunc(h.mutate),
-	}}
+	mutating := deps.Mutating
+	if mutating == nil {
+		mutating = NewMutatingWebhook()
+	}
+	regs := mutating.Add(h.budgetTagging())
 
 	deleteOn := h.FeatureGate.Enabled(features.PodUnavailableBudgetDeleteGate)
 	var ops []admissionregistrationv1.OperationType

@@ -95,3 +95,24 @@ func TestGatesAreReadPerRequest(t *testing.T) {
 		t.Errorf("%d budget writes, want none", writes)
 	}
 }
+
+// The budget's tagging joins a mutating webhook another controller registered already: the
+// budget's registrations leave it out, and the webhook runs both mutations.
+func TestRegistrationsJoinASharedMutatingWebhook(t *testing.T) {
+	shared := NewMutatingWebhook()
+	if regs := shared.Add(KruisePodReadyGate(nil)); len(regs) != 1 {
+		t.Fatalf("%d registrations for the first mutation, want 1", len(regs))
+	}
+	regs := Registrations(Dependencies{FeatureGate: features.NewFeatureGate(), Mutating: shared})
+	for _, reg := range regs {
+		if reg.Name == MutatingName {
+			t.Errorf("the budget registered %s again", MutatingName)
+		}
+	}
+	if len(regs) != 2 {
+		t.Errorf("%d registrations, want the two validating ones", len(regs))
+	}
+	if len(shared.mutations) != 2 {
+		t.Errorf("the shared webhook runs %d mutations, want the gate and the tagging", len(shared.mutations))
+	}
+}

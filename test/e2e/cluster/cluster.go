@@ -81,6 +81,8 @@ type Cluster struct {
 	registries     []*registry
 	slowRegistries []*throttledProxy
 	containerd     *containerd
+	// provisioner serves the default StorageClass from this process (nil when attached).
+	provisioner *provisioner
 	// components are every long-running process in start order, registries and control
 	// plane excluded (they are watched through their own handles).
 	components []*component
@@ -177,6 +179,9 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		return nil, err
 	}
 	if err := step("the controllers and the scheduler", func() error { return c.startControllers(ctx, opts) }); err != nil {
+		return nil, err
+	}
+	if err := step("the default StorageClass and its provisioner", func() error { return c.startStorage(ctx) }); err != nil {
 		return nil, err
 	}
 	if err := step("the kubelet", func() error { return c.startKubelet(ctx) }); err != nil {
@@ -409,6 +414,9 @@ func (c *Cluster) Stop() error {
 				c.components[i].Stop(framework.DefaultStopGracePeriod)
 			}
 		}
+		if err := c.stopStorage(ctx); err != nil {
+			errs = append(errs, err)
+		}
 		if c.containerd != nil {
 			if err := c.containerd.removeAllSandboxes(ctx); err != nil {
 				errs = append(errs, err)
@@ -522,6 +530,9 @@ func (c *Cluster) Describe() string {
 			where = fmt.Sprintf("https://127.0.0.1:%d/healthz", comp.port)
 		}
 		fmt.Fprintf(&b, "  %-26s %s\n", comp.Name(), where)
+	}
+	if c.provisioner != nil {
+		fmt.Fprintf(&b, "  %-26s StorageClass %s (default), volumes in %s\n", provisionerLogName, DefaultStorageClass, c.VolumeDir())
 	}
 	fmt.Fprintf(&b, "  %-26s %s\n", "containerd", c.RuntimeEndpoint())
 	for _, r := range c.registries {

@@ -44,6 +44,11 @@ const (
 	pubProtectTotalKey        = "pub.kruise.io/protect-total-replicas"
 	crrSyncContainerStatusKey = "crr.apps.kruise.io/sync-container-statuses"
 	crrUnreadyAcquiredKey     = "crr.apps.kruise.io/unready-acquired"
+	// The CloneSet's carriers: a label, and the pre-download settings.
+	excludePreparingDeleteKey     = "apps.kruise.io/cloneset-scaling-exclude-preparing-delete"
+	preDownloadParallelismKey     = "apps.kruise.io/image-predownload-parallelism"
+	preDownloadTimeoutKey         = "apps.kruise.io/image-predownload-timeout-seconds"
+	preDownloadMinUpdatedReadyKey = "apps.kruise.io/image-predownload-min-updated-ready-pods"
 	// reservedPrefix starts the annotations in which a conversion records what the other
 	// version cannot hold; clients never write them.
 	reservedPrefix = "conversion.bosun.dev/"
@@ -391,15 +396,25 @@ type fuzzKind struct {
 	group      string
 	resource   string
 	namespaced bool
-	// carriers are the v1alpha1 annotations that stand for v1beta1 fields, with values
-	// that parse and values that do not.
+	// carriers are the v1alpha1 annotations (and labels) that stand for v1beta1 fields,
+	// with values that parse and values that do not.
 	carriers []carrier
 }
 
-// carrier is an annotation that carries a field, and how to pick a value for it.
+// carrier is an annotation, or with label a label, that carries a field, and how to pick
+// a value for it.
 type carrier struct {
 	key   string
+	label bool
 	value func(g *schemaGenerator) string
+}
+
+// schemalessSpecFields are, by kind, the fields of spec that the CRD stores schemaless:
+// the conversion passes them through as sent, so they are compared as JSON, not as the Go
+// types (which would drop their unknown fields) decode them.
+var schemalessSpecFields = map[string][]string{
+	"DaemonSet": {"template"},
+	"CloneSet":  {"template", "volumeClaimTemplates"},
 }
 
 // oneOf picks among fixed values, or sometimes free text.
@@ -411,6 +426,20 @@ func oneOf(values ...string) func(g *schemaGenerator) string {
 		return values[g.rand.IntN(len(values))]
 	}
 }
+
+// labelOneOf is oneOf for a label, whose free values must be label values.
+func labelOneOf(values ...string) func(g *schemaGenerator) string {
+	return func(g *schemaGenerator) string {
+		if g.rand.IntN(6) == 0 {
+			return g.labelValue()
+		}
+		return values[g.rand.IntN(len(values))]
+	}
+}
+
+// preDownloadValues are values of the pre-download annotations: numbers that parse,
+// numbers out of range and text that does not.
+var preDownloadValues = []string{"1", "3", "10", "0", "-1", "2147483647", "2147483648", "+5", "007", " 4", "50%", "abc", ""}
 
 var fuzzKinds = []fuzzKind{{
 	kind: "DaemonSet", group: "apps.kruise.io", resource: "daemonsets", namespaced: true,
@@ -441,6 +470,14 @@ var fuzzKinds = []fuzzKind{{
 				return oneOf("2024-05-01T10:00:00Z", "2024-13-01T00:00:00Z", "2024-05-01 10:00:00", "yesterday", "")(g)
 			}
 		}},
+	},
+}, {
+	kind: "CloneSet", group: "apps.kruise.io", resource: "clonesets", namespaced: true,
+	carriers: []carrier{
+		{key: excludePreparingDeleteKey, label: true, value: labelOneOf("true", "true", "false", "", "True", "1")},
+		{key: preDownloadParallelismKey, value: oneOf(preDownloadValues...)},
+		{key: preDownloadTimeoutKey, value: oneOf(preDownloadValues...)},
+		{key: preDownloadMinUpdatedReadyKey, value: oneOf(preDownloadValues...)},
 	},
 }, {
 	kind: "NodeImage", group: "apps.kruise.io", resource: "nodeimages",
@@ -611,7 +648,12 @@ func (f *fuzzRun) generate(attempt int64) (*unstructured.Unstructured, map[strin
 		annotations[g.qualifiedName()] = g.text(0, 12)
 	}
 	for _, c := range f.kind.carriers {
-		if g.rand.IntN(2) == 0 {
+		if g.rand.IntN(2) != 0 {
+			continue
+		}
+		if c.label {
+			labels[c.key] = c.value(g)
+		} else {
 			annotations[c.key] = c.value(g)
 		}
 	}
@@ -714,19 +756,19 @@ func (f *fuzzRun) roundTrip(ctx context.Context, attempt int64) (outcome, error)
 }
 
 // objectDiff compares two objects of one kind and version as their Go type, the
-// metadata the API server manages left out, and a DaemonSet's schemaless pod template as
-// JSON. It returns "" when they are equal.
+// metadata the API server manages left out, and the kind's schemaless spec fields (pod
+// and claim templates) as JSON. It returns "" when they are equal.
 func objectDiff(want, got *unstructured.Unstructured) (string, error) {
 	want, got = want.DeepCopy(), got.DeepCopy()
 	var diffs []string
-	if want.GetKind() == "DaemonSet" {
-		wantTemplate, _, _ := unstructured.NestedFieldNoCopy(want.Object, "spec", "template")
-		gotTemplate, _, _ := unstructured.NestedFieldNoCopy(got.Object, "spec", "template")
-		if mustJSON(wantTemplate) != mustJSON(gotTemplate) {
-			diffs = append(diffs, "spec.template:\n"+cmp.Diff(wantTemplate, gotTemplate))
+	for _, field := range schemalessSpecFields[want.GetKind()] {
+		wantValue, _, _ := unstructured.NestedFieldNoCopy(want.Object, "spec", field)
+		gotValue, _, _ := unstructured.NestedFieldNoCopy(got.Object, "spec", field)
+		if mustJSON(wantValue) != mustJSON(gotValue) {
+			diffs = append(diffs, "spec."+field+":\n"+cmp.Diff(wantValue, gotValue))
 		}
-		unstructured.RemoveNestedField(want.Object, "spec", "template")
-		unstructured.RemoveNestedField(got.Object, "spec", "template")
+		unstructured.RemoveNestedField(want.Object, "spec", field)
+		unstructured.RemoveNestedField(got.Object, "spec", field)
 	}
 	wantTyped, err := typed(want)
 	if err != nil {
@@ -754,13 +796,16 @@ func objectDiff(want, got *unstructured.Unstructured) (string, error) {
 }
 
 // convertedByAPIModule returns obj converted to version by the api module's conversion
-// functions, the ones bosun's /convert serves; a DaemonSet's schemaless pod template is
-// passed through as it is.
+// functions, the ones bosun's /convert serves; the kind's schemaless spec fields are
+// passed through as they are.
 func convertedByAPIModule(obj *unstructured.Unstructured, version string) (*unstructured.Unstructured, error) {
 	obj = obj.DeepCopy()
-	template, hasTemplate, _ := unstructured.NestedFieldCopy(obj.Object, "spec", "template")
-	if obj.GetKind() == "DaemonSet" {
-		unstructured.RemoveNestedField(obj.Object, "spec", "template")
+	schemaless := map[string]any{}
+	for _, field := range schemalessSpecFields[obj.GetKind()] {
+		if value, found, _ := unstructured.NestedFieldCopy(obj.Object, "spec", field); found {
+			schemaless[field] = value
+		}
+		unstructured.RemoveNestedField(obj.Object, "spec", field)
 	}
 	in, err := typed(obj)
 	if err != nil {
@@ -781,8 +826,8 @@ func convertedByAPIModule(obj *unstructured.Unstructured, version string) (*unst
 	}
 	converted := &unstructured.Unstructured{Object: content}
 	converted.SetGroupVersionKind(target)
-	if obj.GetKind() == "DaemonSet" && hasTemplate {
-		if err := unstructured.SetNestedField(converted.Object, template, "spec", "template"); err != nil {
+	for _, field := range sortedKeys(schemaless) {
+		if err := unstructured.SetNestedField(converted.Object, schemaless[field], "spec", field); err != nil {
 			return nil, err
 		}
 	}

@@ -30,8 +30,8 @@ import (
 var openKruiseObjects []byte
 
 // TestDiscoveryServesOpenKruiseResources checks what kubectl and clients learn from
-// discovery: resource names, scope, short names and the status subresource, exactly as
-// OpenKruise serves them.
+// discovery: resource names, scope, short names, the status subresource and, for the
+// CloneSet only, the scale subresource, exactly as OpenKruise serves them.
 func TestDiscoveryServesOpenKruiseResources(t *testing.T) {
 	cp := framework.SharedControlPlane(t)
 	disco := discovery.NewDiscoveryClientForConfigOrDie(cp.Config())
@@ -39,11 +39,13 @@ func TestDiscoveryServesOpenKruiseResources(t *testing.T) {
 	type resource struct {
 		namespaced bool
 		shortNames []string
+		// scale: kubectl scale and HorizontalPodAutoscalers work on it.
+		scale bool
 	}
 	want := map[string]map[string]resource{
 		"apps.kruise.io/v1alpha1": {
 			"daemonsets":                {namespaced: true, shortNames: []string{"daemon", "ads"}},
-			"clonesets":                 {namespaced: true, shortNames: []string{"clone"}},
+			"clonesets":                 {namespaced: true, shortNames: []string{"clone"}, scale: true},
 			"containerrecreaterequests": {namespaced: true, shortNames: []string{"crr"}},
 			"nodeimages":                {namespaced: false},
 			"imagepulljobs":             {namespaced: true},
@@ -76,8 +78,8 @@ func TestDiscoveryServesOpenKruiseResources(t *testing.T) {
 			if _, ok := served[name+"/status"]; !ok {
 				t.Errorf("%s %s has no status subresource", gv, name)
 			}
-			if _, ok := served[name+"/scale"]; ok {
-				t.Errorf("%s %s serves a scale subresource; OpenKruise v1alpha1 has none", gv, name)
+			if _, ok := served[name+"/scale"]; ok != w.scale {
+				t.Errorf("%s %s: scale subresource served %v, want %v as OpenKruise v1alpha1", gv, name, ok, w.scale)
 			}
 		}
 	}
@@ -85,7 +87,8 @@ func TestDiscoveryServesOpenKruiseResources(t *testing.T) {
 
 // TestOpenKruiseObjectsAreStoredUnchanged creates OpenKruise-style objects of every kind
 // and checks that the API server stores every field as written: nothing is pruned, and
-// unknown fields inside the schemaless DaemonSet pod template survive.
+// unknown fields inside the schemaless pod and claim templates (DaemonSet, CloneSet)
+// survive.
 func TestOpenKruiseObjectsAreStoredUnchanged(t *testing.T) {
 	cp := framework.SharedControlPlane(t)
 	ns := framework.CreateTestNamespace(t, cp.Clientset(t)).Name
@@ -94,8 +97,8 @@ func TestOpenKruiseObjectsAreStoredUnchanged(t *testing.T) {
 	defer cancel()
 
 	objects := decodeAll(t, openKruiseObjects)
-	if len(objects) != 5 {
-		t.Fatalf("testdata holds %d objects, want one of each of the 5 kinds", len(objects))
+	if len(objects) != 6 {
+		t.Fatalf("testdata holds %d objects, want one of each of the 6 kinds", len(objects))
 	}
 	for _, obj := range objects {
 		t.Run(obj.GetKind(), func(t *testing.T) {
@@ -114,14 +117,16 @@ func TestOpenKruiseObjectsAreStoredUnchanged(t *testing.T) {
 			// Compared as YAML, which is also what a failure prints. The kinds whose
 			// versions differ are stored as v1beta1 through bosun's conversion, which
 			// decodes into the Go types: the spec comes back as those types encode it
-			// (an explicit false of an omitempty field is left out), nothing more; a
-			// DaemonSet's pod template, schemaless, is passed through as sent.
+			// (an explicit false of an omitempty field is left out), nothing more; pod
+			// and claim templates, schemaless, are passed through as sent.
 			want := obj
 			if convertsThroughWebhook[obj.GetKind()] {
 				want = encodedByGoTypes(t, obj)
-				if template, found, _ := unstructured.NestedMap(obj.Object, "spec", "template"); found {
-					if err := unstructured.SetNestedMap(want.Object, template, "spec", "template"); err != nil {
-						t.Fatal(err)
+				for _, field := range schemalessSpecFields[obj.GetKind()] {
+					if value, found, _ := unstructured.NestedFieldCopy(obj.Object, "spec", field); found {
+						if err := unstructured.SetNestedField(want.Object, value, "spec", field); err != nil {
+							t.Fatal(err)
+						}
 					}
 				}
 			}
@@ -295,6 +300,7 @@ func resourceFor(t *testing.T, obj *unstructured.Unstructured) schema.GroupVersi
 	t.Helper()
 	plural := map[string]string{
 		"DaemonSet":                "daemonsets",
+		"CloneSet":                 "clonesets",
 		"PodUnavailableBudget":     "podunavailablebudgets",
 		"ContainerRecreateRequest": "containerrecreaterequests",
 		"ImagePullJob":             "imagepulljobs",
@@ -308,7 +314,7 @@ func resourceFor(t *testing.T, obj *unstructured.Unstructured) schema.GroupVersi
 
 // convertsThroughWebhook names the kinds whose two versions differ, so that the API
 // server converts them through bosun's /convert.
-var convertsThroughWebhook = map[string]bool{"DaemonSet": true, "ContainerRecreateRequest": true, "PodUnavailableBudget": true}
+var convertsThroughWebhook = map[string]bool{"DaemonSet": true, "CloneSet": true, "ContainerRecreateRequest": true, "PodUnavailableBudget": true}
 
 // encodedByGoTypes returns obj as its version's Go type encodes it.
 func encodedByGoTypes(t *testing.T, obj *unstructured.Unstructured) *unstructured.Unstructured {

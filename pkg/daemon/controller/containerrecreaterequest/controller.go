@@ -2,9 +2,7 @@ package containerrecreaterequest
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"net/http"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -25,6 +23,7 @@ import (
 	"github.com/bosun-dev/bosun/pkg/controller/informers"
 	"github.com/bosun-dev/bosun/pkg/controller/options"
 	"github.com/bosun-dev/bosun/pkg/controller/queue"
+	"github.com/bosun-dev/bosun/pkg/daemon/containerstop"
 	"github.com/bosun-dev/bosun/pkg/daemon/controller"
 )
 
@@ -64,8 +63,8 @@ type Controller struct {
 	runtime  controller.RuntimeSource
 	recorder record.EventRecorder
 	clock    clock.Clock
-	// hookClient sends the GET requests of httpGet preStop hooks.
-	hookClient *http.Client
+	// stopper stops containers as the kubelet does, preStop hooks first.
+	stopper *containerstop.Stopper
 
 	requests     cache.Indexer
 	pods         corelisters.PodLister
@@ -100,14 +99,11 @@ func NewController(ctx context.Context, requests appsinformers.ContainerRecreate
 		return nil, fmt.Errorf("adding the pod index of ContainerRecreateRequests: %w", err)
 	}
 	c := &Controller{
-		client:   client,
-		runtime:  runtime,
-		recorder: recorder,
-		clock:    settings.Clock,
-		hookClient: &http.Client{
-			// As the kubelet does for hooks: HTTPS hooks do not verify the pod's certificate.
-			Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DisableKeepAlives: true}, //nolint:gosec // hooks talk to the pod itself
-		},
+		client:       client,
+		runtime:      runtime,
+		recorder:     recorder,
+		clock:        settings.Clock,
+		stopper:      containerstop.NewStopper(settings.Clock),
 		requests:     requests.Informer().GetIndexer(),
 		pods:         pods.Lister(),
 		cachesSynced: []cache.InformerSynced{requests.Informer().HasSynced, pods.Informer().HasSynced},

@@ -27,7 +27,8 @@
 //     the request unless the failure policy is Ignore; a Recreating one is recorded as
 //     killed, and with orderedRecreate holds the next ones back; a Pending one missing from
 //     the runtime holds the next ones back; the first Pending one present is to be stopped;
-//  7. carries out the one action of the plan. A stop (kill.go: event Killing, preStop hook
+//  7. carries out the one action of the plan. A stop (kill.go, through package
+//     containerstop, which the agent's other restarts share: event Killing, preStop hook
 //     within the grace period, StopContainer with what is left of it and at least 2 s) is
 //     planned again with its outcome: the container is recorded Recreating, or Failed when
 //     the stop failed, and only under the Ignore policy does a failure let the next

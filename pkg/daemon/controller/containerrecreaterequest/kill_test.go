@@ -146,27 +146,6 @@ func TestPreStopFailuresStillStop(t *testing.T) {
 	}
 }
 
-func TestHookURL(t *testing.T) {
-	tests := []struct {
-		scheme, path, want string
-	}{
-		{"", "", "http://10.0.0.1:8080/"},
-		{"https", "/x", "https://10.0.0.1:8080/x"},
-		{"", "x?a=b", "http://10.0.0.1:8080/x?a=b"},
-	}
-	for _, tc := range tests {
-		if got := hookURL(tc.scheme, "10.0.0.1", 8080, tc.path).String(); got != tc.want {
-			t.Errorf("hookURL(%q, %q) = %q, want %q", tc.scheme, tc.path, got, tc.want)
-		}
-	}
-	if got := hookURL("", "fd00::1", 80, "/").String(); got != "http://[fd00::1]:80/" {
-		t.Errorf("IPv6: %q", got)
-	}
-	if n, err := resolvePort(intstr.FromString("8081"), nil); err != nil || n != 8081 {
-		t.Errorf("numeric string port: %d, %v", n, err)
-	}
-}
-
 func equalCalls(a, b crifake.ContainerCall) bool {
 	return a.Method == b.Method && a.ContainerID == b.ContainerID && a.Timeout == b.Timeout && slices.Equal(a.Cmd, b.Cmd)
 }

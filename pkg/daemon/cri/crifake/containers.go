@@ -2,6 +2,7 @@ package crifake
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -66,6 +67,9 @@ type fakeContainer struct {
 	startedAt           int64
 	finishedAt          int64
 	exitCode            int32
+	// env is the environment a verbose ContainerStatus reports in the runtime spec, as
+	// containerd does; nil reports no runtime spec.
+	env []string
 }
 
 // Pod is a pod as AddPod creates it in the fake runtime: a ready sandbox with the pod's IP
@@ -199,7 +203,44 @@ func (r *Runtime) RestartContainer(podUID, name string) string {
 	if old.state != runtimeapi.ContainerState_CONTAINER_EXITED {
 		old.state, old.finishedAt = runtimeapi.ContainerState_CONTAINER_EXITED, s.now()
 	}
-	return s.startContainer(s.sandboxes[old.sandboxID], name, old.restartCount+1).id
+	started := s.startContainer(s.sandboxes[old.sandboxID], name, old.restartCount+1)
+	// The kubelet starts the new container from the same spec: same hash and environment,
+	// until a test says otherwise.
+	started.env = slices.Clone(old.env)
+	for key, value := range old.annotations {
+		if key != containerRestartAnnotation {
+			started.annotations[key] = value
+		}
+	}
+	return started.id
+}
+
+// SetContainerEnv sets the environment the current container called name of the pod with
+// podUID runs with, which a verbose ContainerStatus reports in the runtime spec (nil: no
+// runtime spec is reported). It panics when the pod has no such container.
+func (r *Runtime) SetContainerEnv(podUID, name string, env []string) {
+	s := &r.containers
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.current(podUID, name)
+	if c == nil {
+		panic(fmt.Sprintf("crifake: pod %s has no container %q", podUID, name))
+	}
+	c.env = slices.Clone(env)
+}
+
+// SetContainerAnnotation sets an annotation of the current container called name of the
+// pod with podUID, as the kubelet sets them when it creates the container (its hash, say).
+// It panics when the pod has no such container.
+func (r *Runtime) SetContainerAnnotation(podUID, name, key, value string) {
+	s := &r.containers
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.current(podUID, name)
+	if c == nil {
+		panic(fmt.Sprintf("crifake: pod %s has no container %q", podUID, name))
+	}
+	c.annotations[key] = value
 }
 
 // ExitContainer makes the current container called name exit, as a crash would, without
@@ -340,7 +381,9 @@ func (r *Runtime) ListContainers(_ context.Context, req *runtimeapi.ListContaine
 	return resp, nil
 }
 
-// ContainerStatus reports a container with its start and finish times.
+// ContainerStatus reports a container with its start and finish times and, when verbose
+// and the container has an environment (SetContainerEnv), containerd's "info" entry with the
+// runtime spec's process environment.
 func (r *Runtime) ContainerStatus(_ context.Context, req *runtimeapi.ContainerStatusRequest) (*runtimeapi.ContainerStatusResponse, error) {
 	s := &r.containers
 	s.mu.Lock()
@@ -349,10 +392,18 @@ func (r *Runtime) ContainerStatus(_ context.Context, req *runtimeapi.ContainerSt
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "container %q not found", req.GetContainerId())
 	}
-	return &runtimeapi.ContainerStatusResponse{Status: &runtimeapi.ContainerStatus{
+	resp := &runtimeapi.ContainerStatusResponse{Status: &runtimeapi.ContainerStatus{
 		Id: c.id, Metadata: c.metadata(), State: c.state, CreatedAt: c.createdAt, StartedAt: c.startedAt,
 		FinishedAt: c.finishedAt, ExitCode: c.exitCode, Labels: maps.Clone(c.labels), Annotations: maps.Clone(c.annotations),
-	}}, nil
+	}}
+	if req.GetVerbose() && c.env != nil {
+		info, err := json.Marshal(map[string]any{"sandboxID": c.sandboxID, "runtimeSpec": map[string]any{"process": map[string]any{"env": c.env}}})
+		if err != nil {
+			return nil, status.Errorf(codes.Internal, "encoding the info of container %q: %v", c.id, err)
+		}
+		resp.Info = map[string]string{"info": string(info)}
+	}
+	return resp, nil
 }
 
 // StopContainer records the call and, unless FailStopContainer set an error for the
