@@ -392,7 +392,9 @@ func TestCRDNotManagedIsLeftAlone(t *testing.T) {
 				setField(o, kruiseClientConfig, "spec", "conversion", "webhook", "clientConfig")
 			})
 			f := newCRDFixture(t, testURLConfig, testCA, theirs)
-			// What the informers' initial lists queued.
+			// What the informers' initial lists queued: the CRD's name, which the handler
+			// may deliver a moment after the caches report synced.
+			f.eventually("the initial list queues the CRD", func() bool { return f.w.queue.Len() > 0 })
 			f.drainQueue()
 			for range 2 {
 				if err := f.syncCRD(daemonSetsCRD); err != nil {
