@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -57,7 +58,23 @@ func withoutCABundle(t *testing.T, crd *unstructured.Unstructured) string {
 // entry of want, each of type Warning with the reason and holding every fragment.
 func (f *fixture) assertEvents(want ...[]string) {
 	f.t.Helper()
-	got := f.events()
+	f.checkEvents(f.events(), want)
+}
+
+// awaitEvents is assertEvents for a running writer, which records an event a moment after
+// the write it tells of: it waits until as many events as wanted have come.
+func (f *fixture) awaitEvents(want ...[]string) {
+	f.t.Helper()
+	var got []string
+	f.eventually(fmt.Sprintf("%d events", len(want)), func() bool {
+		got = append(got, f.events()...)
+		return len(got) >= len(want)
+	})
+	f.checkEvents(append(got, f.events()...), want)
+}
+
+func (f *fixture) checkEvents(got []string, want [][]string) {
+	f.t.Helper()
 	if len(got) != len(want) {
 		f.t.Fatalf("events %q, want %d", got, len(want))
 	}
@@ -634,7 +651,7 @@ func TestRunKeepsTheConversionWebhooks(t *testing.T) {
 	f.eventually("the url is put back", func() bool {
 		return reflect.DeepEqual(f.clientConfigOf(daemonSetsCRD), urlClientConfig(otherCA))
 	})
-	f.assertEvents([]string{ReasonConversionClientConfigCorrected, "url https://kruise.example/convert replaced by"})
+	f.awaitEvents([]string{ReasonConversionClientConfigCorrected, "url https://kruise.example/convert replaced by"})
 
 	created := testCRD(pubsCRD)
 	created.SetResourceVersion("")
