@@ -17,6 +17,7 @@ import (
 
 	"github.com/bosun-dev/bosun/pkg/controller/cloneset/clonesetutil"
 	"github.com/bosun-dev/bosun/pkg/controller/kruisepod"
+	"github.com/bosun-dev/bosun/pkg/controller/podcontrol"
 	"github.com/bosun-dev/bosun/pkg/features"
 )
 
@@ -56,40 +57,14 @@ func (c *Controller) refreshPod(ctx context.Context, v *view, pod *corev1.Pod, a
 }
 
 // updateNextBatch makes the next batch of pod's in-place update, which is due by the cached
-// pod and its state. The write retries on conflict against the live pod, unless a batch
-// was made there meanwhile (by another writer, or by an earlier attempt).
+// pod and its state, and expects the pod it wrote.
 func (c *Controller) updateNextBatch(ctx context.Context, v *view, pod *corev1.Pod, state *kruisepod.InPlaceUpdateState) error {
-	current := pod
-	var written *corev1.Pod
-	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		live, err := kruisepod.ReadInPlaceUpdateState(current)
-		if err != nil {
-			return err
-		}
-		if live == nil || !live.NextBatchPending() || len(live.ContainerBatchesRecord) != len(state.ContainerBatchesRecord) {
-			return nil
-		}
-		updated, err := kruisepod.ApplyNextBatch(current, live, v.now)
-		if err != nil {
-			return err
-		}
-		written, err = c.kubeClient.CoreV1().Pods(updated.Namespace).Update(ctx, updated, metav1.UpdateOptions{})
-		if err == nil {
-			return nil
-		}
-		return c.refetchOnConflict(ctx, err, &current)
-	})
-	if err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("updating the next batch of containers of pod %s in place: %w", klog.KObj(pod), err)
-	}
+	written, err := kruisepod.UpdateNextBatch(ctx, podcontrol.StatusUpdater{Client: c.kubeClient}, pod, len(state.ContainerBatchesRecord), v.now)
 	if written != nil {
 		klog.FromContext(ctx).V(2).Info("Updated the next batch of containers in place", "pod", klog.KObj(pod), "batch", len(state.ContainerBatchesRecord)+1)
 		c.podUpdates.Expect(v.key, written)
 	}
-	return nil
+	return err
 }
 
 // markInPlaceUpdateReady turns pod's InPlaceUpdateReady condition True, when it has the

@@ -1,6 +1,7 @@
 package kruisepod
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -8,8 +9,11 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
 
 	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 )
@@ -87,6 +91,59 @@ func ApplyNextBatch(pod *corev1.Pod, state *InPlaceUpdateState, now metav1.Time)
 	updated.Annotations[appsv1beta1.InPlaceUpdateStateKey] = string(encoded)
 	delete(updated.Annotations, appsv1beta1.InPlaceUpdateStateKeyOld)
 	return updated, nil
+}
+
+// PodUpdater writes pods and reads them live; podcontrol.StatusUpdater is one.
+type PodUpdater interface {
+	// UpdatePod writes pod and returns the pod the server stored.
+	UpdatePod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error)
+	// GetPod reads the live pod, not a cached copy: it is what a write that met a
+	// conflict is tried again on.
+	GetPod(ctx context.Context, namespace, name string) (*corev1.Pod, error)
+}
+
+// UpdateNextBatch writes the next batch of pod's in-place update, due by the cached pod,
+// whose state records made batches. On a conflict it reads the live pod and tries again,
+// unless a batch was made there meanwhile (by another writer, or by an earlier attempt).
+// It returns the written pod, or nil when nothing was written (a pod gone counts as
+// nothing to write).
+func UpdateNextBatch(ctx context.Context, pods PodUpdater, pod *corev1.Pod, made int, now metav1.Time) (*corev1.Pod, error) {
+	current := pod
+	var written *corev1.Pod
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		live, err := ReadInPlaceUpdateState(current)
+		if err != nil {
+			return err
+		}
+		if live == nil || !live.NextBatchPending() || len(live.ContainerBatchesRecord) != made {
+			return nil
+		}
+		updated, err := ApplyNextBatch(current, live, now)
+		if err != nil {
+			return err
+		}
+		stored, err := pods.UpdatePod(ctx, updated)
+		if err == nil {
+			written = stored
+			return nil
+		}
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+		fresh, getErr := pods.GetPod(ctx, pod.Namespace, pod.Name)
+		if getErr != nil {
+			return getErr
+		}
+		current = fresh
+		return err
+	})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("updating the next batch of containers of pod %s in place: %w", klog.KObj(pod), err)
+	}
+	return written, nil
 }
 
 // applyBatch puts the first batch of the given container changes onto pod (whose label and

@@ -1,12 +1,15 @@
 package kruisepod
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
@@ -293,5 +296,50 @@ func TestGracePeriodUpdateIsBatched(t *testing.T) {
 	}
 	if len(state.ContainerBatchesRecord) != 1 || !state.ContainerBatchesRecord[0].Timestamp.Time.Equal(batchT0.Add(10*time.Second)) {
 		t.Errorf("batches %+v, want one, made when the grace period ended", state.ContainerBatchesRecord)
+	}
+}
+
+// batchWriter is a PodUpdater whose first writes meet conflicts; the live pod is what GetPod
+// returns.
+type batchWriter struct {
+	conflicts int
+	live      *corev1.Pod
+	writes    []*corev1.Pod
+}
+
+func (w *batchWriter) UpdatePod(_ context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
+	if w.conflicts > 0 {
+		w.conflicts--
+		return &corev1.Pod{}, apierrors.NewConflict(corev1.Resource("pods"), pod.Name, errors.New("stale"))
+	}
+	w.writes = append(w.writes, pod)
+	return pod, nil
+}
+
+func (w *batchWriter) GetPod(context.Context, string, string) (*corev1.Pod, error) {
+	return w.live, nil
+}
+
+// UpdateNextBatch tries a conflicting write again on the live pod, and writes nothing, and
+// reports nothing written, when the live pod already has the batch.
+func TestUpdateNextBatchOnConflict(t *testing.T) {
+	pod := priorityPod()
+	if !ApplyInPlaceUpdate(pod, &InPlaceUpdate{Images: map[string]string{"nginx": "nginx:2", "redis": "redis:2"}}, "r2", batchT0) {
+		t.Fatal("ApplyInPlaceUpdate failed")
+	}
+	made := len(stateOf(t, pod).ContainerBatchesRecord)
+	now := metav1.NewTime(batchT0.Add(time.Minute))
+
+	w := &batchWriter{conflicts: 1, live: pod}
+	written, err := UpdateNextBatch(context.Background(), w, pod, made, now)
+	if err != nil || written == nil || len(w.writes) != 1 || images(written)[0] != "nginx:2" {
+		t.Fatalf("after a conflict: written %v, err %v, %d writes; want the next batch written once", written != nil, err, len(w.writes))
+	}
+
+	// Meanwhile someone else made the batch: the retry finds it made and writes nothing.
+	w = &batchWriter{conflicts: 1, live: written}
+	written, err = UpdateNextBatch(context.Background(), w, pod, made, now)
+	if err != nil || written != nil || len(w.writes) != 0 {
+		t.Errorf("batch already made live: written %v, err %v, %d writes; want nothing", written, err, len(w.writes))
 	}
 }

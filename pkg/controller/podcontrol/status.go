@@ -10,8 +10,9 @@ import (
 
 // StatusUpdater writes pod status through Client: the kruisepod.PodStatusUpdater a
 // controller passes to the writers of pod conditions (kruisepod.MarkPodNotReady and
-// UnmarkPodNotReady). It records no events: a condition is not a pod the owner made or
-// removed.
+// UnmarkPodNotReady), and the kruisepod.PodUpdater it passes to the writer of in-place
+// update batches (kruisepod.UpdateNextBatch). It records no events: a condition or a batch
+// is not a pod the owner made or removed.
 type StatusUpdater struct {
 	Client kubernetes.Interface
 }
@@ -19,6 +20,11 @@ type StatusUpdater struct {
 // UpdatePodStatus writes pod's status and returns the pod the server stored.
 func (s StatusUpdater) UpdatePodStatus(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
 	return s.Client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+}
+
+// UpdatePod writes pod and returns the pod the server stored.
+func (s StatusUpdater) UpdatePod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
+	return s.Client.CoreV1().Pods(pod.Namespace).Update(ctx, pod, metav1.UpdateOptions{})
 }
 
 // GetPod reads the pod from the server, not from a cache.
