@@ -59,6 +59,11 @@ const (
 	redisTag = "5.0.5-3"
 )
 
+// redisStandInCommand keeps the redis stand-in running like redis-server until it is told to
+// stop: a bare shell exits at once, and as PID 1 `sleep` would ignore SIGTERM and make every
+// stop wait out the grace period.
+var redisStandInCommand = []string{"/bin/sh", "-c", "trap 'exit 0' TERM; sleep 2147483647 & wait"}
+
 // imagePadding is incompressible data in every image, so that each weighs a few MiB like
 // the real ones, and a pull through the slow proxy takes a few seconds.
 const imagePadding = 2 << 20
@@ -114,7 +119,7 @@ func pushImages(ctx context.Context, agnhostBinary string) error {
 	if err := push("busybox", busyboxTag, ociimage.Config{Cmd: []string{"sh"}}); err != nil {
 		return err
 	}
-	if err := push("redis", redisTag, ociimage.Config{Cmd: []string{"sh"}}); err != nil {
+	if err := push("redis", redisTag, ociimage.Config{Cmd: redisStandInCommand}); err != nil {
 		return err
 	}
 	agnhost, err := os.ReadFile(agnhostBinary)

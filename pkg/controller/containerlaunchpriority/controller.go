@@ -89,6 +89,13 @@ func waitsForLaunch(pod *corev1.Pod) bool {
 	if cond := kruisepod.PodCondition(pod, corev1.ContainersReady); cond != nil && cond.Status == corev1.ConditionTrue {
 		return false
 	}
+	// Every pod event of the cluster comes here; almost no pod has a launch priority.
+	if !slices.ContainsFunc(pod.Spec.Containers, func(c corev1.Container) bool {
+		_, ok := kruisepod.LaunchPriority(&c)
+		return ok
+	}) {
+		return false
+	}
 	return len(waitingPriorities(pod)) > 0
 }
 

@@ -13,24 +13,25 @@ import (
 )
 
 // kubeletConfig is the node's KubeletConfiguration. The host is cgroup v1 (hybrid) and may
-// have swap, so the kubelet is told to accept both, manages no QoS or allocatable cgroups,
-// and uses cgroupfs like containerd's runc. It authenticates the API server by its client
+// have swap, so the kubelet is told to accept both, and uses cgroupfs like containerd's runc.
+// It keeps per-pod and QoS cgroups (cgroupsPerQOS) and enforces only the pods' allocatable:
+// without pod cgroups kubelet 1.36.4 crashes when it resizes a pod whose container with
+// resources cannot start yet, as a container waiting for its launch priority does. It authenticates the API server by its client
 // certificate (kube-apiserver holds one signed by the cluster CA) and asks it whether a
 // request is allowed, as in a kubeadm cluster. Eviction and image garbage collection
 // thresholds are lowered: the disk of a shared build machine can sit above the default
 // limits, and the node would then evict every pod and delete the test images.
-// InPlacePodLevelResourcesVerticalScaling (beta, on by default since 1.36) is off: without
-// per-pod cgroups it has no pod memory limit to read, and kubelet 1.36.4 dereferences that
-// missing limit and crashes when a pod's first container fails to start (OpenKruise's
-// CloneSet specs create such pods).
+// InPlacePodLevelResourcesVerticalScaling (beta, on by default since 1.36) is off: bosun does
+// not resize pods at the pod level, and the feature reads pod memory limits that a node
+// without pod cgroups lacks.
 const kubeletConfig = `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 containerRuntimeEndpoint: unix://%[1]s
 cgroupDriver: cgroupfs
 failCgroupV1: false
 failSwapOn: false
-cgroupsPerQOS: false
-enforceNodeAllocatable: []
+cgroupsPerQOS: true
+enforceNodeAllocatable: ["pods"]
 port: %[2]d
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
