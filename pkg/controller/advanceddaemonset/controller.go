@@ -300,32 +300,21 @@ func (c *Controller) ownedPodHandlers() refmanager.PodHandlers[*appsv1beta1.Daem
 			ds := c.resolveControllerRef(namespace, ref)
 			return ds, ds != nil
 		},
-		Selecting: c.adoptersOf,
-		Enqueue:   func(key string) { c.queue.Add(key) },
+		Selecting:       c.adoptersOf,
+		Enqueue:         func(key string) { c.queue.Add(key) },
+		MinReadySeconds: func(ds *appsv1beta1.DaemonSet) int32 { return ds.Spec.MinReadySeconds },
+		EnqueueAfter:    c.queue.AddAfter,
 		Created: func(ctx context.Context, key string, _ *appsv1beta1.DaemonSet, _ *corev1.Pod) {
 			c.expectations.CreationObserved(ctx, key)
 		},
-		Updated: func(ctx context.Context, key string, ds *appsv1beta1.DaemonSet, old, cur *corev1.Pod) {
+		Updated: func(_ context.Context, key string, _ *appsv1beta1.DaemonSet, _, cur *corev1.Pod) {
 			c.podUpdates.Observed(key, cur)
-			c.recheckAvailability(ctx, key, ds, old, cur)
 		},
 		Gone: func(ctx context.Context, key string, _ *appsv1beta1.DaemonSet, pod *corev1.Pod) {
 			c.expectations.DeletionObserved(ctx, key, queue.PodKey(pod))
 			c.podUpdates.Gone(key, pod)
 		},
 	}
-}
-
-// recheckAvailability queues the DaemonSet again minReadySeconds after one of its pods
-// turned ready: no pod event marks the moment that pod becomes available.
-func (c *Controller) recheckAvailability(ctx context.Context, key string, ds *appsv1beta1.DaemonSet, oldPod, curPod *corev1.Pod) {
-	if ds.Spec.MinReadySeconds <= 0 || podutil.IsPodReady(oldPod) || !podutil.IsPodReady(curPod) {
-		return
-	}
-	delay := time.Duration(ds.Spec.MinReadySeconds) * time.Second
-	klog.FromContext(ctx).V(4).Info("Pod turned ready; checking its availability once minReadySeconds have passed",
-		"pod", klog.KObj(curPod), "daemonSet", klog.KObj(ds), "after", delay)
-	c.queue.AddAfter(key, delay)
 }
 
 // adoptersOf returns the DaemonSets whose selector matches the orphan pod.

@@ -3,7 +3,6 @@ package cloneset
 import (
 	"context"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -339,32 +338,21 @@ func (c *Controller) ownedPodHandlers() refmanager.PodHandlers[*appsv1beta1.Clon
 			cs := c.resolveControllerRef(namespace, ref)
 			return cs, cs != nil
 		},
-		Selecting: c.selectingCloneSets,
-		Enqueue:   func(key string) { c.queue.Add(key) },
+		Selecting:       c.selectingCloneSets,
+		Enqueue:         func(key string) { c.queue.Add(key) },
+		MinReadySeconds: func(cs *appsv1beta1.CloneSet) int32 { return cs.Spec.MinReadySeconds },
+		EnqueueAfter:    c.queue.AddAfter,
 		Created: func(_ context.Context, key string, _ *appsv1beta1.CloneSet, pod *corev1.Pod) {
 			c.scaleExpectations.Observe(key, expectations.Create, podsResource, pod.Name)
 		},
-		Updated: func(ctx context.Context, key string, cs *appsv1beta1.CloneSet, old, cur *corev1.Pod) {
+		Updated: func(_ context.Context, key string, _ *appsv1beta1.CloneSet, _, cur *corev1.Pod) {
 			c.podUpdates.Observed(key, cur)
-			c.recheckAvailability(ctx, key, cs, old, cur)
 		},
 		Gone: func(_ context.Context, key string, _ *appsv1beta1.CloneSet, pod *corev1.Pod) {
 			c.scaleExpectations.Observe(key, expectations.Delete, podsResource, pod.Name)
 			c.podUpdates.Gone(key, pod)
 		},
 	}
-}
-
-// recheckAvailability queues the CloneSet again minReadySeconds after one of its pods
-// turned ready: no pod event marks the moment that pod becomes available.
-func (c *Controller) recheckAvailability(ctx context.Context, key string, cs *appsv1beta1.CloneSet, oldPod, curPod *corev1.Pod) {
-	if cs.Spec.MinReadySeconds <= 0 || podutil.IsPodReady(oldPod) || !podutil.IsPodReady(curPod) {
-		return
-	}
-	delay := time.Duration(cs.Spec.MinReadySeconds) * time.Second
-	klog.FromContext(ctx).V(4).Info("Pod turned ready; checking its availability once minReadySeconds have passed",
-		"pod", klog.KObj(curPod), "cloneSet", klog.KObj(cs), "after", delay)
-	c.queue.AddAfter(key, delay)
 }
 
 // selectingCloneSets returns the CloneSets whose selector matches the orphan pod. They

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -12,6 +13,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/klog/v2"
 
+	"github.com/bosun-dev/bosun/pkg/controller/podutil"
 	"github.com/bosun-dev/bosun/pkg/controller/queue"
 )
 
@@ -58,6 +60,14 @@ type PodHandlers[O metav1.Object] struct {
 	// Enqueue queues an owner's key. It is called at each event, so it may read the
 	// controller's queue then.
 	Enqueue func(key string)
+
+	// MinReadySeconds returns how long a pod of owner must stay ready before it counts as
+	// available. No pod event marks that moment, so when one of the owner's pods turns
+	// ready, the owner's key is queued again through EnqueueAfter that long after. Nil, or
+	// zero for an owner, checks availability at the readiness event only.
+	MinReadySeconds func(owner O) int32
+	// EnqueueAfter queues an owner's key once delay has passed; needed with MinReadySeconds.
+	EnqueueAfter func(key string, delay time.Duration)
 
 	// Created, Updated and Gone record, before the owner's key is queued, what an event
 	// shows the owner controlling the pod (its expectations); each may be nil, and none is
@@ -129,6 +139,7 @@ func (h *PodHandlers[O]) Update(ctx context.Context, old, cur any) {
 				if h.Updated != nil {
 					h.Updated(ctx, key, owner, oldPod, curPod)
 				}
+				h.recheckAvailability(ctx, key, owner, oldPod, curPod)
 			})
 		}
 	}
@@ -156,6 +167,22 @@ func (h *PodHandlers[O]) updateConcerns(old, cur *corev1.Pod) bool {
 		return h.UpdateConcerns(old, cur)
 	}
 	return old.ResourceVersion != cur.ResourceVersion
+}
+
+// recheckAvailability queues owner again minReadySeconds after the update that made one of
+// its pods ready.
+func (h *PodHandlers[O]) recheckAvailability(ctx context.Context, key string, owner O, oldPod, curPod *corev1.Pod) {
+	if h.MinReadySeconds == nil || podutil.IsPodReady(oldPod) || !podutil.IsPodReady(curPod) {
+		return
+	}
+	seconds := h.MinReadySeconds(owner)
+	if seconds <= 0 {
+		return
+	}
+	delay := time.Duration(seconds) * time.Second
+	klog.FromContext(ctx).V(4).Info("Pod turned ready; checking its availability once minReadySeconds have passed",
+		"pod", klog.KObj(curPod), h.logKey(), klog.KObj(owner), "after", delay)
+	h.EnqueueAfter(key, delay)
 }
 
 // gone records that pod is going or gone for the owner controlling it, if any.

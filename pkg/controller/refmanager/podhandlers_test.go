@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -158,6 +159,47 @@ func TestPodHandlersOwningPods(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newPodHandlersFixture(t, true)
 			tc.handle(f.h, f.ctx)
+			if got := f.take(); !slices.Equal(got, tc.want) {
+				t.Errorf("calls %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// A pod turning ready queues its owner again minReadySeconds later, when it becomes
+// available; other changes, and owners without minReadySeconds, queue it only at once.
+func TestPodHandlersRecheckAvailability(t *testing.T) {
+	notReady := testPod("p", "1", "a")
+	ready := with(notReady, func(p *corev1.Pod) {
+		p.ResourceVersion = "2"
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	})
+	stillReady := with(ready, func(p *corev1.Pod) { p.ResourceVersion = "3" })
+	tests := []struct {
+		name            string
+		minReadySeconds int32
+		old, cur        *corev1.Pod
+		want            []string
+	}{
+		{"turned ready", 7, notReady, ready, []string{"updated 1->2", "queue ns/a after 7s", "queue ns/a"}},
+		{"turned ready, no minReadySeconds", 0, notReady, ready, []string{"updated 1->2", "queue ns/a"}},
+		{"stayed ready", 7, ready, stillReady, []string{"updated 2->3", "queue ns/a"}},
+		{"turned unready", 7, ready, with(notReady, func(p *corev1.Pod) { p.ResourceVersion = "3" }),
+			[]string{"updated 2->3", "queue ns/a"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newPodHandlersFixture(t, true)
+			f.h.MinReadySeconds = func(rs *appsv1.ReplicaSet) int32 {
+				if rs.Name != "a" {
+					t.Errorf("minReadySeconds asked of %s, want a", rs.Name)
+				}
+				return tc.minReadySeconds
+			}
+			f.h.EnqueueAfter = func(key string, delay time.Duration) {
+				f.calls = append(f.calls, "queue "+key+" after "+delay.String())
+			}
+			f.h.Update(f.ctx, tc.old, tc.cur)
 			if got := f.take(); !slices.Equal(got, tc.want) {
 				t.Errorf("calls %v, want %v", got, tc.want)
 			}

@@ -272,25 +272,12 @@ func (c *Controller) ownedPodHandlers() refmanager.PodHandlers[*appsv1.ReplicaSe
 		Created: func(ctx context.Context, key string, _ *appsv1.ReplicaSet, _ *corev1.Pod) {
 			c.expectations.CreationObserved(ctx, key)
 		},
-		Updated: func(ctx context.Context, _ string, rs *appsv1.ReplicaSet, old, cur *corev1.Pod) {
-			c.recheckAvailability(ctx, rs, old, cur)
-		},
+		MinReadySeconds: func(rs *appsv1.ReplicaSet) int32 { return rs.Spec.MinReadySeconds },
+		EnqueueAfter:    c.queue.AddAfter,
 		Gone: func(ctx context.Context, key string, _ *appsv1.ReplicaSet, pod *corev1.Pod) {
 			c.expectations.DeletionObserved(ctx, key, queue.PodKey(pod))
 		},
 	}
-}
-
-// recheckAvailability queues rs again minReadySeconds after one of its pods turned ready:
-// no pod event marks the moment that pod becomes available.
-func (c *Controller) recheckAvailability(ctx context.Context, rs *appsv1.ReplicaSet, oldPod, curPod *corev1.Pod) {
-	if rs.Spec.MinReadySeconds <= 0 || podutil.IsPodReady(oldPod) || !podutil.IsPodReady(curPod) {
-		return
-	}
-	delay := time.Duration(rs.Spec.MinReadySeconds) * time.Second
-	klog.FromContext(ctx).V(2).Info("Pod turned ready; checking its availability once minReadySeconds have passed",
-		"pod", klog.KObj(curPod), "replicaSet", klog.KObj(rs), "after", delay)
-	c.enqueueAfter(ctx, rs, delay)
 }
 
 // adoptersOf returns the ReplicaSets whose selector matches the orphan pod.
