@@ -9,13 +9,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 
 	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 
 	"github.com/bosun-dev/bosun/pkg/controller/advanceddaemonset/daemonsetutil"
 	"github.com/bosun-dev/bosun/pkg/controller/kruisepod"
+	"github.com/bosun-dev/bosun/pkg/controller/podcontrol"
 	"github.com/bosun-dev/bosun/pkg/controller/queue"
 )
 
@@ -99,38 +99,23 @@ func (c *Controller) updatePodInPlace(ctx context.Context, v *view, key string, 
 			"failed to update pod %s in-place(revision %v): %v", u.pod.Name, v.hash, err)
 		return fmt.Errorf("updating pod %s in place: %w", klog.KObj(u.pod), err)
 	}
-	pod := u.pod.DeepCopy()
-	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		kruisepod.SetPodCondition(pod, corev1.PodCondition{
-			Type: appsv1beta1.InPlaceUpdateReady, Status: corev1.ConditionFalse,
-			Reason: appsv1beta1.InPlaceUpdateStartedReason, LastTransitionTime: v.now,
-		})
-		kruisepod.RecomputeReady(pod, v.now)
-		written, err := c.kubeClient.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
-		if err == nil {
-			pod = written
-			return nil
-		}
-		return c.refetchOnConflict(ctx, err, &pod)
+	pods := podcontrol.StatusUpdater{Client: c.kubeClient}
+	pod, err := pods.Rewrite(ctx, u.pod, func(pod *corev1.Pod) (*corev1.Pod, error) {
+		kruisepod.MarkInPlaceUpdateStarted(pod, v.now)
+		return pods.UpdatePodStatus(ctx, pod)
 	})
 	if err != nil {
 		return failed(err)
 	}
-
-	err = retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+	pod, err = pods.Rewrite(ctx, pod, func(pod *corev1.Pod) (*corev1.Pod, error) {
 		if pod.Labels[appsv1beta1.ControllerRevisionHashLabelKey] == v.hash {
 			// Someone, or an earlier attempt, got there first.
-			return nil
+			return nil, nil
 		}
 		if !kruisepod.ApplyInPlaceUpdate(pod, u.update, v.hash, v.now) {
-			return fmt.Errorf("pod lacks a container the new revision updates")
+			return nil, fmt.Errorf("pod lacks a container the new revision updates")
 		}
-		written, err := c.kubeClient.CoreV1().Pods(pod.Namespace).Update(ctx, pod, metav1.UpdateOptions{})
-		if err == nil {
-			pod = written
-			return nil
-		}
-		return c.refetchOnConflict(ctx, err, &pod)
+		return pods.UpdatePod(ctx, pod)
 	})
 	if err != nil {
 		return failed(err)
@@ -140,20 +125,6 @@ func (c *Controller) updatePodInPlace(ctx context.Context, v *view, key string, 
 	c.recorder.Eventf(eventObject(v.ds), corev1.EventTypeNormal, SuccessfulUpdatePodInPlaceReason,
 		"successfully update pod %s in-place(revision %v)", pod.Name, v.hash)
 	return nil
-}
-
-// refetchOnConflict replaces *pod with the live pod when err is a conflict, and returns
-// err so that the retry loop goes round again.
-func (c *Controller) refetchOnConflict(ctx context.Context, err error, pod **corev1.Pod) error {
-	if !apierrors.IsConflict(err) {
-		return err
-	}
-	live, getErr := c.kubeClient.CoreV1().Pods((*pod).Namespace).Get(ctx, (*pod).Name, metav1.GetOptions{})
-	if getErr != nil {
-		return getErr
-	}
-	*pod = live
-	return err
 }
 
 // refreshPodConditions turns True the readiness-gate condition this controller owns once

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 
 	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
@@ -180,20 +179,13 @@ func (c *Controller) updateInPlace(ctx context.Context, v *view, pod *corev1.Pod
 // (when it has the gate) and writes the update. Both writes retry on conflict against the
 // live pod. It returns the pod as last written.
 func (c *Controller) writeInPlaceUpdate(ctx context.Context, v *view, pod *corev1.Pod, target *appsv1.ControllerRevision, plan *kruisepod.InPlaceUpdate) (*corev1.Pod, error) {
-	current := pod.DeepCopy()
+	pods := podcontrol.StatusUpdater{Client: c.kubeClient}
+	current := pod
 	if kruisepod.HasReadinessGate(current, appsv1beta1.InPlaceUpdateReady) {
-		err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-			kruisepod.SetPodCondition(current, corev1.PodCondition{
-				Type: appsv1beta1.InPlaceUpdateReady, Status: corev1.ConditionFalse,
-				Reason: appsv1beta1.InPlaceUpdateStartedReason, LastTransitionTime: v.now,
-			})
-			kruisepod.RecomputeReady(current, v.now)
-			written, err := c.kubeClient.CoreV1().Pods(current.Namespace).UpdateStatus(ctx, current, metav1.UpdateOptions{})
-			if err == nil {
-				current = written
-				return nil
-			}
-			return c.refetchOnConflict(ctx, err, &current)
+		var err error
+		current, err = pods.Rewrite(ctx, current, func(pod *corev1.Pod) (*corev1.Pod, error) {
+			kruisepod.MarkInPlaceUpdateStarted(pod, v.now)
+			return pods.UpdatePodStatus(ctx, pod)
 		})
 		if err != nil {
 			return nil, err
@@ -207,45 +199,21 @@ func (c *Controller) writeInPlaceUpdate(ctx context.Context, v *view, pod *corev
 			return nil, err
 		}
 	}
-	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		updated := current.DeepCopy()
+	return pods.Rewrite(ctx, current, func(pod *corev1.Pod) (*corev1.Pod, error) {
 		if deferred != nil {
-			if err := kruisepod.DeferInPlaceUpdate(updated, deferred, v.now); err != nil {
-				return err
+			if err := kruisepod.DeferInPlaceUpdate(pod, deferred, v.now); err != nil {
+				return nil, err
 			}
-		} else if !kruisepod.ApplyInPlaceUpdate(updated, plan, target.Name, v.now) {
-			return fmt.Errorf("pod lacks a container the new revision updates")
+		} else if !kruisepod.ApplyInPlaceUpdate(pod, plan, target.Name, v.now) {
+			return nil, fmt.Errorf("pod lacks a container the new revision updates")
 		} else {
-			kruisepod.RemoveInPlaceUpdateGrace(updated)
+			kruisepod.RemoveInPlaceUpdateGrace(pod)
 		}
-		clonesetutil.WriteRevisionLabels(updated.Labels, target.Name, shortHash)
-		updated.Labels[appsv1beta1.LifecycleStateKey] = string(appsv1beta1.LifecycleStateUpdating)
-		updated.Annotations[appsv1beta1.LifecycleTimestampKey] = clonesetutil.LifecycleTimestamp(v.now.Time)
-		written, err := c.kubeClient.CoreV1().Pods(updated.Namespace).Update(ctx, updated, metav1.UpdateOptions{})
-		if err == nil {
-			current = written
-			return nil
-		}
-		return c.refetchOnConflict(ctx, err, &current)
+		clonesetutil.WriteRevisionLabels(pod.Labels, target.Name, shortHash)
+		pod.Labels[appsv1beta1.LifecycleStateKey] = string(appsv1beta1.LifecycleStateUpdating)
+		pod.Annotations[appsv1beta1.LifecycleTimestampKey] = clonesetutil.LifecycleTimestamp(v.now.Time)
+		return pods.UpdatePod(ctx, pod)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return current, nil
-}
-
-// refetchOnConflict replaces *pod with the live pod when err is a conflict, and returns
-// err so that the retry loop goes round again.
-func (c *Controller) refetchOnConflict(ctx context.Context, err error, pod **corev1.Pod) error {
-	if !apierrors.IsConflict(err) {
-		return err
-	}
-	live, getErr := c.kubeClient.CoreV1().Pods((*pod).Namespace).Get(ctx, (*pod).Name, metav1.GetOptions{})
-	if getErr != nil {
-		return getErr
-	}
-	*pod = live
-	return err
 }
 
 // gracePeriod returns the CloneSet's in-place update grace period: how long a pod stays out
@@ -267,35 +235,34 @@ func (c *Controller) finishGracePeriod(ctx context.Context, v *view, pod *corev1
 	if err != nil || spec == nil {
 		return err
 	}
-	current := pod
+	pods := podcontrol.StatusUpdater{Client: c.kubeClient}
 	var written *corev1.Pod
-	err = retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+	_, err = pods.Rewrite(ctx, pod, func(current *corev1.Pod) (*corev1.Pod, error) {
 		spec, err := kruisepod.ReadInPlaceUpdateGrace(current)
 		if err != nil || spec == nil {
-			return err
+			return nil, err
 		}
 		state, err := kruisepod.ReadInPlaceUpdateState(current)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if state == nil {
-			return fmt.Errorf("pod has an in-place update grace but no in-place update state")
+			return nil, fmt.Errorf("pod has an in-place update grace but no in-place update state")
 		}
-		var updated *corev1.Pod
+		updated := current
 		if !clonesetutil.AtRevision(current, spec.Revision) {
-			updated = current.DeepCopy()
 			kruisepod.RemoveInPlaceUpdateGrace(updated)
 		} else if left := kruisepod.GraceRemaining(spec, state, v.now.Time); left > 0 {
 			again.after(roundUpToSeconds(left))
-			return nil
+			return nil, nil
 		} else if updated, err = kruisepod.FinishInPlaceUpdate(current, spec, state, v.now); err != nil {
-			return err
+			return nil, err
 		}
-		written, err = c.kubeClient.CoreV1().Pods(updated.Namespace).Update(ctx, updated, metav1.UpdateOptions{})
+		stored, err := pods.UpdatePod(ctx, updated)
 		if err == nil {
-			return nil
+			written = stored
 		}
-		return c.refetchOnConflict(ctx, err, &current)
+		return stored, err
 	})
 	if err != nil {
 		if apierrors.IsNotFound(err) {

@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 )
 
 // HasReadinessGate reports whether pod's readiness depends on condition t.
@@ -41,6 +43,17 @@ func SetPodCondition(pod *corev1.Pod, cond corev1.PodCondition) {
 		cond.LastTransitionTime = current.LastTransitionTime
 	}
 	*current = cond
+}
+
+// MarkInPlaceUpdateStarted turns pod's InPlaceUpdateReady condition False, and its Ready
+// condition with it, before its containers change: the pod leaves service first, so that
+// nothing sends it traffic while a container restarts.
+func MarkInPlaceUpdateStarted(pod *corev1.Pod, now metav1.Time) {
+	SetPodCondition(pod, corev1.PodCondition{
+		Type: appsv1beta1.InPlaceUpdateReady, Status: corev1.ConditionFalse,
+		Reason: appsv1beta1.InPlaceUpdateStartedReason, LastTransitionTime: now,
+	})
+	RecomputeReady(pod, now)
 }
 
 // RecomputeReady sets pod's Ready condition from its containers and readiness gates, the

@@ -4,8 +4,10 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 )
 
 // StatusUpdater writes pod status through Client: the kruisepod.PodStatusUpdater a
@@ -30,4 +32,32 @@ func (s StatusUpdater) UpdatePod(ctx context.Context, pod *corev1.Pod) (*corev1.
 // GetPod reads the pod from the server, not from a cache.
 func (s StatusUpdater) GetPod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
 	return s.Client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+// Rewrite changes pod through write, which is given a copy of the pod to change and write
+// (with UpdatePod or UpdatePodStatus), and returns the pod the server stored, or nil when
+// the pod it was given needs no write. When the server reports a conflict, the live pod is
+// read and write runs again on a copy of it, with client-go's default backoff. Rewrite
+// returns the pod as last stored, or as last read when the last write call wrote nothing.
+func (s StatusUpdater) Rewrite(ctx context.Context, pod *corev1.Pod, write func(pod *corev1.Pod) (*corev1.Pod, error)) (*corev1.Pod, error) {
+	current := pod
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		stored, err := write(current.DeepCopy())
+		if err == nil {
+			if stored != nil {
+				current = stored
+			}
+			return nil
+		}
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+		live, getErr := s.GetPod(ctx, current.Namespace, current.Name)
+		if getErr != nil {
+			return getErr
+		}
+		current = live
+		return err
+	})
+	return current, err
 }

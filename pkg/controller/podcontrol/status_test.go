@@ -2,10 +2,13 @@ package podcontrol
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 
@@ -42,5 +45,81 @@ func TestStatusUpdaterWritesStatusAndReadsLive(t *testing.T) {
 	}
 	if _, ok := client.Actions()[0].(clienttesting.UpdateAction); !ok {
 		t.Errorf("first request is %T, want an update", client.Actions()[0])
+	}
+}
+
+// Rewrite tries again on the live pod after a conflict, returns what the server stored,
+// and, when the live pod needs no write, returns the live pod.
+func TestStatusUpdaterRewrite(t *testing.T) {
+	ctx := context.Background()
+	cached := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", ResourceVersion: "1"}}
+	tests := []struct {
+		name string
+		// liveLabel is the label value someone else wrote after the cache saw the pod.
+		liveLabel  string
+		wantLabel  string
+		wantWrites int
+	}{
+		{"conflict, then written on the live pod", "other", "mine", 2},
+		{"conflict, and the live pod needs nothing", "mine", "mine", 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			live := cached.DeepCopy()
+			live.ResourceVersion = "2"
+			live.Labels = map[string]string{"l": tc.liveLabel, "theirs": "kept"}
+			client := fake.NewClientset(live)
+			writes := 0
+			client.PrependReactor("update", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
+				writes++
+				if action.(clienttesting.UpdateAction).GetObject().(*corev1.Pod).ResourceVersion != "2" {
+					return true, nil, apierrors.NewConflict(podsResource, "p", errors.New("stale"))
+				}
+				return false, nil, nil
+			})
+			updater := StatusUpdater{Client: client}
+			var given []*corev1.Pod
+			got, err := updater.Rewrite(ctx, cached, func(pod *corev1.Pod) (*corev1.Pod, error) {
+				given = append(given, pod)
+				if pod.Labels["l"] == "mine" {
+					return nil, nil
+				}
+				if pod.Labels == nil {
+					pod.Labels = map[string]string{}
+				}
+				pod.Labels["l"] = "mine"
+				return updater.UpdatePod(ctx, pod)
+			})
+			if err != nil {
+				t.Fatalf("Rewrite: %v", err)
+			}
+			if got.Labels["l"] != tc.wantLabel || got.Labels["theirs"] != "kept" {
+				t.Errorf("Rewrite returned labels %v, want l=%s and the live pod's theirs=kept", got.Labels, tc.wantLabel)
+			}
+			if writes != tc.wantWrites {
+				t.Errorf("%d writes, want %d", writes, tc.wantWrites)
+			}
+			if len(given) != 2 || given[0] == cached {
+				t.Errorf("write was given %d pods (first is the caller's: %v), want two copies", len(given), len(given) > 0 && given[0] == cached)
+			}
+			if cached.Labels != nil {
+				t.Errorf("the caller's pod was changed: %v", cached.Labels)
+			}
+		})
+	}
+}
+
+// Rewrite gives up at once on an error other than a conflict.
+func TestStatusUpdaterRewriteStopsOnOtherErrors(t *testing.T) {
+	client := fake.NewClientset()
+	updater := StatusUpdater{Client: client}
+	calls := 0
+	_, err := updater.Rewrite(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "gone"}},
+		func(pod *corev1.Pod) (*corev1.Pod, error) {
+			calls++
+			return updater.UpdatePod(context.Background(), pod)
+		})
+	if !apierrors.IsNotFound(err) || calls != 1 {
+		t.Errorf("Rewrite = %v after %d calls, want NotFound after one", err, calls)
 	}
 }
