@@ -13,8 +13,9 @@ import (
 // StatusUpdater writes pod status through Client: the kruisepod.PodStatusUpdater a
 // controller passes to the writers of pod conditions (kruisepod.MarkPodNotReady and
 // UnmarkPodNotReady), and the kruisepod.PodUpdater it passes to the writer of in-place
-// update batches (kruisepod.UpdateNextBatch). It records no events: a condition or a batch
-// is not a pod the owner made or removed.
+// update batches (kruisepod.UpdateNextBatch); Rewrite retries a controller's own pod
+// writes on conflict. It records no events: a condition or a batch is not a pod the owner
+// made or removed.
 type StatusUpdater struct {
 	Client kubernetes.Interface
 }
