@@ -80,6 +80,16 @@ func WithScalingSurplusIgnoreMaxUnavailable(ignore bool) options.Option {
 	return options.Local(scalingSurplusIgnoreMaxUnavailableKey{}, ignore)
 }
 
+// restartDeadlineOnProgressKey keys WithProgressDeadlineRestartsOnProgress's setting.
+type restartDeadlineOnProgressKey struct{}
+
+// WithProgressDeadlineRestartsOnProgress makes every CloneSet's progress deadline count from
+// its rollout's last progress, as a Deployment's does, rather than from the rollout's start
+// (--cloneset-progress-deadline-restarts-on-progress).
+func WithProgressDeadlineRestartsOnProgress(restart bool) options.Option {
+	return options.Local(restartDeadlineOnProgressKey{}, restart)
+}
+
 // budgetCheckKey keys WithPodUnavailableBudget's check.
 type budgetCheckKey struct{}
 
@@ -110,6 +120,8 @@ type Controller struct {
 	excludePreparingDelete bool
 	// surplusIgnoresMaxUnavailable is --cloneset-scaling-surplus-ignore-max-unavailable.
 	surplusIgnoresMaxUnavailable bool
+	// restartDeadlineOnProgress is --cloneset-progress-deadline-restarts-on-progress.
+	restartDeadlineOnProgress bool
 	// budgets judges pod updates against PodUnavailableBudgets; nil when not asked to.
 	budgets BudgetCheck
 
@@ -159,6 +171,7 @@ func NewController(ctx context.Context,
 	settings := options.Apply(opts)
 	exclude, _ := options.LocalValue[bool](settings, scalingExcludePreparingDeleteKey{})
 	surplusIgnores, _ := options.LocalValue[bool](settings, scalingSurplusIgnoreMaxUnavailableKey{})
+	restartDeadline, _ := options.LocalValue[bool](settings, restartDeadlineOnProgressKey{})
 	budgets, _ := options.LocalValue[BudgetCheck](settings, budgetCheckKey{})
 	c := &Controller{
 		kubeClient:                   kubeClient,
@@ -168,6 +181,7 @@ func NewController(ctx context.Context,
 		clock:                        settings.Clock,
 		excludePreparingDelete:       exclude,
 		surplusIgnoresMaxUnavailable: surplusIgnores,
+		restartDeadlineOnProgress:    restartDeadline,
 		budgets:                      budgets,
 		scaleExpectations:            expectations.NewNameStore(settings.Clock),
 		podUpdates:                   expectations.NewVersionStore(settings.Clock, cachedPodVersion(podInformer.Lister())),

@@ -42,7 +42,9 @@
 // fresh one (#1099); FailedScale and FailedUpdate are written when they appear and removed
 // once the step succeeds, instead of lingering. A pod updated in place again before all
 // the launch-priority batches of its last update were made takes the rest along, instead of
-// leaving those containers at an older image than its revision says.
+// leaving those containers at an older image than its revision says. With
+// --cloneset-progress-deadline-restarts-on-progress the progress deadline counts from the
+// rollout's last progress, as a Deployment's does, rather than from its start.
 //
 // In-place updates are what the shared in-place model (package kruisepod) does: images and
 // template labels and annotations (with a grace period), containers with launch priorities

@@ -29,9 +29,9 @@ const (
 
 // calculateStatus completes status (the revisions, collision count, selector and
 // conditions the sync found) with the counts of cs's pods at now, the current revision,
-// and the Progressing condition. It returns when the CloneSet should be looked at again for
-// its progress deadline; 0 for never.
-func calculateStatus(cs *appsv1beta1.CloneSet, status appsv1beta1.CloneSetStatus, pods []*corev1.Pod, now metav1.Time) (appsv1beta1.CloneSetStatus, time.Duration) {
+// and the Progressing condition (restartOnProgress: see progressingCondition). It returns
+// when the CloneSet should be looked at again for its progress deadline; 0 for never.
+func calculateStatus(cs *appsv1beta1.CloneSet, status appsv1beta1.CloneSetStatus, pods []*corev1.Pod, now metav1.Time, restartOnProgress bool) (appsv1beta1.CloneSetStatus, time.Duration) {
 	for _, pod := range pods {
 		status.Replicas++
 		updated := clonesetutil.AtRevision(pod, status.UpdateRevision)
@@ -57,7 +57,7 @@ func calculateStatus(cs *appsv1beta1.CloneSet, status appsv1beta1.CloneSetStatus
 	}
 	status.ExpectedUpdatedReplicas = clonesetutil.ExpectedUpdatedReplicas(cs)
 	var recheck time.Duration
-	status.Conditions, recheck = progressingCondition(cs, status, now)
+	status.Conditions, recheck = progressingCondition(cs, status, now, restartOnProgress)
 	return status, recheck
 }
 
@@ -75,8 +75,12 @@ func calculateStatus(cs *appsv1beta1.CloneSet, status appsv1beta1.CloneSetStatus
 //   - otherwise True, CloneSetUpdated, to be looked at again when the deadline passes.
 //
 // A condition with unchanged status and reason keeps its times (and its message), so the
-// deadline counts from when the rollout started to progress.
-func progressingCondition(cs *appsv1beta1.CloneSet, status appsv1beta1.CloneSetStatus, now metav1.Time) ([]appsv1beta1.CloneSetCondition, time.Duration) {
+// deadline counts from when the rollout started to progress, as in OpenKruise: a slow but
+// steady rollout of many pods times out. With restartOnProgress the deadline counts from
+// the last progress instead, as a Deployment's does: a new update revision, or more
+// updated or updated-and-available pods than cs's status recorded, starts the window
+// again, and lifts an exceeded deadline.
+func progressingCondition(cs *appsv1beta1.CloneSet, status appsv1beta1.CloneSetStatus, now metav1.Time, restartOnProgress bool) ([]appsv1beta1.CloneSetCondition, time.Duration) {
 	deadline := cs.Spec.ProgressDeadlineSeconds
 	if deadline == nil || *deadline == math.MaxInt32 {
 		return conditions.CloneSet.Remove(status.Conditions, appsv1beta1.CloneSetConditionTypeProgressing), 0
@@ -90,6 +94,7 @@ func progressingCondition(cs *appsv1beta1.CloneSet, status appsv1beta1.CloneSetS
 	}
 	current := conditions.CloneSet.Get(status.Conditions, appsv1beta1.CloneSetConditionTypeProgressing)
 	window := time.Duration(*deadline) * time.Second
+	progressed := restartOnProgress && madeProgress(cs.Status, status)
 	switch {
 	case status.CurrentRevision == status.UpdateRevision && status.Replicas == replicas &&
 		status.UpdatedReplicas == replicas && status.UpdatedAvailableReplicas == replicas:
@@ -98,10 +103,17 @@ func progressingCondition(cs *appsv1beta1.CloneSet, status appsv1beta1.CloneSetS
 		return set(corev1.ConditionTrue, appsv1beta1.CloneSetProgressPaused, pausedMessage), 0
 	case status.ExpectedUpdatedReplicas < replicas && status.ExpectedUpdatedReplicas <= status.UpdatedAvailableReplicas:
 		return set(corev1.ConditionTrue, appsv1beta1.CloneSetProgressPartitionAvailable, partitionAvailableMessage), 0
-	case current != nil && (current.Reason == string(appsv1beta1.CloneSetProgressDeadlineExceeded) || current.LastUpdateTime.Add(window).Before(now.Time)):
+	case !progressed && current != nil &&
+		(current.Reason == string(appsv1beta1.CloneSetProgressDeadlineExceeded) || current.LastUpdateTime.Add(window).Before(now.Time)):
 		return set(corev1.ConditionFalse, appsv1beta1.CloneSetProgressDeadlineExceeded, fmt.Sprintf(deadlineExceededMessage, status.UpdateRevision)), 0
 	}
 	conds := set(corev1.ConditionTrue, appsv1beta1.CloneSetProgressUpdated, progressingMessage)
+	if progressed {
+		// Set keeps the times of a condition that reads the same; only lastUpdateTime moves.
+		restarted := *conditions.CloneSet.Get(conds, appsv1beta1.CloneSetConditionTypeProgressing)
+		restarted.LastUpdateTime = now
+		conds = conditions.CloneSet.Set(conditions.CloneSet.Remove(conds, appsv1beta1.CloneSetConditionTypeProgressing), restarted)
+	}
 	since := conditions.CloneSet.Get(conds, appsv1beta1.CloneSetConditionTypeProgressing).LastUpdateTime
 	// A second more than the deadline, so that the next sync finds it passed.
 	after := since.Add(window).Sub(now.Time)
@@ -109,6 +121,14 @@ func progressingCondition(cs *appsv1beta1.CloneSet, status appsv1beta1.CloneSetS
 		after += time.Second
 	}
 	return conds, after
+}
+
+// madeProgress reports whether the rollout moved between the recorded status and the new
+// one: another update revision, or more pods updated, or more updated pods available.
+func madeProgress(recorded, computed appsv1beta1.CloneSetStatus) bool {
+	return recorded.UpdateRevision != computed.UpdateRevision ||
+		computed.UpdatedReplicas > recorded.UpdatedReplicas ||
+		computed.UpdatedAvailableReplicas > recorded.UpdatedAvailableReplicas
 }
 
 // failureCondition returns conds with the condition of type t (FailedScale or
@@ -126,7 +146,7 @@ func failureCondition(conds []appsv1beta1.CloneSetCondition, t appsv1beta1.Clone
 // conflicts on the live CloneSet. It returns the CloneSet as written (its copy in v when
 // nothing was written), and asks for another look when the progress deadline will pass.
 func (c *Controller) updateStatus(ctx context.Context, v *view, base appsv1beta1.CloneSetStatus, again *requeue) (*appsv1beta1.CloneSet, error) {
-	status, recheck := calculateStatus(v.cs, base, v.pods, v.now)
+	status, recheck := calculateStatus(v.cs, base, v.pods, v.now, c.restartDeadlineOnProgress)
 	again.after(recheck)
 	if !statusChanged(v.cs.Status, status) {
 		return v.cs, nil

@@ -31,7 +31,7 @@ func TestCalculateStatusCounts(t *testing.T) {
 	inPlace.Status.Conditions[2].Status = corev1.ConditionFalse // in-place update under way: neither
 
 	base := appsv1beta1.CloneSetStatus{UpdateRevision: update.Name, CurrentRevision: oldRevision.Name}
-	status, recheck := calculateStatus(cs, base, []*corev1.Pod{fresh, young, preparing, old, inPlace}, metav1.NewTime(t0))
+	status, recheck := calculateStatus(cs, base, []*corev1.Pod{fresh, young, preparing, old, inPlace}, metav1.NewTime(t0), false)
 	want := appsv1beta1.CloneSetStatus{
 		UpdateRevision: update.Name, CurrentRevision: oldRevision.Name,
 		Replicas: 5, ReadyReplicas: 4, AvailableReplicas: 2,
@@ -46,7 +46,7 @@ func TestCalculateStatusCounts(t *testing.T) {
 	}
 
 	// Every pod updated and the count right: the update revision becomes current.
-	status, _ = calculateStatus(cs, base, []*corev1.Pod{fresh, young, preparing, newPod(cs, "ggggg", update)}, metav1.NewTime(t0))
+	status, _ = calculateStatus(cs, base, []*corev1.Pod{fresh, young, preparing, newPod(cs, "ggggg", update)}, metav1.NewTime(t0), false)
 	if status.CurrentRevision != update.Name {
 		t.Errorf("current revision = %s, want %s once every pod is updated", status.CurrentRevision, update.Name)
 	}
@@ -109,7 +109,7 @@ func TestProgressingCondition(t *testing.T) {
 	} {
 		status := tc.status
 		status.Conditions = tc.existing
-		conds, recheck := progressingCondition(tc.cs, status, now)
+		conds, recheck := progressingCondition(tc.cs, status, now, false)
 		cond := conditions.CloneSet.Get(conds, appsv1beta1.CloneSetConditionTypeProgressing)
 		if cond == nil || cond.Status != tc.wantStatus || cond.Reason != string(tc.wantReason) || (tc.wantMessage != "" && cond.Message != tc.wantMessage) ||
 			!cond.LastUpdateTime.Time.Equal(tc.wantSince) || recheck != tc.wantRecheck {
@@ -124,9 +124,75 @@ func TestProgressingCondition(t *testing.T) {
 		c.Spec.ProgressDeadlineSeconds = deadline
 		status := rolling
 		status.Conditions = progressing(corev1.ConditionTrue, appsv1beta1.CloneSetProgressUpdated, t0)
-		if conds, _ := progressingCondition(c, status, now); len(conds) != 0 {
+		if conds, _ := progressingCondition(c, status, now, false); len(conds) != 0 {
 			t.Errorf("deadline %v: conditions %+v, want none", deadline, conds)
 		}
+	}
+}
+
+// With the deadline restarting on progress, a rollout that moved since the recorded status
+// gets a new window, and out of an exceeded deadline; one that did not move times out as
+// before.
+func TestProgressingConditionRestartsOnProgress(t *testing.T) {
+	now := metav1.NewTime(t0)
+	cs := newCS(4)
+	cs.Spec.ProgressDeadlineSeconds = ptr.To[int32](60)
+	cs.Status = appsv1beta1.CloneSetStatus{CurrentRevision: "r1", UpdateRevision: "r2", Replicas: 4, UpdatedReplicas: 1, ExpectedUpdatedReplicas: 4}
+	progressing := func(s corev1.ConditionStatus, reason appsv1beta1.CloneSetConditionReason, since time.Time) []appsv1beta1.CloneSetCondition {
+		return []appsv1beta1.CloneSetCondition{{
+			Type: appsv1beta1.CloneSetConditionTypeProgressing, Status: s, Reason: string(reason),
+			LastUpdateTime: metav1.NewTime(since), LastTransitionTime: metav1.NewTime(since.Add(-time.Hour)),
+		}}
+	}
+	moved := cs.Status
+	moved.UpdatedReplicas = 2
+	movedAvailable := cs.Status
+	movedAvailable.UpdatedAvailableReplicas = 1
+	newRevision := cs.Status
+	newRevision.UpdateRevision = "r3"
+	for _, tc := range []struct {
+		name       string
+		status     appsv1beta1.CloneSetStatus
+		existing   []appsv1beta1.CloneSetCondition
+		wantStatus corev1.ConditionStatus
+		wantReason appsv1beta1.CloneSetConditionReason
+		wantSince  time.Time
+	}{
+		{"another pod updated", moved, progressing(corev1.ConditionTrue, appsv1beta1.CloneSetProgressUpdated, t0.Add(-50*time.Second)),
+			corev1.ConditionTrue, appsv1beta1.CloneSetProgressUpdated, t0},
+		{"another updated pod available, past the deadline", movedAvailable, progressing(corev1.ConditionTrue, appsv1beta1.CloneSetProgressUpdated, t0.Add(-2*time.Minute)),
+			corev1.ConditionTrue, appsv1beta1.CloneSetProgressUpdated, t0},
+		{"progress lifts an exceeded deadline", moved, progressing(corev1.ConditionFalse, appsv1beta1.CloneSetProgressDeadlineExceeded, t0.Add(-time.Minute)),
+			corev1.ConditionTrue, appsv1beta1.CloneSetProgressUpdated, t0},
+		{"a new revision long after availability", newRevision, progressing(corev1.ConditionTrue, appsv1beta1.CloneSetAvailable, t0.Add(-time.Hour)),
+			corev1.ConditionTrue, appsv1beta1.CloneSetProgressUpdated, t0},
+		{"no progress keeps the window", cs.Status, progressing(corev1.ConditionTrue, appsv1beta1.CloneSetProgressUpdated, t0.Add(-50*time.Second)),
+			corev1.ConditionTrue, appsv1beta1.CloneSetProgressUpdated, t0.Add(-50 * time.Second)},
+		{"no progress times out", cs.Status, progressing(corev1.ConditionTrue, appsv1beta1.CloneSetProgressUpdated, t0.Add(-61*time.Second)),
+			corev1.ConditionFalse, appsv1beta1.CloneSetProgressDeadlineExceeded, t0},
+	} {
+		status := tc.status
+		status.Conditions = tc.existing
+		conds, recheck := progressingCondition(cs, status, now, true)
+		cond := conditions.CloneSet.Get(conds, appsv1beta1.CloneSetConditionTypeProgressing)
+		if cond == nil || cond.Status != tc.wantStatus || cond.Reason != string(tc.wantReason) || !cond.LastUpdateTime.Time.Equal(tc.wantSince) {
+			t.Errorf("%s: condition %+v; want %s %s since %v", tc.name, cond, tc.wantStatus, tc.wantReason, tc.wantSince)
+			continue
+		}
+		if tc.wantStatus == corev1.ConditionTrue {
+			if want := tc.wantSince.Add(61 * time.Second).Sub(t0); recheck != want {
+				t.Errorf("%s: recheck after %v, want %v", tc.name, recheck, want)
+			}
+			if tc.existing[0].Status == corev1.ConditionTrue && !cond.LastTransitionTime.Equal(&tc.existing[0].LastTransitionTime) {
+				t.Errorf("%s: lastTransitionTime moved to %v without a transition", tc.name, cond.LastTransitionTime)
+			}
+		}
+	}
+	// Off, as in OpenKruise, the same progress does not restart the window.
+	status := moved
+	status.Conditions = progressing(corev1.ConditionTrue, appsv1beta1.CloneSetProgressUpdated, t0.Add(-61*time.Second))
+	if conds, _ := progressingCondition(cs, status, now, false); conditions.CloneSet.Get(conds, appsv1beta1.CloneSetConditionTypeProgressing).Reason != string(appsv1beta1.CloneSetProgressDeadlineExceeded) {
+		t.Errorf("without restarts the deadline did not pass: %+v", conds)
 	}
 }
 

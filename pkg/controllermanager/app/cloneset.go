@@ -66,6 +66,7 @@ func buildCloneSetController(ctx context.Context, cc *registry.ControllerContext
 		options.WithFeatureGate(cc.FeatureGate),
 		cloneset.WithScalingExcludePreparingDelete(cc.Config.CloneSet.ScalingExcludePreparingDelete),
 		cloneset.WithScalingSurplusIgnoreMaxUnavailable(cc.Config.CloneSet.ScalingSurplusIgnoreMaxUnavailable),
+		cloneset.WithProgressDeadlineRestartsOnProgress(cc.Config.CloneSet.ProgressDeadlineRestartsOnProgress),
 	}
 	budgetCheck, budgetsSynced, err := cloneSetBudgetCheck(cc, client.Discovery(), bosunClient, budgets)
 	if err != nil {

@@ -59,6 +59,9 @@ type CloneSetConfiguration struct {
 	// ScalingSurplusIgnoreMaxUnavailable lets a scale-in delete the pods above replicas
 	// whether or not they are ready (--cloneset-scaling-surplus-ignore-max-unavailable).
 	ScalingSurplusIgnoreMaxUnavailable bool
+	// ProgressDeadlineRestartsOnProgress makes progressDeadlineSeconds count from a
+	// rollout's last progress (--cloneset-progress-deadline-restarts-on-progress).
+	ProgressDeadlineRestartsOnProgress bool
 }
 
 // PodUnavailableBudgetConfiguration configures the PodUnavailableBudget controller.

@@ -69,6 +69,9 @@ type Options struct {
 	// CloneSetScalingSurplusIgnoreMaxUnavailable is
 	// --cloneset-scaling-surplus-ignore-max-unavailable.
 	CloneSetScalingSurplusIgnoreMaxUnavailable bool
+	// CloneSetProgressDeadlineRestartsOnProgress is
+	// --cloneset-progress-deadline-restarts-on-progress.
+	CloneSetProgressDeadlineRestartsOnProgress bool
 	// ConcurrentPodUnavailableBudgetSyncs is --concurrent-pod-unavailable-budget-syncs.
 	ConcurrentPodUnavailableBudgetSyncs int32
 	// PodUnavailableBudgetResyncPeriod is --pod-unavailable-budget-resync-period.
@@ -194,6 +197,10 @@ func (o *Options) Flags(reg *registry.Registry) cliflag.NamedFlagSets {
 		"If true, a CloneSet scaling in deletes the pods above its replicas (and the surge in use) at once, ready or not, as a "+
 			"Deployment does; by default, as in OpenKruise, it deletes only as many ready pods as maxUnavailable leaves room for, "+
 			"so pods that are ready but not yet available (minReadySeconds) hold the scale-in back.")
+	controllers.BoolVar(&o.CloneSetProgressDeadlineRestartsOnProgress, "cloneset-progress-deadline-restarts-on-progress", o.CloneSetProgressDeadlineRestartsOnProgress,
+		"If true, a CloneSet's progressDeadlineSeconds counts from its rollout's last progress (a new revision, another pod updated "+
+			"or another updated pod available), as a Deployment's does, and progress lifts ProgressDeadlineExceeded; by default, as in "+
+			"OpenKruise, it counts from the start of the rollout, so a slow but steady rollout of many pods times out.")
 	controllers.Int32Var(&o.ConcurrentPodUnavailableBudgetSyncs, "concurrent-pod-unavailable-budget-syncs", o.ConcurrentPodUnavailableBudgetSyncs,
 		"The number of PodUnavailableBudgets (policy.kruise.io) that may sync concurrently.")
 	controllers.DurationVar(&o.PodUnavailableBudgetResyncPeriod, "pod-unavailable-budget-resync-period", o.PodUnavailableBudgetResyncPeriod,
@@ -352,6 +359,7 @@ func (o *Options) ControllerConfiguration() *config.Configuration {
 			ConcurrentSyncs:                    o.ConcurrentCloneSetSyncs,
 			ScalingExcludePreparingDelete:      o.CloneSetScalingExcludePreparingDelete,
 			ScalingSurplusIgnoreMaxUnavailable: o.CloneSetScalingSurplusIgnoreMaxUnavailable,
+			ProgressDeadlineRestartsOnProgress: o.CloneSetProgressDeadlineRestartsOnProgress,
 		},
 		PodUnavailableBudget: config.PodUnavailableBudgetConfiguration{
 			ConcurrentSyncs: o.ConcurrentPodUnavailableBudgetSyncs,

@@ -327,14 +327,16 @@ func TestClientLimitFlagsHelp(t *testing.T) {
 func TestControllerConfiguration(t *testing.T) {
 	o, err := parse(t, "--concurrent-replicaset-syncs=7", "--concurrent-deployment-syncs=8", "--concurrent-gc-syncs=9",
 		"--enable-garbage-collector=false", "--min-resync-period=1h", "--storage-version-migration-delay=15s",
-		"--concurrent-cloneset-syncs=4", "--cloneset-scaling-exclude-preparing-delete", "--cloneset-scaling-surplus-ignore-max-unavailable")
+		"--concurrent-cloneset-syncs=4", "--cloneset-scaling-exclude-preparing-delete", "--cloneset-scaling-surplus-ignore-max-unavailable",
+		"--cloneset-progress-deadline-restarts-on-progress")
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := o.ControllerConfiguration()
 	if c.ReplicaSet.ConcurrentSyncs != 7 || c.Deployment.ConcurrentSyncs != 8 || c.GarbageCollector.ConcurrentSyncs != 9 ||
 		c.GarbageCollector.Enabled || c.MinResyncPeriod != time.Hour || c.StorageVersionMigrator.SettleDelay != 15*time.Second ||
-		c.CloneSet.ConcurrentSyncs != 4 || !c.CloneSet.ScalingExcludePreparingDelete || !c.CloneSet.ScalingSurplusIgnoreMaxUnavailable {
+		c.CloneSet.ConcurrentSyncs != 4 || !c.CloneSet.ScalingExcludePreparingDelete || !c.CloneSet.ScalingSurplusIgnoreMaxUnavailable ||
+		!c.CloneSet.ProgressDeadlineRestartsOnProgress {
 		t.Errorf("configuration %+v", c)
 	}
 }
