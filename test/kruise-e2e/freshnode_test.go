@@ -183,3 +183,27 @@ func TestPartsWithExpectedPassesOnly(t *testing.T) {
 		t.Errorf("parts %+v, want the main run and one fresh node for %q", ps, fresh[0])
 	}
 }
+
+// -skip leaves its specs out of every part: the main run skips them besides its own, and
+// a fresh-node spec it matches gets no cluster.
+func TestPartsWithSkip(t *testing.T) {
+	fresh := specTexts(freshNodeSpecs)
+	expected := map[specKey]expectation{
+		{file: "apps/v1alpha1/a.go", text: "A with a cloneSet"}: {pass: true},
+		{file: "apps/v1alpha1/b.go", text: "B alone"}:           {pass: true},
+		{file: freshNodeSpecs[0].file, text: fresh[0]}:          {pass: true},
+	}
+	ps := parts(options{passesOnly: true, skip: "cloneSet|" + regexp.QuoteMeta(fresh[0])}, expected)
+	if len(ps) != 1 {
+		t.Fatalf("parts %+v, want the main run only: the fresh-node spec is skipped", ps)
+	}
+	skip := regexp.MustCompile(ps[0].skip)
+	for text, want := range map[string]bool{"A with a cloneSet": true, "B alone": false} {
+		if got := skip.MatchString(text); got != want {
+			t.Errorf("main part skips %q: %v, want %v", text, got, want)
+		}
+	}
+	if focused := parts(options{focus: "DaemonSet", skip: "cloneSet"}, nil); focused[0].skip != "cloneSet" {
+		t.Errorf("focused part skips %q, want the -skip expression", focused[0].skip)
+	}
+}

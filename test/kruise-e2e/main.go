@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"syscall"
@@ -36,6 +37,7 @@ const kruiseCIGates = "PodUnavailableBudgetDeleteGate=true,PodUnavailableBudgetU
 type options struct {
 	labelFilter  string
 	focus        string
+	skip         string
 	expectations string
 	repeat       int
 	skipNoNode   bool
@@ -59,6 +61,7 @@ func main() {
 	klog.InitFlags(nil)
 	var o options
 	flag.StringVar(&o.labelFilter, "label-filter", defaultLabelFilter, "Ginkgo label filter of the specs to run")
+	flag.StringVar(&o.skip, "skip", "", "Ginkgo skip regular expression: the specs whose full text it matches do not run (the expectations are then checked only for the specs that ran)")
 	flag.StringVar(&o.focus, "focus", "", "Ginkgo focus regular expression, to run fewer specs while working on one, all on one cluster (the expectations are then checked only for the specs that ran)")
 	flag.StringVar(&o.expectations, "expectations", "test/kruise-e2e/expectations.txt", "the expectation file, relative to the repository's root")
 	flag.IntVar(&o.repeat, "repeat", 1, "run the suite this many times in a row on the same cluster; every run must match the expectations")
@@ -67,6 +70,10 @@ func main() {
 	flag.BoolVar(&o.passesOnly, "expected-passes-only", false, "run only the specs the expectation file lists as `pass` (a `not yet` spec whose twin in the other API version passes runs too: Ginkgo selects by text), and judge only the specs that ran")
 	flag.Int64Var(&o.seed, "seed", defaultSeed, "Ginkgo's random seed, which orders the specs: fixed, so that every run orders them as the run the expectation file was recorded from (0: a new order each run)")
 	flag.Parse()
+	if _, err := regexp.Compile(o.skip); err != nil {
+		fmt.Fprintln(os.Stderr, "kruise-e2e: -skip:", err)
+		os.Exit(2)
+	}
 	if o.repeat < 1 {
 		fmt.Fprintln(os.Stderr, "kruise-e2e: -repeat must be at least 1")
 		os.Exit(2)
@@ -125,7 +132,7 @@ func run(ctx context.Context, o options) error {
 		}
 		want := expected
 		switch {
-		case o.focus != "":
+		case o.focus != "" || o.skip != "":
 			want = onlyRan(expected, outcomes)
 		case o.passesOnly:
 			// Only what ran is judged: CI narrows the label filter to fit its time, and the
@@ -167,7 +174,7 @@ type part struct {
 // are.
 func parts(o options, expected map[specKey]expectation) []part {
 	if o.focus != "" {
-		return []part{{name: "focused", dir: "kruise-e2e", focus: o.focus}}
+		return []part{{name: "focused", dir: "kruise-e2e", focus: o.focus, skip: o.skip}}
 	}
 	texts := specTexts(freshNodeSpecs)
 	skipped := texts
@@ -175,8 +182,15 @@ func parts(o options, expected map[specKey]expectation) []part {
 		texts = passingTexts(texts, expected)
 		skipped = append(append([]string{}, specTexts(freshNodeSpecs)...), notPassingTexts(expected)...)
 	}
-	out := []part{{name: "main", dir: "kruise-e2e", skip: exactly(skipped...)}}
+	skip := exactly(skipped...)
+	if o.skip != "" {
+		skip += "|" + o.skip
+	}
+	out := []part{{name: "main", dir: "kruise-e2e", skip: skip}}
 	for i, text := range texts {
+		if o.skip != "" && regexp.MustCompile(o.skip).MatchString(text) {
+			continue
+		}
 		out = append(out, part{
 			name:  fmt.Sprintf("on a fresh node: %q", text),
 			dir:   filepath.Join("kruise-e2e-fresh-node", strconv.Itoa(i+1)),
