@@ -72,6 +72,15 @@ const (
 	// without them it does nothing.
 	PreDownloadImageForDaemonSetUpdate featuregate.Feature = "PreDownloadImageForDaemonSetUpdate"
 
+	// PreDownloadImageForInPlaceUpdate makes the CloneSet controller pull the new images of
+	// an in-place rollout ahead of it: once enough pods of a new revision are ready, it
+	// creates, for each container whose image the revision changes, an ImagePullJob over the
+	// nodes of the pods still on other revisions, and deletes those jobs once the CloneSet's
+	// current revision is its update revision. OpenKruise's gate of the same name, off by
+	// default there too. It needs the API server to serve apps.kruise.io ImagePullJobs;
+	// without them it does nothing.
+	PreDownloadImageForInPlaceUpdate featuregate.Feature = "PreDownloadImageForInPlaceUpdate"
+
 	// TemplateNoDefaults stops the CloneSet's defaulting webhook from writing the core pod
 	// and claim defaults into its templates (restartPolicy, dnsPolicy, probe timings, claim
 	// phase, ...). OpenKruise's gate of the same name, off by default there too. The
@@ -138,6 +147,7 @@ var defaultFeatureGates = map[featuregate.Feature]featuregate.FeatureSpec{
 	KruiseDaemon:                             {Default: true, PreRelease: featuregate.Beta},
 	ImagePullJobGate:                         {Default: true, PreRelease: featuregate.Beta},
 	PreDownloadImageForDaemonSetUpdate:       {Default: false, PreRelease: featuregate.Alpha},
+	PreDownloadImageForInPlaceUpdate:         {Default: false, PreRelease: featuregate.Alpha},
 	TemplateNoDefaults:                       {Default: false, PreRelease: featuregate.Alpha},
 	CloneSetShortHash:                        {Default: false, PreRelease: featuregate.Alpha},
 	PreparingUpdateAsUpdate:                  {Default: false, PreRelease: featuregate.Alpha},

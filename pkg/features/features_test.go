@@ -17,7 +17,7 @@ func TestDefaults(t *testing.T) {
 	// Behaviour beyond upstream and OpenKruise is opt-in.
 	for _, f := range []featuregate.Feature{AdvancedDaemonSetStrictMaxUnavailable, PodUnavailableBudgetUpdateGate,
 		PodUnavailableBudgetDaemonSetReplicas, PodUnavailableBudgetOwnerChain, PreDownloadImageForDaemonSetUpdate,
-		TemplateNoDefaults, CloneSetShortHash, PreparingUpdateAsUpdate, CloneSetPartitionRollback,
+		PreDownloadImageForInPlaceUpdate, TemplateNoDefaults, CloneSetShortHash, PreparingUpdateAsUpdate, CloneSetPartitionRollback,
 		RecreatePodWhenChangeVCTInCloneSetGate, ForceDeleteTimeoutExpectationFeatureGate, KruisePodReadinessGate} {
 		if gate.Enabled(f) {
 			t.Errorf("%s: want disabled by default", f)
@@ -45,6 +45,7 @@ func TestSet(t *testing.T) {
 		{value: "LogarithmicScaleDown=true"},
 		{value: "AdvancedDaemonSetStrictMaxUnavailable=true", wantEnabled: []featuregate.Feature{AdvancedDaemonSetStrictMaxUnavailable}},
 		{value: "PreDownloadImageForDaemonSetUpdate=true", wantEnabled: []featuregate.Feature{PreDownloadImageForDaemonSetUpdate}},
+		{value: "PreDownloadImageForInPlaceUpdate=true", wantEnabled: []featuregate.Feature{PreDownloadImageForInPlaceUpdate}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.value, func(t *testing.T) {

@@ -31,7 +31,7 @@ const defaultLabelFilter = "CloneSet || DaemonSet || PodUnavailableBudget || Con
 // own alpha gates stay off; they change behaviour beyond OpenKruise's.
 const kruiseCIGates = "PodUnavailableBudgetDeleteGate=true,PodUnavailableBudgetUpdateGate=true," +
 	"KruiseDaemon=true,ImagePullJobGate=true,PreDownloadImageForDaemonSetUpdate=true," +
-	"CloneSetShortHash=true,PreparingUpdateAsUpdate=true,CloneSetPartitionRollback=true," +
+	"PreDownloadImageForInPlaceUpdate=true,CloneSetShortHash=true,PreparingUpdateAsUpdate=true,CloneSetPartitionRollback=true," +
 	"RecreatePodWhenChangeVCTInCloneSetGate=true,ForceDeleteTimeoutExpectationGate=true"
 
 type options struct {

@@ -39,6 +39,7 @@ import (
 	"github.com/bosun-dev/bosun/pkg/controller/options"
 	"github.com/bosun-dev/bosun/pkg/controller/podcontrol"
 	"github.com/bosun-dev/bosun/pkg/controller/podutil"
+	"github.com/bosun-dev/bosun/pkg/controller/predownload"
 	"github.com/bosun-dev/bosun/pkg/controller/queue"
 	"github.com/bosun-dev/bosun/pkg/controller/refmanager"
 )
@@ -108,9 +109,9 @@ type Controller struct {
 	nodes        corelisters.NodeLister
 	cachesSynced []cache.InformerSynced
 
-	// imagePullJobs is nil when NewController got no ImagePullJob informer: image
-	// pre-download is off.
-	imagePullJobs appsv1beta1listers.ImagePullJobLister
+	// preDownload writes the ImagePullJobs of image pre-download; nil when NewController
+	// got no ImagePullJob informer: image pre-download is off.
+	preDownload *predownload.Control
 
 	queue workqueue.TypedRateLimitingInterface[string]
 	// syncHandler is syncDaemonSet; tests replace it to watch the worker loop.
@@ -173,7 +174,7 @@ func NewController(ctx context.Context,
 	c.syncHandler = c.syncDaemonSet
 	c.podEvents = c.ownedPodHandlers()
 	if imagePullJobInformer != nil {
-		c.imagePullJobs = imagePullJobInformer.Lister()
+		c.preDownload = predownload.NewControl(kubeClient, bosunClient, recorder, imagePullJobInformer.Lister())
 		c.cachesSynced = append(c.cachesSynced, imagePullJobInformer.Informer().HasSynced)
 	}
 

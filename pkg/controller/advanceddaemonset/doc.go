@@ -32,9 +32,10 @@
 //  2. unless earlier creates, deletes or pod updates have yet to show in the cache, and
 //     with feature PreDownloadImageForDaemonSetUpdate on and ImagePullJobs served, the
 //     images a new revision introduces are pulled ahead of the rollout by one ImagePullJob
-//     per changed container over the nodes of pods on older revisions (once per revision,
-//     recorded by a label on it; skipped when every pod moves in one batch), and the
-//     DaemonSet's ImagePullJobs are deleted once every pod is updated; then
+//     per changed container over the nodes of pods on older revisions (package
+//     predownload; once per revision, recorded by a label on it; skipped when every pod
+//     moves in one batch), and the DaemonSet's ImagePullJobs are deleted once every pod is
+//     updated; then
 //     "manage" creates missing pods (slow-start batches, bound to their node by node
 //     affinity, at most burstReplicas per sync) and deletes failed pods (with a per-node
 //     backoff), surplus pods, pods on nodes that no longer tolerate them and pending pods

@@ -33,6 +33,7 @@ import (
 	"github.com/bosun-dev/bosun/pkg/controller/informers"
 	"github.com/bosun-dev/bosun/pkg/controller/options"
 	"github.com/bosun-dev/bosun/pkg/controller/podutil"
+	"github.com/bosun-dev/bosun/pkg/controller/predownload"
 	"github.com/bosun-dev/bosun/pkg/controller/queue"
 	"github.com/bosun-dev/bosun/pkg/controller/refmanager"
 )
@@ -140,6 +141,10 @@ type Controller struct {
 	nodes        corelisters.NodeLister
 	cachesSynced []cache.InformerSynced
 
+	// preDownload writes the ImagePullJobs of image pre-download; nil when NewController
+	// got no ImagePullJob informer: image pre-download is off.
+	preDownload *predownload.Control
+
 	queue workqueue.TypedRateLimitingInterface[string]
 	// syncHandler is syncCloneSet; tests replace it to watch the worker loop.
 	syncHandler queue.SyncFunc[string]
@@ -156,16 +161,21 @@ type Controller struct {
 // recorder, whose source should be ControllerName. Of the options it reads the clock
 // (availability, lifecycle and condition times, expectation waits), the feature gate
 // (CloneSetShortHash, PreparingUpdateAsUpdate, CloneSetPartitionRollback,
-// RecreatePodWhenChangeVCTInCloneSetGate, PodUnavailableBudgetUpdateGate), the queue
-// wrapper, WithScalingExcludePreparingDelete, WithScalingSurplusIgnoreMaxUnavailable and
-// WithPodUnavailableBudget. The node informer is read only to rank pods by the topology
-// spread constraints of their template.
+// RecreatePodWhenChangeVCTInCloneSetGate, PodUnavailableBudgetUpdateGate,
+// PreDownloadImageForInPlaceUpdate), the queue wrapper, WithScalingExcludePreparingDelete,
+// WithScalingSurplusIgnoreMaxUnavailable and WithPodUnavailableBudget. The node informer is
+// read only to rank pods by the topology spread constraints of their template.
+//
+// imagePullJobInformer is optional: the manager passes nil when the API server does not
+// serve ImagePullJobs or feature PreDownloadImageForInPlaceUpdate was off when it started,
+// and image pre-download is then off whatever the gate says.
 func NewController(ctx context.Context,
 	csInformer appsv1beta1informers.CloneSetInformer,
 	revisionInformer appsinformers.ControllerRevisionInformer,
 	podInformer coreinformers.PodInformer,
 	claimInformer coreinformers.PersistentVolumeClaimInformer,
 	nodeInformer coreinformers.NodeInformer,
+	imagePullJobInformer appsv1beta1informers.ImagePullJobInformer,
 	kubeClient kubernetes.Interface, bosunClient bosunclientset.Interface,
 	recorder record.EventRecorder, opts ...options.Option) (*Controller, error) {
 	settings := options.Apply(opts)
@@ -200,6 +210,10 @@ func NewController(ctx context.Context,
 	}
 	c.syncHandler = c.syncCloneSet
 	c.podEvents = c.ownedPodHandlers()
+	if imagePullJobInformer != nil {
+		c.preDownload = predownload.NewControl(kubeClient, bosunClient, recorder, imagePullJobInformer.Lister())
+		c.cachesSynced = append(c.cachesSynced, imagePullJobInformer.Informer().HasSynced)
+	}
 
 	if err := podutil.AddPodControllerIndex(podInformer.Informer()); err != nil {
 		return nil, err

@@ -23,16 +23,26 @@
 //     no pod; release pods whose labels left the selector;
 //  3. find the update revision (created, or renumbered after a rollback) and the current
 //     one; while a pod update has not shown in the cache, wait;
-//  4. scale: cancel pending deletions on scale-up, create missing pods (slow start, claims
+//  4. with feature PreDownloadImageForInPlaceUpdate on and ImagePullJobs served, while the
+//     current revision is not the update revision and, by the last status written, enough
+//     of its pods are ready (imagePreDownloadMinUpdatedReadyPods), pull the update
+//     revision's new images ahead of the in-place updates: one ImagePullJob per changed
+//     container over the pods on other revisions (package predownload), once per revision,
+//     recorded by a label on it; a revision is labelled ignored instead when pods are
+//     recreated, the CloneSet has three replicas or fewer, every pod is updated in the first
+//     batch, or the change cannot be made in place; a failed create is retried and holds
+//     nothing else back; once the current revision is the update revision, delete the
+//     CloneSet's ImagePullJobs;
+//  5. scale: cancel pending deletions on scale-up, create missing pods (slow start, claims
 //     first), delete specified and surplus pods (preDelete hook: PreparingDelete first);
-//  5. unless scaling wrote something, update: refresh every pod (InPlaceUpdateReady,
+//  6. unless scaling wrote something, update: refresh every pod (InPlaceUpdateReady,
 //     lifecycle state, pod-template-hash, the next batch of containers of an in-place
 //     update by launch priority), then, for RollingUpdate and not paused, update
 //     the chosen pods in place or label them for recreation, each, with gate
 //     PodUnavailableBudgetUpdateGate, once its PodUnavailableBudget admitted it (the pod
 //     webhook's decision, made in process; a refusal ends the step, looked at again 1 s
 //     later);
-//  6. write status when it changed (counts, revisions, Progressing; FailedScale and
+//  7. write status when it changed (counts, revisions, Progressing; FailedScale and
 //     FailedUpdate while scaling or updating fails), drop names of gone pods from
 //     podsToDelete, delete old revisions beyond revisionHistoryLimit.
 //
@@ -42,7 +52,9 @@
 // fresh one (#1099); FailedScale and FailedUpdate are written when they appear and removed
 // once the step succeeds, instead of lingering. A pod updated in place again before all
 // the launch-priority batches of its last update were made takes the rest along, instead of
-// leaving those containers at an older image than its revision says. With
+// leaving those containers at an older image than its revision says. A pre-download job
+// that could not be created is tried again, where OpenKruise labels the revision created
+// all the same and the nodes never pull ahead. With
 // --cloneset-progress-deadline-restarts-on-progress the progress deadline counts from the
 // rollout's last progress, as a Deployment's does, rather than from its start.
 //
@@ -52,5 +64,5 @@
 // InPlaceUpdateEnvFromMetadata, with KruiseDaemon) labels and annotations a container's env
 // reads through a fieldRef: bosun-daemon restarts that container so that the kubelet gives
 // it the new values, and the update is done once bosun-daemon's runtime-containers-meta
-// report shows it running with them. Not yet: resource resizes, image pre-download.
+// report shows it running with them. Not yet: resource resizes.
 package cloneset

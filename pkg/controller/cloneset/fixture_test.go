@@ -28,6 +28,7 @@ import (
 	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	bosunfake "github.com/bosun-dev/client-go/clientset/versioned/fake"
 	bosuninformers "github.com/bosun-dev/client-go/informers/externalversions"
+	appsv1beta1informers "github.com/bosun-dev/client-go/informers/externalversions/apps/v1beta1"
 
 	"github.com/bosun-dev/bosun/pkg/controller/cloneset/clonesetutil"
 	"github.com/bosun-dev/bosun/pkg/controller/options"
@@ -55,6 +56,9 @@ type fixture struct {
 	recorder     *record.FakeRecorder
 	queue        *queuetest.Recorder
 	c            *Controller
+
+	// jobIndexer is the ImagePullJob cache; nil without fixtureOption.imagePullJobs.
+	jobIndexer cache.Indexer
 }
 
 type fixtureOption struct {
@@ -63,6 +67,9 @@ type fixtureOption struct {
 	excludePreparingDelete bool
 	// opts are further options of NewController.
 	opts []options.Option
+	// imagePullJobs gives NewController an ImagePullJob informer, as the manager does when
+	// the API server serves them and gate PreDownloadImageForInPlaceUpdate is on.
+	imagePullJobs bool
 }
 
 // newFixture builds a controller; every object goes into the caches and the clientsets.
@@ -71,9 +78,10 @@ func newFixture(t *testing.T, opt fixtureOption, objects ...runtime.Object) *fix
 	_, ctx := ktesting.NewTestContext(t)
 	var kubeObjects, bosunObjects []runtime.Object
 	for _, obj := range objects {
-		if _, ok := obj.(*appsv1beta1.CloneSet); ok {
+		switch obj.(type) {
+		case *appsv1beta1.CloneSet, *appsv1beta1.ImagePullJob:
 			bosunObjects = append(bosunObjects, obj)
-		} else {
+		default:
 			kubeObjects = append(kubeObjects, obj)
 		}
 	}
@@ -86,6 +94,10 @@ func newFixture(t *testing.T, opt fixtureOption, objects ...runtime.Object) *fix
 	podInformer := factory.Core().V1().Pods()
 	claimInformer := factory.Core().V1().PersistentVolumeClaims()
 	nodeInformer := factory.Core().V1().Nodes()
+	var jobInformer appsv1beta1informers.ImagePullJobInformer
+	if opt.imagePullJobs {
+		jobInformer = bosunFactory.Apps().V1beta1().ImagePullJobs()
+	}
 
 	gates := features.NewFeatureGate()
 	for name, on := range opt.gates {
@@ -101,7 +113,7 @@ func newFixture(t *testing.T, opt fixtureOption, objects ...runtime.Object) *fix
 		opts = append(opts, WithScalingExcludePreparingDelete(true))
 	}
 	opts = append(opts, opt.opts...)
-	c, err := NewController(ctx, csInformer, revInformer, podInformer, claimInformer, nodeInformer, kubeClient, bosunClient, recorder, opts...)
+	c, err := NewController(ctx, csInformer, revInformer, podInformer, claimInformer, nodeInformer, jobInformer, kubeClient, bosunClient, recorder, opts...)
 	if err != nil {
 		t.Fatalf("NewController: %v", err)
 	}
@@ -112,6 +124,9 @@ func newFixture(t *testing.T, opt fixtureOption, objects ...runtime.Object) *fix
 		podIndexer: podInformer.Informer().GetIndexer(), claimIndexer: claimInformer.Informer().GetIndexer(),
 		nodeIndexer: nodeInformer.Informer().GetIndexer(),
 		clock:       clk, recorder: recorder, queue: q, c: c,
+	}
+	if jobInformer != nil {
+		f.jobIndexer = jobInformer.Informer().GetIndexer()
 	}
 	bumpVersions(kubeClient)
 	for _, obj := range objects {
@@ -134,6 +149,8 @@ func (f *fixture) cacheAdd(obj runtime.Object) {
 		indexer = f.claimIndexer
 	case *corev1.Node:
 		indexer = f.nodeIndexer
+	case *appsv1beta1.ImagePullJob:
+		indexer = f.jobIndexer
 	default:
 		f.t.Fatalf("no cache for %T", obj)
 	}

@@ -89,21 +89,23 @@ func (c *Controller) markInPlaceUpdateReady(ctx context.Context, v *view, pod *c
 }
 
 // planInPlace returns the in-place update that moves pod to target, or nil when it has to
-// be recreated: its own revision is unknown, the two revisions differ in more than
-// container images and template labels and annotations, or (gate
-// RecreatePodWhenChangeVCTInCloneSetGate, not for InPlaceOnly) their volume claim templates
-// differ. Two revisions with the same data need no change but the pod's revision labels.
+// be recreated: its own revision is unknown, or the move from it cannot be made in place
+// (planRevisionChange).
 func (c *Controller) planInPlace(v *view, pod *corev1.Pod, target *appsv1.ControllerRevision, policy appsv1beta1.CloneSetPodUpdateStrategyType) *kruisepod.InPlaceUpdate {
-	var old *appsv1.ControllerRevision
 	for _, revision := range v.revisions {
 		if clonesetutil.AtRevision(pod, revision.Name) {
-			old = revision
-			break
+			return c.planRevisionChange(revision, target, policy)
 		}
 	}
-	if old == nil {
-		return nil
-	}
+	return nil
+}
+
+// planRevisionChange returns the in-place update that moves a pod from revision old to
+// target, or nil when such a pod has to be recreated: the two revisions differ in more
+// than container images and template labels and annotations, or (gate
+// RecreatePodWhenChangeVCTInCloneSetGate, not for InPlaceOnly) their volume claim templates
+// differ. Two revisions with the same data need no change but the pod's revision labels.
+func (c *Controller) planRevisionChange(old, target *appsv1.ControllerRevision, policy appsv1beta1.CloneSetPodUpdateStrategyType) *kruisepod.InPlaceUpdate {
 	if c.gates.Enabled(features.RecreatePodWhenChangeVCTInCloneSetGate) && policy != appsv1beta1.InPlaceOnlyCloneSetPodUpdateStrategyType {
 		const key = appsv1beta1.CloneSetVolumeClaimTemplateHashAnnotationKey
 		oldHash, oldOK := old.Annotations[key]

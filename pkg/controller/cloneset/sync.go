@@ -130,6 +130,12 @@ func (c *Controller) syncCloneSet(ctx context.Context, key string) error {
 		c.queue.AddAfter(key, wait)
 		return nil
 	}
+	// Before scaling, so that the jobs for a new revision exist before the first pod is
+	// updated. Its failures do not hold the rollout back.
+	var preDownloadErr error
+	if err := c.preDownloadImages(ctx, v); err != nil {
+		preDownloadErr = fmt.Errorf("pre-downloading images: %w", err)
+	}
 
 	status := appsv1beta1.CloneSetStatus{
 		ObservedGeneration: cs.Generation,
@@ -146,7 +152,7 @@ func (c *Controller) syncCloneSet(ctx context.Context, key string) error {
 	}
 	written, err := c.updateStatus(ctx, v, status, &again)
 	if err != nil {
-		return errors.Join(syncErr, err)
+		return errors.Join(syncErr, preDownloadErr, err)
 	}
 	if err := c.truncatePodsToDelete(ctx, written, v.pods); err != nil {
 		logger.Error(err, "Removing names of pods that are gone from podsToDelete failed")
@@ -160,6 +166,9 @@ func (c *Controller) syncCloneSet(ctx context.Context, key string) error {
 	if again.set {
 		logger.V(4).Info("Looking at the CloneSet again later", "after", again.delay)
 		c.queue.AddAfter(key, again.delay)
+	}
+	if preDownloadErr != nil {
+		return errors.Join(syncErr, preDownloadErr)
 	}
 	return syncErr
 }

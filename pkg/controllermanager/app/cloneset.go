@@ -6,12 +6,14 @@ import (
 	"time"
 
 	bosunclientset "github.com/bosun-dev/client-go/clientset/versioned"
+	kruiseappsinformers "github.com/bosun-dev/client-go/informers/externalversions/apps/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	"github.com/bosun-dev/bosun/pkg/controller/cloneset"
 	"github.com/bosun-dev/bosun/pkg/controller/options"
@@ -47,7 +49,8 @@ func newCloneSetController(budgets *budget.Cache) registry.Constructor {
 
 // buildCloneSetController builds the CloneSet controller on the shared informers, when the
 // API server serves v1beta1 CloneSets: bosun's v1beta1 CloneSets, the built-in revisions,
-// pods, claims and nodes, and, for the budget check, v1beta1 PodUnavailableBudgets.
+// pods, claims and nodes, for the budget check v1beta1 PodUnavailableBudgets, and, for
+// image pre-download, v1beta1 ImagePullJobs when those are served.
 func buildCloneSetController(ctx context.Context, cc *registry.ControllerContext, budgets *budget.Cache) (registry.Controller, error) {
 	client, err := cc.Client()
 	if err != nil {
@@ -75,12 +78,26 @@ func buildCloneSetController(ctx context.Context, cc *registry.ControllerContext
 	if budgetCheck != nil {
 		opts = append(opts, cloneset.WithPodUnavailableBudget(budgetCheck))
 	}
+	var imagePullJobs kruiseappsinformers.ImagePullJobInformer
+	if cc.FeatureGate.Enabled(features.PreDownloadImageForInPlaceUpdate) {
+		// The ImagePullJob informer is only started when the gate asks for it: without the
+		// gate the controller never reads ImagePullJobs, and the watch would be wasted.
+		imagePullJobs, err = informerIfServed(client.Discovery(), appsHub, "imagepulljobs", cc.BosunInformerFactory.Apps().V1beta1().ImagePullJobs)
+		if err != nil {
+			return nil, err
+		}
+		if imagePullJobs == nil {
+			klog.FromContext(ctx).Info("Image pre-download for CloneSet in-place updates is off: the API server does not serve imagepulljobs in the hub version",
+				"controller", cloneset.ControllerName, "featureGate", features.PreDownloadImageForInPlaceUpdate, "groupVersion", appsHub)
+		}
+	}
 	c, err := cloneset.NewController(ctx,
 		cc.BosunInformerFactory.Apps().V1beta1().CloneSets(),
 		cc.InformerFactory.Apps().V1().ControllerRevisions(),
 		cc.InformerFactory.Core().V1().Pods(),
 		cc.InformerFactory.Core().V1().PersistentVolumeClaims(),
 		cc.InformerFactory.Core().V1().Nodes(),
+		imagePullJobs,
 		client,
 		bosunClient,
 		cc.EventRecorder(cloneset.ControllerName),

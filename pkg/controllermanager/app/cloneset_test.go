@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	policyv1beta1 "github.com/bosun-dev/api/policy/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -131,6 +132,43 @@ func TestCloneSetWatchesBudgetsForTheUpdateGate(t *testing.T) {
 			}
 			if watched := startedBosunInformers(ctx, cc)[budgetType]; watched != tc.wantBudgets {
 				t.Errorf("budget informer started: %t, want %t", watched, tc.wantBudgets)
+			}
+		})
+	}
+}
+
+// With PreDownloadImageForInPlaceUpdate the CloneSet controller reads its ImagePullJobs, so
+// it watches v1beta1 ImagePullJobs, when they are served; otherwise it does not watch them.
+func TestCloneSetWatchesImagePullJobsForPreDownload(t *testing.T) {
+	jobType := reflect.TypeOf(&appsv1beta1.ImagePullJob{})
+	cloneSets := servedAPIs("apps.kruise.io/v1beta1", "clonesets")
+	withJobs := servedAPIs("apps.kruise.io/v1beta1", "clonesets", "imagepulljobs")
+	for _, tc := range []struct {
+		name     string
+		gate     bool
+		served   []*metav1.APIResourceList
+		wantJobs bool
+	}{
+		{name: "gate off", served: []*metav1.APIResourceList{withJobs}},
+		{name: "gate on, jobs not served", gate: true, served: []*metav1.APIResourceList{cloneSets}},
+		{name: "gate on, jobs served in v1alpha1 only", gate: true, served: []*metav1.APIResourceList{cloneSets, servedAPIs("apps.kruise.io/v1alpha1", "imagepulljobs")}},
+		{name: "gate on, jobs served", gate: true, served: []*metav1.APIResourceList{withJobs}, wantJobs: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			cc, _ := imageControllerContext(cloneset.ControllerName, tc.served)
+			cc.Config.CloneSet.ConcurrentSyncs = 3
+			gates := features.NewFeatureGate()
+			if err := gates.SetFromMap(map[string]bool{string(features.PreDownloadImageForInPlaceUpdate): tc.gate}); err != nil {
+				t.Fatal(err)
+			}
+			cc.FeatureGate = gates
+			if _, err := newCloneSetController(budget.NewCache())(ctx, cc); err != nil {
+				t.Fatalf("building the controller: %v", err)
+			}
+			if watched := startedBosunInformers(ctx, cc)[jobType]; watched != tc.wantJobs {
+				t.Errorf("ImagePullJob informer started: %t, want %t", watched, tc.wantJobs)
 			}
 		})
 	}

@@ -38,6 +38,8 @@ func TestController(t *testing.T) {
 		// revisions_test.go
 		{"Revisions", testRevisions},
 		{"Conversion", testConversion},
+		// predownload_test.go
+		{"PreDownload", testPreDownload},
 	} {
 		t.Run(scenario.name, func(t *testing.T) {
 			t.Parallel()

@@ -63,7 +63,8 @@ func setupWith(t *testing.T, removeWebhooks bool) *testEnv {
 	t.Helper()
 	e := framework.NewTestEnv(t, framework.SharedControlPlane(t), framework.EnvOptions{
 		Timeout: testTimeout, WaitTimeout: waitTimeout, RemoveWebhookConfigurations: removeWebhooks, Audit: true,
-		Remove:     []string{"clonesets.apps.kruise.io", "pods", "persistentvolumeclaims", "controllerrevisions.apps"},
+		Remove: []string{"clonesets.apps.kruise.io", "imagepulljobs.apps.kruise.io", "pods", "persistentvolumeclaims",
+			"controllerrevisions.apps"},
 		PodDetails: podDetails,
 	})
 	warnings := &warningRecorder{}
@@ -175,11 +176,17 @@ func (r *warningRecorder) take() []string {
 // True.
 const controllersUnderTest = "cloneset,podreadiness"
 
+// featureGatesUnderTest are the --feature-gates of that manager: image pre-download, which
+// only the PreDownload scenario's CloneSet is large enough for and updated in place in
+// batches (the other scenarios' new revisions are merely labelled ignored), as OpenKruise's
+// own CI runs its CloneSet specs with it on.
+const featureGatesUnderTest = "PreDownloadImageForInPlaceUpdate=true"
+
 // startController runs bosun-controller-manager leading, with controllersUnderTest and their
-// webhooks (the CloneSet's, and the mutating pod webhook), until the test ends, and returns
-// once the API server calls all three. The manager acts on every namespace: the tests that
-// share it run in namespaces of their own, as subtests of the test that started it (see
-// TestController).
+// webhooks (the CloneSet's, and the mutating pod webhook) and featureGatesUnderTest, until
+// the test ends, and returns once the API server calls all three webhooks. The manager
+// acts on every namespace: the tests that share it run in namespaces of their own, as
+// subtests of the test that started it (see TestController).
 func (e *testEnv) startController(t *testing.T) *framework.ControllerManager {
 	t.Helper()
 	probe := newAlpha("admission-probe")
@@ -194,7 +201,7 @@ func (e *testEnv) startController(t *testing.T) *framework.ControllerManager {
 		_, _ = e.Client.CoreV1().Pods(e.Namespace).Create(ctx, pod, framework.DryRunCreate)
 	}
 	return framework.StartBosunControllerManagerWithWebhooks(e.Ctx, t, e.CP,
-		framework.ControllerManagerOptions{Controllers: controllersUnderTest, Verbosity: 4},
+		framework.ControllerManagerOptions{Controllers: controllersUnderTest, FeatureGates: featureGatesUnderTest, Verbosity: 4},
 		framework.WebhookProbe{Webhook: "mcloneset.kb.io", Send: sendCloneSet},
 		framework.WebhookProbe{Webhook: "vcloneset.kb.io", Send: sendCloneSet},
 		framework.WebhookProbe{Webhook: "mpod.kb.io", Send: sendPod},
