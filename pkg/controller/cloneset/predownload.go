@@ -20,9 +20,6 @@ const (
 	// preDownloadMinReplicas is the largest CloneSet whose images are not pulled ahead: its
 	// few pods would start pulling about as early as any job.
 	preDownloadMinReplicas = 3
-	// revisionHashJobLabel is the label OpenKruise gives a CloneSet's pre-download jobs the
-	// revision's hash in: the one upstream's revision history keeps a revision's hash in.
-	revisionHashJobLabel = "controller.kubernetes.io/hash"
 )
 
 // preDownloadEnabled reports whether the controller pre-downloads images.
@@ -72,7 +69,7 @@ func (c *Controller) preDownloadImages(ctx context.Context, v *view) error {
 		Template:  &v.cs.Spec.Template,
 		Revision:  revision,
 		Hash:      clonesetutil.ShortHash(revision.Name),
-		HashLabel: revisionHashJobLabel,
+		HashLabel: clonesetutil.RevisionHashLabelKey,
 		Settings:  predownload.Settings{Parallelism: settings.Parallelism, TimeoutSeconds: settings.TimeoutSeconds},
 	}
 	return c.preDownload.CreateJobs(ctx, rollout, predownload.NewImages(ctx, &v.cs.Spec.Template, []*appsv1.ControllerRevision{v.current}))

@@ -40,7 +40,7 @@ func TestNewCloneSetGetsItsFirstRevision(t *testing.T) {
 	}
 	got := created[0]
 	if got.Name != want.Name || string(got.Data.Raw) != string(want.Data.Raw) || got.Revision != 1 ||
-		got.Labels[appsv1beta1.ControllerRevisionHashLabelKey] != clonesetutil.ShortHash(want.Name) || got.Labels["app"] != "cs" ||
+		got.Labels[clonesetutil.RevisionHashLabelKey] != clonesetutil.ShortHash(want.Name) || got.Labels["app"] != "cs" ||
 		got.Annotations["owner"] != "team-a" || got.Annotations[appsv1beta1.CloneSetVolumeClaimTemplateHashAnnotationKey] != "" {
 		t.Errorf("created revision %s (%d) labels %v annotations %v data %s, want %s", got.Name, got.Revision, got.Labels, got.Annotations, got.Data.Raw, want.Name)
 	}
@@ -70,7 +70,7 @@ func TestRevisionWrittenByOpenKruiseIsFoundByItsData(t *testing.T) {
 	cs.Spec.Template.Labels = map[string]string{"app": "cs"}
 	revision := &appsv1.ControllerRevision{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: "cs-5d8f9c7b6", Namespace: testNamespace, Labels: map[string]string{"app": "cs", "controller-revision-hash": "5d8f9c7b6"},
+			Name: "cs-5d8f9c7b6", Namespace: testNamespace, Labels: map[string]string{"app": "cs", clonesetutil.RevisionHashLabelKey: "5d8f9c7b6"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps.kruise.io/v1alpha1", Kind: "CloneSet", Name: "cs", UID: cs.UID, Controller: ptr.To(true)}},
 		},
 		Data:     runtime.RawExtension{Raw: []byte(`{"spec":{"template":{"$patch":"replace","metadata":{"creationTimestamp":null,"labels":{"app":"cs"}},"spec":{"containers":[{"image":"img:v1","name":"c","resources":{}}]}}}}`)},
@@ -141,8 +141,8 @@ func TestRevisionNameCollision(t *testing.T) {
 		t.Errorf("second attempt named %s, want %s", second.Name, wantName)
 	}
 	// As OpenKruise's do, the labels keep the hash of the first name.
-	if second.Labels[appsv1beta1.ControllerRevisionHashLabelKey] != clonesetutil.ShortHash(mine.Name) {
-		t.Errorf("hash label = %s, want %s", second.Labels[appsv1beta1.ControllerRevisionHashLabelKey], clonesetutil.ShortHash(mine.Name))
+	if second.Labels[clonesetutil.RevisionHashLabelKey] != clonesetutil.ShortHash(mine.Name) {
+		t.Errorf("hash label = %s, want %s", second.Labels[clonesetutil.RevisionHashLabelKey], clonesetutil.ShortHash(mine.Name))
 	}
 	if status := f.lastStatus(); status == nil || ptr.Deref(status.CollisionCount, 0) != 1 || status.UpdateRevision != wantName {
 		t.Errorf("status = %+v, want collision count 1 and update revision %s", status, wantName)

@@ -10,7 +10,6 @@ import (
 
 	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
 	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
-	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -42,8 +41,8 @@ func testRevisions(t *testing.T, e *testEnv) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if hash := strings.TrimPrefix(name, "web-"); rev.Labels[appsv1.ControllerRevisionHashLabelKey] != hash || rev.Labels["app"] != "web" {
-			t.Errorf("revision %s labelled %v, want app=web and %s=%s", name, rev.Labels, appsv1.ControllerRevisionHashLabelKey, hash)
+		if hash := strings.TrimPrefix(name, "web-"); rev.Labels["controller.kubernetes.io/hash"] != hash || rev.Labels["app"] != "web" {
+			t.Errorf("revision %s labelled %v, want app=web and controller.kubernetes.io/hash=%s", name, rev.Labels, hash)
 		}
 	}
 

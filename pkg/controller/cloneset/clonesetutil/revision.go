@@ -57,6 +57,11 @@ func AtRevision(obj metav1.Object, revisionName string) bool {
 	return label == revisionName || ShortHash(label) == ShortHash(revisionName)
 }
 
+// RevisionHashLabelKey is the label a CloneSet's ControllerRevisions keep their hash in:
+// upstream's revision history's key, which OpenKruise's CloneSet uses (the DaemonSets' use
+// controller-revision-hash, the key their pods carry).
+const RevisionHashLabelKey = "controller.kubernetes.io/hash"
+
 // NewRevision returns the ControllerRevision recording cs's template, numbered number and
 // named after its data and the collision count: data {"spec":{"template":…}} as
 // kruisepod.RevisionData writes it, the template's labels plus the hash label, cs's
@@ -74,7 +79,7 @@ func NewRevision(cs *appsv1beta1.CloneSet, number int64, collisionCount int32) (
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	labels[appsv1beta1.ControllerRevisionHashLabelKey] = revisionHash
+	labels[RevisionHashLabelKey] = revisionHash
 	annotations := maps.Clone(cs.Annotations)
 	maps.DeleteFunc(annotations, func(key, _ string) bool { return strings.HasPrefix(key, appsv1beta1.ConversionAnnotationPrefix) })
 	if annotations == nil {
@@ -101,8 +106,8 @@ func EqualRevisions(a, b *appsv1.ControllerRevision) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	ha, errA := strconv.ParseInt(a.Labels[appsv1beta1.ControllerRevisionHashLabelKey], 10, 32)
-	hb, errB := strconv.ParseInt(b.Labels[appsv1beta1.ControllerRevisionHashLabelKey], 10, 32)
+	ha, errA := strconv.ParseInt(a.Labels[RevisionHashLabelKey], 10, 32)
+	hb, errB := strconv.ParseInt(b.Labels[RevisionHashLabelKey], 10, 32)
 	if errA == nil && errB == nil && uint32(ha) != uint32(hb) {
 		return false
 	}

@@ -91,7 +91,7 @@ func TestNewRevision(t *testing.T) {
 	if revision.Name != "web-64c75dc87" || revision.Namespace != "ns" || revision.Revision != 3 {
 		t.Errorf("revision %s/%s number %d, want ns/web-64c75dc87 number 3", revision.Namespace, revision.Name, revision.Revision)
 	}
-	wantLabels := map[string]string{"a": "1", "b": "2", "controller-revision-hash": "64c75dc87"}
+	wantLabels := map[string]string{"a": "1", "b": "2", "controller.kubernetes.io/hash": "64c75dc87"}
 	if !mapsEqual(revision.Labels, wantLabels) {
 		t.Errorf("labels = %v, want %v", revision.Labels, wantLabels)
 	}
@@ -160,7 +160,7 @@ func TestAtRevisionAndShortHash(t *testing.T) {
 func TestEqualRevisionsAndSort(t *testing.T) {
 	rev := func(name string, number int64, data, hashLabel string) *appsv1.ControllerRevision {
 		return &appsv1.ControllerRevision{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{appsv1beta1.ControllerRevisionHashLabelKey: hashLabel}},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{RevisionHashLabelKey: hashLabel}},
 			Data:       runtime.RawExtension{Raw: []byte(data)}, Revision: number,
 		}
 	}
