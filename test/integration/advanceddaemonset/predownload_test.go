@@ -46,7 +46,7 @@ func TestPreDownloadCreatesImagePullJobUntilTheRolloutCompletes(t *testing.T) {
 	rollingUpdate(ds).Partition = ptr.To(intstr.FromInt32(1))
 	ds, _ = e.waitForSettled(t, e.daemonSets().Create(t, ds).Name, nodes)
 	h1 := ds.Status.DaemonSetHash
-	if got := e.imagePullJobs(t); len(got) != 0 {
+	if got := e.ImagePullJobNames(t); len(got) != 0 {
 		t.Errorf("ImagePullJobs %v after the DaemonSet's first rollout, want none", got)
 	}
 
@@ -54,7 +54,7 @@ func TestPreDownloadCreatesImagePullJobUntilTheRolloutCompletes(t *testing.T) {
 	h2 := e.waitForNewHash(t, ds.Name, h1)
 	revisionName := ds.Name + "-" + h2
 	jobName := revisionName + "-main"
-	job := e.waitForImagePullJob(t, jobName)
+	job := e.WaitForImagePullJob(t, jobName)
 	if job.Spec.Image != image2 {
 		t.Errorf("job pulls %q, want %q", job.Spec.Image, image2)
 	}
@@ -104,38 +104,6 @@ func TestPreDownloadCreatesImagePullJobUntilTheRolloutCompletes(t *testing.T) {
 	if got := len(e.dsEvents(t, ds.Name, eventCreatedImagePullJob)); got != 1 {
 		t.Errorf("%d %s events, want 1 (one changed container, one revision)", got, eventCreatedImagePullJob)
 	}
-}
-
-// waitForImagePullJob waits until the ImagePullJob name exists and returns it.
-func (e *testEnv) waitForImagePullJob(t *testing.T, name string) *appsv1alpha1.ImagePullJob {
-	t.Helper()
-	var job *appsv1alpha1.ImagePullJob
-	err := framework.WaitFor(e.Ctx, waitTimeout, "ImagePullJob "+name, func(ctx context.Context) (bool, error) {
-		got, err := e.Bosun.AppsV1alpha1().ImagePullJobs(e.Namespace).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		job = got
-		return true, nil
-	})
-	if err != nil {
-		t.Fatalf("%v; jobs in the namespace: %v", err, e.imagePullJobs(t))
-	}
-	return job
-}
-
-// imagePullJobs returns the names of the namespace's ImagePullJobs.
-func (e *testEnv) imagePullJobs(t *testing.T) []string {
-	t.Helper()
-	list, err := e.Bosun.AppsV1alpha1().ImagePullJobs(e.Namespace).List(e.Ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatalf("listing ImagePullJobs: %v", err)
-	}
-	var names []string
-	for _, job := range list.Items {
-		names = append(names, job.Name)
-	}
-	return names
 }
 
 // removeImagePullJobs deletes the namespace's ImagePullJobs, finalizers included: without a

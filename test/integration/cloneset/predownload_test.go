@@ -40,7 +40,7 @@ func testPreDownload(t *testing.T, e *testEnv) {
 	settled, _ := e.waitForSettled(t, "web")
 	smallSettled, _ := e.waitForSettled(t, "small")
 	e.settle(t)
-	if jobs := e.imagePullJobs(t); len(jobs) != 0 {
+	if jobs := e.ImagePullJobNames(t); len(jobs) != 0 {
 		t.Errorf("ImagePullJobs %v after the first rollouts, want none", jobs)
 	}
 
@@ -54,7 +54,7 @@ func testPreDownload(t *testing.T, e *testEnv) {
 	e.setImage(t, "small", image2)
 	revision := e.waitForNewRevision(t, "web", settled.Status.UpdateRevision).Status.UpdateRevision
 	hash := revision[strings.LastIndex(revision, "-")+1:]
-	job := e.waitForImagePullJob(t, revision+"-web")
+	job := e.WaitForImagePullJob(t, revision+"-web")
 	if job.Spec.Image != image2 || job.Spec.Parallelism == nil || job.Spec.Parallelism.IntValue() != 2 {
 		t.Errorf("job pulls %q with parallelism %v, want %q with 2", job.Spec.Image, job.Spec.Parallelism, image2)
 	}
@@ -86,7 +86,7 @@ func testPreDownload(t *testing.T, e *testEnv) {
 	if _, err := e.Bosun.AppsV1beta1().ImagePullJobs(e.Namespace).Get(e.Ctx, job.Name, metav1.GetOptions{}); err != nil {
 		t.Fatalf("ImagePullJob %s while a pod is still old: %v", job.Name, err)
 	}
-	if jobs := e.imagePullJobs(t); len(jobs) != 1 {
+	if jobs := e.ImagePullJobNames(t); len(jobs) != 1 {
 		t.Errorf("ImagePullJobs %v, want only %s (the small CloneSet gets none)", jobs, job.Name)
 	}
 	// The job came first: no pod of the CloneSet was written to after the change until it
@@ -115,38 +115,6 @@ func testPreDownload(t *testing.T, e *testEnv) {
 	if got := len(e.csEvents(t, "small", eventCreatedImagePullJob)); got != 0 {
 		t.Errorf("%d %s events on the small CloneSet, want none", got, eventCreatedImagePullJob)
 	}
-}
-
-// waitForImagePullJob waits until the ImagePullJob name exists and returns it.
-func (e *testEnv) waitForImagePullJob(t *testing.T, name string) *appsv1beta1.ImagePullJob {
-	t.Helper()
-	var job *appsv1beta1.ImagePullJob
-	err := framework.WaitFor(e.Ctx, waitTimeout, "ImagePullJob "+name, func(ctx context.Context) (bool, error) {
-		got, err := e.Bosun.AppsV1beta1().ImagePullJobs(e.Namespace).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		job = got
-		return true, nil
-	})
-	if err != nil {
-		t.Fatalf("%v; jobs in the namespace: %v", err, e.imagePullJobs(t))
-	}
-	return job
-}
-
-// imagePullJobs returns the names of the namespace's ImagePullJobs.
-func (e *testEnv) imagePullJobs(t *testing.T) []string {
-	t.Helper()
-	list, err := e.Bosun.AppsV1beta1().ImagePullJobs(e.Namespace).List(e.Ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatalf("listing ImagePullJobs: %v", err)
-	}
-	var names []string
-	for _, job := range list.Items {
-		names = append(names, job.Name)
-	}
-	return names
 }
 
 // waitForRevisionLabel waits until the ControllerRevision name carries label key "true".
