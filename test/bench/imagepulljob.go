@@ -68,6 +68,9 @@ const (
 	// "kruise-manager/<client name>").
 	managerUserAgentPrefix = "bosun-controller-manager/"
 	kruiseUserAgentPrefix  = "kruise-manager"
+	// upstreamUserAgentPrefix starts the User-Agent of every client of upstream
+	// kube-controller-manager (the cloneset part counts its requests).
+	upstreamUserAgentPrefix = "kube-controller-manager/"
 	// benchUserAgent is the User-Agent of benchClientConfig, which creates the job.
 	benchUserAgent = "bosun-bench"
 )
@@ -186,7 +189,8 @@ func writeLatencies(events []auditv1.Event, since time.Time, actor, resource str
 // actorOf names the client behind a User-Agent.
 func actorOf(userAgent string) string {
 	switch {
-	case strings.HasPrefix(userAgent, managerUserAgentPrefix), strings.HasPrefix(userAgent, kruiseUserAgentPrefix):
+	case strings.HasPrefix(userAgent, managerUserAgentPrefix), strings.HasPrefix(userAgent, kruiseUserAgentPrefix),
+		strings.HasPrefix(userAgent, upstreamUserAgentPrefix):
 		return actorManager
 	case userAgent == agentUserAgent:
 		return actorAgents

@@ -52,6 +52,23 @@
 // cache (v1alpha1 is served from its own cache, converted as objects are written) and without
 // it (every object of a v1alpha1 LIST goes through that webhook).
 //
+// A ninth ("cloneset") measures the CloneSet controllers: bosun's
+// (--cloneset-bosun-controllers, the CloneSet and pod-readiness controllers, with its
+// webhooks) and kruise-manager's (with the OpenKruise CRDs its CloneSet controller needs),
+// and upstream's ReplicaSet controller on the rows it has a counterpart for, all at
+// --cloneset-kube-api-qps and --cloneset-kube-api-burst (50 and 100) with --cloneset-workers
+// (3) workers, set explicitly, on fresh control planes with an audit log and simulated nodes
+// whose scheduler and kubelets a node stub in the bench plays (binding, Running, container
+// statuses with imageIDs, Ready by the readiness gates, final deletes). Rows: create with
+// --cloneset-small (100) and --cloneset-large (1,000) replicas until the status counts
+// them, the small one with a claim template, an in-place image update of both
+// (maxUnavailable 20%) and a recreate rollout of the small one (maxSurge 25%) until every
+// replica is updated and available, and the API writes per minute of --cloneset-steady-sets
+// (50) settled CloneSets of --cloneset-steady-replicas (20) pods. It reports wall time,
+// manager CPU-seconds, peak RSS and API requests from the audit log (writes to pods per pod
+// for the rollouts) as p50 and p95 over --cloneset-runs (5) runs, which --repeat does not
+// change.
+//
 // `make bench` runs it; it is not part of `make test`, and its figures are recorded in
 // docs/benchmarks.md. It prints a Markdown report and writes it to _output/bench/results.md.
 package main
@@ -131,6 +148,7 @@ type options struct {
 	imagePullJob         imagePullJobOptions
 	imagePullJobManagers []string
 	conversion           conversionOptions
+	cloneSet             cloneSetOptions
 	kruiseFeatureGates   string
 	kruiseCRDs           string
 }
@@ -147,13 +165,15 @@ func parseFlags() (*options, error) {
 	flag.IntVar(&o.deployReplicas, "deployment-replicas", 1000, "replicas of the Deployment")
 	clients := flag.String("baseline-clients", "8,32,128", "comma-separated numbers of parallel clients for the raw baselines "+
 		"(pod creation for the unlimited part, pod deletion for the gc part)")
-	runs := flag.String("runs", "upstream,bosun,unlimited,gc,daemonset,webhook,pub,imagepulljob,conversion", "comma-separated parts to run: upstream, bosun (the side-by-side workloads), "+
+	runs := flag.String("runs", "upstream,bosun,unlimited,gc,daemonset,webhook,pub,imagepulljob,conversion,cloneset", "comma-separated parts to run: upstream, bosun (the side-by-side workloads), "+
 		"unlimited (bosun without client limits against the raw baseline), gc (the garbage collectors alone: cascade delete, "+
 		"with and without client limits, and a large cluster's sync and memory), daemonset (the DaemonSet controllers alone: "+
 		"create and roll a DaemonSet over --daemonset-nodes simulated nodes), webhook (admission latency of bosun's DaemonSet webhooks), "+
 		"pub (concurrent evictions under bosun's PodUnavailableBudget against upstream's PodDisruptionBudget), "+
 		"imagepulljob (bosun alone: one ImagePullJob over --imagepulljob-nodes simulated NodeImages), "+
-		"conversion (bosun's /convert answering large ConversionReviews, and DaemonSet LISTs through it against LISTs of the stored version)")
+		"conversion (bosun's /convert answering large ConversionReviews, and DaemonSet LISTs through it against LISTs of the stored version), "+
+		"cloneset (the CloneSet controllers of bosun and kruise-manager, and upstream's ReplicaSet controller, at --cloneset-kube-api-qps: "+
+		"scale, in-place and recreate rollouts, and the writes of a steady state; --cloneset-runs runs)")
 	flag.StringVar(&o.bosunControllers, "bosun-controllers", defaultControllers, "--controllers of bosun-controller-manager in the side-by-side "+
 		"workloads and the unlimited part; its garbage collector removes the pods of the deleted objects")
 	flag.StringVar(&o.upstreamControllers, "upstream-controllers", defaultControllers, "--controllers of the measured upstream "+
@@ -184,6 +204,7 @@ func parseFlags() (*options, error) {
 		"server's floor, and bosun's webhook alone), roomy (the budget allows every eviction), tight (it allows --pub-tight-allowed)")
 	o.imagePullJob.register(flag.CommandLine)
 	o.conversion.register(flag.CommandLine)
+	o.cloneSet.register(flag.CommandLine)
 	kruiseCRDs := flag.String("kruise-crds", kruiseCRDsNeeded, "OpenKruise CRDs installed for kruise-manager: needed (the part's kinds and "+
 		"those kruise-manager cannot run them without, so that its other controllers and pod webhooks idle), all (every OpenKruise CRD, as its "+
 		"installation applies them: every controller runs, and its pod webhooks are called)")
@@ -214,7 +235,7 @@ func parseFlags() (*options, error) {
 	}
 	for _, run := range strings.Split(*runs, ",") {
 		switch run = strings.TrimSpace(run); run {
-		case managerUpstream, managerBosun, partUnlimited, partGC, partDaemonSet, partWebhook, partPUB, partImagePullJob, partConversion:
+		case managerUpstream, managerBosun, partUnlimited, partGC, partDaemonSet, partWebhook, partPUB, partImagePullJob, partConversion, partCloneSet:
 			o.runs = append(o.runs, run)
 		default:
 			return nil, fmt.Errorf("--runs: unknown part %q", run)
@@ -265,6 +286,9 @@ func parseFlags() (*options, error) {
 	if err := o.conversion.validate(); err != nil {
 		return nil, err
 	}
+	if err := o.cloneSet.validate(); err != nil {
+		return nil, err
+	}
 	if o.repeat < 1 {
 		return nil, fmt.Errorf("--repeat must be at least 1")
 	}
@@ -312,14 +336,16 @@ func (o *options) needsBosun() bool {
 		(o.wants(partImagePullJob) && slices.Contains(o.imagePullJobManagers, managerBosun)) ||
 		(o.wants(partGC) && slices.Contains(o.gcManagers, managerBosun)) ||
 		(o.wants(partDaemonSet) && slices.Contains(o.daemonSetManagers, managerBosun)) ||
-		(o.wants(partPUB) && slices.Contains(o.pubManagers, managerBosun))
+		(o.wants(partPUB) && slices.Contains(o.pubManagers, managerBosun)) ||
+		(o.wants(partCloneSet) && slices.Contains(o.cloneSet.managers, managerBosun))
 }
 
 // needsKruise reports whether any chosen part runs kruise-manager.
 func (o *options) needsKruise() bool {
 	return (o.wants(partDaemonSet) && slices.Contains(o.daemonSetManagers, managerKruise)) ||
 		(o.wants(partPUB) && slices.Contains(o.pubManagers, managerKruise)) ||
-		(o.wants(partImagePullJob) && slices.Contains(o.imagePullJobManagers, managerKruise))
+		(o.wants(partImagePullJob) && slices.Contains(o.imagePullJobManagers, managerKruise)) ||
+		(o.wants(partCloneSet) && slices.Contains(o.cloneSet.managers, managerKruise))
 }
 
 func main() {
@@ -364,6 +390,7 @@ func run(ctx context.Context, o *options) error {
 	pubRes := newPUBResults()
 	ipjRes := newImagePullJobResults()
 	convRes := newConversionResults()
+	csRes := newCloneSetResults()
 	for rep := 1; rep <= o.repeat; rep++ {
 		for _, name := range []string{managerUpstream, managerBosun} {
 			if !o.wants(name) {
@@ -423,9 +450,15 @@ func run(ctx context.Context, o *options) error {
 			}
 		}
 	}
+	// The cloneset part has its own number of runs (--cloneset-runs), for its percentiles.
+	if o.wants(partCloneSet) {
+		if err := runCloneSetPart(ctx, o, csRes, upstreamBinary, logRoot); err != nil {
+			return err
+		}
+	}
 	res.duration = time.Since(began)
 
-	report := res.markdown() + pubRes.markdown(o) + ipjRes.markdown(o) + convRes.markdown(o)
+	report := res.markdown() + pubRes.markdown(o) + ipjRes.markdown(o) + convRes.markdown(o) + csRes.markdown(o)
 	fmt.Print(report)
 	path := filepath.Join(o.outDir, "results.md")
 	if err := os.WriteFile(path, []byte(report), 0o644); err != nil {

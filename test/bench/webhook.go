@@ -75,7 +75,7 @@ type webhookResult struct {
 // percentile returns the p-th percentile (0 < p ≤ 100) of sorted values by the
 // nearest-rank method: the smallest value with at least p% of the values at or below it.
 // It is 0 for no values.
-func percentile(sorted []time.Duration, p float64) time.Duration {
+func percentile[T time.Duration | float64 | uint64 | int](sorted []T, p float64) T {
 	if len(sorted) == 0 {
 		return 0
 	}

@@ -181,12 +181,18 @@ func podTemplate(app string) corev1.PodTemplateSpec {
 }
 
 func newReplicaSet(replicas int32) *appsv1.ReplicaSet {
+	return newNamedReplicaSet(rsName, replicas)
+}
+
+// newNamedReplicaSet is a ReplicaSet of replicas pods of podTemplate(name), selected by
+// benchLabels(name).
+func newNamedReplicaSet(name string, replicas int32) *appsv1.ReplicaSet {
 	return &appsv1.ReplicaSet{
-		ObjectMeta: metav1.ObjectMeta{Name: rsName},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: appsv1.ReplicaSetSpec{
 			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: benchLabels(rsName)},
-			Template: podTemplate(rsName),
+			Selector: &metav1.LabelSelector{MatchLabels: benchLabels(name)},
+			Template: podTemplate(name),
 		},
 	}
 }
