@@ -12,10 +12,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 
 	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
+
+	"github.com/bosun-dev/bosun/pkg/controller/podcontrol"
 )
 
 // In-place update batches. Containers with a launch priority (launchpriority.go) are
@@ -108,34 +109,24 @@ type PodUpdater interface {
 // It returns the written pod, or nil when nothing was written (a pod gone counts as
 // nothing to write).
 func UpdateNextBatch(ctx context.Context, pods PodUpdater, pod *corev1.Pod, made int, now metav1.Time) (*corev1.Pod, error) {
-	current := pod
 	var written *corev1.Pod
-	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+	_, err := podcontrol.RewritePod(ctx, pods.GetPod, pod, func(current *corev1.Pod) (*corev1.Pod, error) {
 		live, err := ReadInPlaceUpdateState(current)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if live == nil || !live.NextBatchPending() || len(live.ContainerBatchesRecord) != made {
-			return nil
+			return nil, nil
 		}
 		updated, err := ApplyNextBatch(current, live, now)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		stored, err := pods.UpdatePod(ctx, updated)
 		if err == nil {
 			written = stored
-			return nil
 		}
-		if !apierrors.IsConflict(err) {
-			return err
-		}
-		fresh, getErr := pods.GetPod(ctx, pod.Namespace, pod.Name)
-		if getErr != nil {
-			return getErr
-		}
-		current = fresh
-		return err
+		return stored, err
 	})
 	if apierrors.IsNotFound(err) {
 		return nil, nil

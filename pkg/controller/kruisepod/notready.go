@@ -5,9 +5,9 @@ import (
 
 	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
+
+	"github.com/bosun-dev/bosun/pkg/controller/podcontrol"
 )
 
 // PodStatusUpdater is how MarkPodNotReady and UnmarkPodNotReady reach the API server. The
@@ -73,23 +73,16 @@ func UnmarkPodNotReady(ctx context.Context, pods PodStatusUpdater, pod *corev1.P
 func updateReadyCondition(ctx context.Context, pods PodStatusUpdater, pod *corev1.Pod, now metav1.Time,
 	change func(*corev1.Pod) bool) (*corev1.Pod, error) {
 	var written *corev1.Pod
-	current := pod.DeepCopy()
-	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+	_, err := podcontrol.RewritePod(ctx, pods.GetPod, pod, func(current *corev1.Pod) (*corev1.Pod, error) {
 		if !change(current) {
-			return nil
+			return nil, nil
 		}
 		RecomputeReady(current, now)
-		updated, err := pods.UpdatePodStatus(ctx, current)
-		if apierrors.IsConflict(err) {
-			live, getErr := pods.GetPod(ctx, current.Namespace, current.Name)
-			if getErr != nil {
-				return getErr
-			}
-			current = live
-			return err
+		stored, err := pods.UpdatePodStatus(ctx, current)
+		if err == nil {
+			written = stored
 		}
-		written = updated
-		return err
+		return stored, err
 	})
 	return written, err
 }

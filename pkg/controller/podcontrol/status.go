@@ -41,6 +41,16 @@ func (s StatusUpdater) GetPod(ctx context.Context, namespace, name string) (*cor
 // read and write runs again on a copy of it, with client-go's default backoff. Rewrite
 // returns the pod as last stored, or as last read when the last write call wrote nothing.
 func (s StatusUpdater) Rewrite(ctx context.Context, pod *corev1.Pod, write func(pod *corev1.Pod) (*corev1.Pod, error)) (*corev1.Pod, error) {
+	return RewritePod(ctx, s.GetPod, pod, write)
+}
+
+// LivePodGetter reads a pod from the server, not from a cache.
+type LivePodGetter func(ctx context.Context, namespace, name string) (*corev1.Pod, error)
+
+// RewritePod is Rewrite for writers that reach the server through an interface of their
+// own (the pod protocol's writers take one, to hold no client): get reads the live pod
+// after a conflict.
+func RewritePod(ctx context.Context, get LivePodGetter, pod *corev1.Pod, write func(pod *corev1.Pod) (*corev1.Pod, error)) (*corev1.Pod, error) {
 	current := pod
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		stored, err := write(current.DeepCopy())
@@ -53,7 +63,7 @@ func (s StatusUpdater) Rewrite(ctx context.Context, pod *corev1.Pod, write func(
 		if !apierrors.IsConflict(err) {
 			return err
 		}
-		live, getErr := s.GetPod(ctx, current.Namespace, current.Name)
+		live, getErr := get(ctx, current.Namespace, current.Name)
 		if getErr != nil {
 			return getErr
 		}

@@ -11,11 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
-
-	"github.com/bosun-dev/bosun/pkg/controller/kruisepod"
 )
-
-var _ kruisepod.PodStatusUpdater = StatusUpdater{}
 
 func TestStatusUpdaterWritesStatusAndReadsLive(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}}

@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 
 	"github.com/bosun-dev/bosun/pkg/controller/kruisepod"
@@ -44,34 +43,23 @@ func (c *Controller) syncPod(ctx context.Context, key string) error {
 // live pod is read and checked again, so that a pod someone else gave the condition
 // meanwhile is left as it is.
 func (c *Controller) setReady(ctx context.Context, pod *corev1.Pod) error {
-	current := pod.DeepCopy()
-	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		if current == nil || !awaitsCondition(current) {
-			return nil
+	_, err := c.status.Rewrite(ctx, pod, func(current *corev1.Pod) (*corev1.Pod, error) {
+		if !awaitsCondition(current) {
+			return nil, nil
 		}
 		kruisepod.SetPodCondition(current, corev1.PodCondition{
 			Type:               appsv1beta1.KruisePodReadyConditionType,
 			Status:             corev1.ConditionTrue,
 			LastTransitionTime: metav1.NewTime(c.clock.Now()),
 		})
-		_, err := c.status.UpdatePodStatus(ctx, current)
-		switch {
-		case err == nil:
+		stored, err := c.status.UpdatePodStatus(ctx, current)
+		if err == nil {
 			klog.FromContext(ctx).V(2).Info("Set the pod's KruisePodReady condition True")
-			return nil
-		case apierrors.IsNotFound(err):
-			return nil
-		case apierrors.IsConflict(err):
-			live, getErr := c.status.GetPod(ctx, current.Namespace, current.Name)
-			if apierrors.IsNotFound(getErr) {
-				current = nil
-			} else if getErr != nil {
-				return fmt.Errorf("reading the pod again after a conflict: %w", getErr)
-			} else {
-				current = live
-			}
-			return err
 		}
-		return fmt.Errorf("updating the pod's status: %w", err)
+		return stored, err
 	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("setting the pod's KruisePodReady condition: %w", err)
+	}
+	return nil
 }
