@@ -719,17 +719,21 @@ func (s *cloneSetSide) measureRow(ctx context.Context, row string, pods int, wha
 		return cloneSetRowResult{}, err
 	}
 	time.Sleep(trailing)
-	window := m.Wall + trailing
+	return s.withRequests(cloneSetRowResult{Pods: pods, Wall: m.Wall, CPUSeconds: m.CPUSeconds, PeakRSS: m.PeakRSS}, began, m.Wall+trailing)
+}
+
+// withRequests completes r with the requests the API server received in the window that
+// began at began: the manager's by verb and by User-Agent, and every client's writes.
+func (s *cloneSetSide) withRequests(r cloneSetRowResult, began time.Time, window time.Duration) (cloneSetRowResult, error) {
 	events, err := s.cp.AuditEvents()
 	if err != nil {
 		return cloneSetRowResult{}, err
 	}
 	events = eventsWithin(events, began, began.Add(window))
-	return cloneSetRowResult{
-		Pods: pods, Wall: m.Wall, CPUSeconds: m.CPUSeconds, PeakRSS: m.PeakRSS,
-		Requests: requestsByVerb(events, actorManager), Agents: requestsByAgent(events, actorManager), Writes: countWrites(events, began),
-		Window: window,
-	}, nil
+	r.Requests, r.Agents = requestsOf(events, actorManager)
+	r.Writes = countWrites(events, began)
+	r.Window = window
+	return r, nil
 }
 
 // eventsWithin returns the events whose request the API server received in [from, to].
@@ -743,26 +747,16 @@ func eventsWithin(events []auditv1.Event, from, to time.Time) []auditv1.Event {
 	return out
 }
 
-// requestsByVerb counts actor's completed requests in events by verb.
-func requestsByVerb(events []auditv1.Event, actor string) map[string]int {
-	out := map[string]int{}
+// requestsOf counts actor's completed requests in events, by verb and by User-Agent.
+func requestsOf(events []auditv1.Event, actor string) (byVerb, byAgent map[string]int) {
+	byVerb, byAgent = map[string]int{}, map[string]int{}
 	for _, e := range events {
 		if e.Stage == auditv1.StageResponseComplete && actorOf(e.UserAgent) == actor {
-			out[e.Verb]++
+			byVerb[e.Verb]++
+			byAgent[e.UserAgent]++
 		}
 	}
-	return out
-}
-
-// requestsByAgent counts actor's completed requests in events by User-Agent.
-func requestsByAgent(events []auditv1.Event, actor string) map[string]int {
-	out := map[string]int{}
-	for _, e := range events {
-		if e.Stage == auditv1.StageResponseComplete && actorOf(e.UserAgent) == actor {
-			out[e.UserAgent]++
-		}
-	}
-	return out
+	return byVerb, byAgent
 }
 
 // pods lists the pods of the workload name.
@@ -915,16 +909,9 @@ func (s *cloneSetSide) steadyState(ctx context.Context) (cloneSetRowResult, erro
 		return cloneSetRowResult{}, err
 	}
 	window := time.Since(began)
-	events, err := s.cp.AuditEvents()
-	if err != nil {
-		return cloneSetRowResult{}, err
-	}
-	events = eventsWithin(events, began, began.Add(window))
-	return cloneSetRowResult{
+	return s.withRequests(cloneSetRowResult{
 		Pods: cs.steadySets * cs.steadyReplicas, Wall: window, CPUSeconds: used.CPUSeconds, PeakRSS: used.PeakRSS,
-		Requests: requestsByVerb(events, actorManager), Agents: requestsByAgent(events, actorManager), Writes: countWrites(events, began),
-		Window: window,
-	}, nil
+	}, began, window)
 }
 
 // rowLabel is the report's name of a row, with the part's sizes filled in.

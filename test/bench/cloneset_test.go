@@ -256,12 +256,12 @@ func TestRequestsInAWindow(t *testing.T) {
 	if len(window) != 5 {
 		t.Fatalf("eventsWithin() kept %d events, want 5", len(window))
 	}
-	requests := requestsByVerb(window, actorManager)
+	requests, agents := requestsOf(window, actorManager)
 	if requests["create"] != 1 || requests["update"] != 1 || requests["get"] != 1 || requests["list"] != 1 || len(requests) != 4 {
-		t.Errorf("requestsByVerb() = %v; kube-controller-manager's list belongs to the manager", requests)
+		t.Errorf("requestsOf() by verb = %v; kube-controller-manager's list belongs to the manager", requests)
 	}
-	if agents := requestsByAgent(window, actorManager); agents["kruise-manager"] != 3 || len(agents) != 2 {
-		t.Errorf("requestsByAgent() = %v, want 3 of kruise-manager and 1 of kube-controller-manager", agents)
+	if agents["kruise-manager"] != 3 || len(agents) != 2 {
+		t.Errorf("requestsOf() by agent = %v, want 3 of kruise-manager and 1 of kube-controller-manager", agents)
 	}
 	r := cloneSetRowResult{Pods: 1, Requests: requests, Writes: countWrites(window, at(1).Time)}
 	if r.managerRequests() != 4 || r.managerWrites() != 2 || r.managerPodWrites() != 2 {
