@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/metadata"
 	metadatafake "k8s.io/client-go/metadata/fake"
+	"k8s.io/component-base/featuregate"
 
 	"github.com/bosun-dev/bosun/pkg/controller/cloneset"
 	"github.com/bosun-dev/bosun/pkg/controller/podunavailablebudget/budget"
@@ -118,19 +119,7 @@ func TestCloneSetWatchesBudgetsForTheUpdateGate(t *testing.T) {
 		{name: "gate on, budgets served", gate: true, served: []*metav1.APIResourceList{cloneSets, budgets}, wantBudgets: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			cc, _ := imageControllerContext(cloneset.ControllerName, tc.served)
-			cc.Config.CloneSet.ConcurrentSyncs = 3
-			gates := features.NewFeatureGate()
-			if err := gates.SetFromMap(map[string]bool{string(features.PodUnavailableBudgetUpdateGate): tc.gate}); err != nil {
-				t.Fatal(err)
-			}
-			cc.FeatureGate = gates
-			if _, err := newCloneSetController(budget.NewCache())(ctx, cc); err != nil {
-				t.Fatalf("building the controller: %v", err)
-			}
-			if watched := startedBosunInformers(ctx, cc)[budgetType]; watched != tc.wantBudgets {
+			if watched := cloneSetStartsInformer(t, features.PodUnavailableBudgetUpdateGate, tc.gate, tc.served, budgetType); watched != tc.wantBudgets {
 				t.Errorf("budget informer started: %t, want %t", watched, tc.wantBudgets)
 			}
 		})
@@ -155,21 +144,29 @@ func TestCloneSetWatchesImagePullJobsForPreDownload(t *testing.T) {
 		{name: "gate on, jobs served", gate: true, served: []*metav1.APIResourceList{withJobs}, wantJobs: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			cc, _ := imageControllerContext(cloneset.ControllerName, tc.served)
-			cc.Config.CloneSet.ConcurrentSyncs = 3
-			gates := features.NewFeatureGate()
-			if err := gates.SetFromMap(map[string]bool{string(features.PreDownloadImageForInPlaceUpdate): tc.gate}); err != nil {
-				t.Fatal(err)
-			}
-			cc.FeatureGate = gates
-			if _, err := newCloneSetController(budget.NewCache())(ctx, cc); err != nil {
-				t.Fatalf("building the controller: %v", err)
-			}
-			if watched := startedBosunInformers(ctx, cc)[jobType]; watched != tc.wantJobs {
+			if watched := cloneSetStartsInformer(t, features.PreDownloadImageForInPlaceUpdate, tc.gate, tc.served, jobType); watched != tc.wantJobs {
 				t.Errorf("ImagePullJob informer started: %t, want %t", watched, tc.wantJobs)
 			}
 		})
 	}
+}
+
+// cloneSetStartsInformer builds the CloneSet controller with gate set to on, on an API
+// server that serves served, and reports whether it started bosun's informer of objects of
+// type informer.
+func cloneSetStartsInformer(t *testing.T, gate featuregate.Feature, on bool, served []*metav1.APIResourceList, informer reflect.Type) bool {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cc, _ := imageControllerContext(cloneset.ControllerName, served)
+	cc.Config.CloneSet.ConcurrentSyncs = 3
+	gates := features.NewFeatureGate()
+	if err := gates.SetFromMap(map[string]bool{string(gate): on}); err != nil {
+		t.Fatal(err)
+	}
+	cc.FeatureGate = gates
+	if _, err := newCloneSetController(budget.NewCache())(ctx, cc); err != nil {
+		t.Fatalf("building the controller: %v", err)
+	}
+	return startedBosunInformers(ctx, cc)[informer]
 }
