@@ -31,6 +31,7 @@ import (
 	appsv1beta1informers "github.com/bosun-dev/client-go/informers/externalversions/apps/v1beta1"
 
 	"github.com/bosun-dev/bosun/pkg/controller/cloneset/clonesetutil"
+	"github.com/bosun-dev/bosun/pkg/controller/kruisepod"
 	"github.com/bosun-dev/bosun/pkg/controller/options"
 	"github.com/bosun-dev/bosun/pkg/controller/queue/queuetest"
 	"github.com/bosun-dev/bosun/pkg/features"
@@ -238,6 +239,30 @@ func (f *fixture) podStatusUpdates() []*corev1.Pod {
 		}
 	}
 	return pods
+}
+
+// wantInPlaceUpdateDone checks that the sync ended an in-place update in one write: the
+// pod's status with InPlaceUpdateReady True, carrying the pod back to lifecycle state Normal
+// with the sync's time, and no patch.
+func (f *fixture) wantInPlaceUpdateDone(t *testing.T) {
+	t.Helper()
+	writes := f.podStatusUpdates()
+	if len(writes) != 1 {
+		t.Fatalf("%d pod status writes, want 1 with InPlaceUpdateReady True and state Normal", len(writes))
+	}
+	pod := writes[0]
+	if c := kruisepod.PodCondition(pod, appsv1beta1.InPlaceUpdateReady); c == nil || c.Status != corev1.ConditionTrue {
+		t.Errorf("written pod's InPlaceUpdateReady condition %+v, want True", c)
+	}
+	if got := pod.Labels[appsv1beta1.LifecycleStateKey]; got != string(appsv1beta1.LifecycleStateNormal) {
+		t.Errorf("written pod's lifecycle state %q, want Normal", got)
+	}
+	if got, want := pod.Annotations[appsv1beta1.LifecycleTimestampKey], f.clock.Now().UTC().Format(time.RFC3339); got != want {
+		t.Errorf("written pod's lifecycle timestamp %q, want %q", got, want)
+	}
+	if patches := f.podPatches(); len(patches) != 0 {
+		t.Errorf("pod patches %v, want none: the state goes with the condition", patches)
+	}
 }
 
 // lastStatus returns the last CloneSet status written, or nil.

@@ -2,7 +2,6 @@ package cloneset
 
 import (
 	"slices"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -105,11 +104,5 @@ func TestInPlaceUpdateInLaunchPriorityBatches(t *testing.T) {
 	reportContainer(second, "c", "img:v2", true)
 	f = newFixture(t, fixtureOption{}, cs, current, update, second)
 	f.sync(cs)
-	writes := f.podStatusUpdates()
-	if len(writes) != 1 || kruisepod.PodCondition(writes[0], appsv1beta1.InPlaceUpdateReady).Status != corev1.ConditionTrue {
-		t.Errorf("status writes %v, want InPlaceUpdateReady True", writes)
-	}
-	if patches := f.podPatches()[pod.Name]; len(patches) != 1 || !strings.Contains(patches[0], `"lifecycle.apps.kruise.io/state":"Normal"`) {
-		t.Errorf("patches %v, want the pod back to Normal", patches)
-	}
+	f.wantInPlaceUpdateDone(t)
 }

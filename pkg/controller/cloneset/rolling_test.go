@@ -1,6 +1,7 @@
 package cloneset
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clienttesting "k8s.io/client-go/testing"
@@ -233,13 +235,7 @@ func TestInPlaceUpdateCompletes(t *testing.T) {
 	pod.Status.ContainerStatuses[0] = corev1.ContainerStatus{Name: "c", Image: "img:v2", ImageID: "sha-img:v2"}
 	f = newFixture(t, fixtureOption{}, r.cs, r.current, r.update, pod)
 	f.sync(r.cs)
-	writes := f.podStatusUpdates()
-	if len(writes) != 1 || kruisepod.PodCondition(writes[0], appsv1beta1.InPlaceUpdateReady).Status != corev1.ConditionTrue {
-		t.Errorf("status writes %v, want InPlaceUpdateReady True", writes)
-	}
-	if patches := f.podPatches()[pod.Name]; len(patches) != 1 || !strings.Contains(patches[0], `"lifecycle.apps.kruise.io/state":"Normal"`) {
-		t.Errorf("patches %v, want the pod back to Normal", patches)
-	}
+	f.wantInPlaceUpdateDone(t)
 }
 
 func TestInPlaceIfPossibleRecreatesOtherChanges(t *testing.T) {
@@ -324,6 +320,66 @@ func TestNewPodsBecomeNormalOnceScheduled(t *testing.T) {
 	}
 	if status := f.lastStatus(); status == nil || status.AvailableReplicas != 0 || status.ReadyReplicas != 2 {
 		t.Errorf("status = %+v, want 2 ready and none available while PreparingNormal", status)
+	}
+}
+
+// A new pod gets its InPlaceUpdateReady condition and the move to Normal in one status
+// write once a node has taken it, and nothing before.
+func TestNewPodIsReadiedAndNormalInOneWrite(t *testing.T) {
+	cs := newCS(1)
+	revision := revisionOf(t, cs, 1)
+	fresh := func(id string) *corev1.Pod {
+		pod := newPod(cs, id, revision)
+		pod.Labels[appsv1beta1.LifecycleStateKey] = string(appsv1beta1.LifecycleStatePreparingNormal)
+		pod.Status.Conditions = pod.Status.Conditions[:2]
+		return pod
+	}
+	unscheduled := fresh("bbbbb")
+	unscheduled.Spec.NodeName = ""
+	f := newFixture(t, fixtureOption{}, cs, revision, unscheduled)
+	f.sync(cs)
+	for _, w := range f.writes() {
+		if w.GetResource().Resource != "clonesets" {
+			t.Errorf("%s %s/%s: a pod no node has taken is written, or another object", w.GetVerb(), w.GetResource().Resource, w.GetSubresource())
+		}
+	}
+	if status := f.lastStatus(); status == nil || status.Replicas != 1 {
+		t.Errorf("status %+v, want the one pod counted: the sync got to its end", status)
+	}
+
+	f = newFixture(t, fixtureOption{}, cs, revision, fresh("aaaaa"))
+	f.sync(cs)
+	f.wantInPlaceUpdateDone(t)
+}
+
+// A conflict on that write is retried against the live pod, once.
+func TestInPlaceUpdateReadyWriteRetriesAConflict(t *testing.T) {
+	cs := newCS(1)
+	revision := revisionOf(t, cs, 1)
+	pod := newPod(cs, "aaaaa", revision)
+	pod.Labels[appsv1beta1.LifecycleStateKey] = string(appsv1beta1.LifecycleStatePreparingNormal)
+	pod.Status.Conditions = pod.Status.Conditions[:2]
+	f := newFixture(t, fixtureOption{}, cs, revision, pod)
+	conflicts := 0
+	f.kubeClient.PrependReactor("update", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		if action.GetSubresource() != "status" || conflicts > 0 {
+			return false, nil, nil
+		}
+		conflicts++
+		return true, nil, apierrors.NewConflict(corev1.Resource("pods"), pod.Name, errors.New("the object has been modified"))
+	})
+	f.sync(cs)
+	if len(f.actions("get", "pods")) != 1 {
+		t.Errorf("pod reads %v, want the live pod read once after the conflict", f.actions("get", "pods"))
+	}
+	writes := f.podStatusUpdates()
+	if len(writes) != 2 {
+		t.Fatalf("%d status writes, want the refused one and its retry", len(writes))
+	}
+	last := writes[1]
+	if c := kruisepod.PodCondition(last, appsv1beta1.InPlaceUpdateReady); c == nil || c.Status != corev1.ConditionTrue ||
+		last.Labels[appsv1beta1.LifecycleStateKey] != string(appsv1beta1.LifecycleStateNormal) {
+		t.Errorf("retried write: %+v, state %q; want InPlaceUpdateReady True and Normal", c, last.Labels[appsv1beta1.LifecycleStateKey])
 	}
 }
 

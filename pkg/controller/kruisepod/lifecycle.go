@@ -54,6 +54,26 @@ func IsAllHooked(hook *appsv1beta1.LifecycleHook, pod *corev1.Pod) bool {
 	return true
 }
 
+// SetLifecycleState moves pod, a copy the caller is about to write, to lifecycle state state
+// at now: the state label and the timestamp annotation, as LifecycleStatePatch writes them.
+// A writer that updates the pod's status anyway uses it to carry the state in the same
+// write, since the status subresource of pods keeps label and annotation changes.
+func SetLifecycleState(pod *corev1.Pod, state appsv1beta1.LifecycleStateType, now time.Time) {
+	if pod.Labels == nil {
+		pod.Labels = map[string]string{}
+	}
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Labels[appsv1beta1.LifecycleStateKey] = string(state)
+	pod.Annotations[appsv1beta1.LifecycleTimestampKey] = lifecycleTimestamp(now)
+}
+
+// lifecycleTimestamp formats the lifecycle timestamp annotation: RFC 3339, UTC.
+func lifecycleTimestamp(now time.Time) string {
+	return now.UTC().Format(time.RFC3339)
+}
+
 // LifecycleStatePatch returns the strategic merge patch that moves a pod to lifecycle state
 // state at now: the state label and the timestamp annotation (RFC 3339, UTC). With hook it
 // also puts the hook's label pairs and finalizers (back) on the pod, as a pod chosen again
@@ -62,7 +82,7 @@ func LifecycleStatePatch(state appsv1beta1.LifecycleStateType, now time.Time, ho
 	labels := map[string]string{appsv1beta1.LifecycleStateKey: string(state)}
 	metadata := map[string]any{
 		"labels":      labels,
-		"annotations": map[string]string{appsv1beta1.LifecycleTimestampKey: now.UTC().Format(time.RFC3339)},
+		"annotations": map[string]string{appsv1beta1.LifecycleTimestampKey: lifecycleTimestamp(now)},
 	}
 	if hook != nil {
 		maps.Copy(labels, hook.LabelsHandler)

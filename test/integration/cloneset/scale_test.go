@@ -177,6 +177,11 @@ func testCreateZeroToFive(t *testing.T, e *testEnv) {
 			t.Errorf("pod %s scheduled: %s, want state Normal, InPlaceUpdateReady and KruisePodReady True", pod.Name, podDetails(pod))
 		}
 	}
+	// The move to Normal rode in the status write that set InPlaceUpdateReady: the API
+	// server keeps label and annotation changes sent to pods/status, so no pod was patched.
+	if patches := e.podRequests(t, "patch"); len(patches) != 0 {
+		t.Errorf("pods patched: %s; want the lifecycle state written with the InPlaceUpdateReady condition", describeRequests(patches))
+	}
 }
 
 // podRequests returns the successful requests with verb on the namespace's pods (not their
