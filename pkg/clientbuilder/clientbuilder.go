@@ -2,6 +2,8 @@
 // fresh copy of the base configuration, so it gets its own client-side token bucket
 // (--kube-api-qps/--kube-api-burst) and a User-Agent ending in "/<client name>": a controller
 // that hits its limit slows only itself, and the API server's audit log names the controller.
+// The OpenKruise-compatible controllers' clients have a bucket per resource instead
+// (WithLimitsPerResource), as kruise-manager's have one per kind.
 //
 // With --use-service-account-credentials the clients authenticate as the ServiceAccount
 // kube-system/<client name> instead of the manager's own identity (see NewServiceAccountBuilder).

@@ -281,7 +281,7 @@ func (m *controllerManager) buildController(ctx context.Context, controllerConte
 	cc := *controllerContext.ControllerContext
 	cc.ClientName = descriptor.ClientName
 	if descriptor.KruiseClientLimits {
-		cc.ClientBuilder = clientbuilder.WithLimits(cc.ClientBuilder, m.kruiseClientLimits)
+		cc.ClientBuilder = clientbuilder.WithLimitsPerResource(cc.ClientBuilder, m.kruiseClientLimits)
 	}
 	controllerCtx := klog.NewContext(ctx, klog.LoggerWithName(klog.FromContext(ctx), name))
 

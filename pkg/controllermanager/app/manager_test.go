@@ -379,6 +379,15 @@ func TestKruiseClientLimitsReachOnlyTheirControllers(t *testing.T) {
 			t.Errorf("%s client User-Agent %q lacks its client name", name, config.UserAgent)
 		}
 	}
+	// kruise-manager's limits hold per resource: the transport waits, the client does not.
+	if kruise, upstream := seen["kruise-like-controller"], seen["upstream-like-controller"]; kruise != nil && upstream != nil {
+		if kruise.WrapTransport == nil || kruise.RateLimiter == nil || !kruise.RateLimiter.TryAccept() {
+			t.Error("the OpenKruise-like controller's client is not limited per resource")
+		}
+		if upstream.WrapTransport != nil || upstream.RateLimiter != nil {
+			t.Error("the upstream-like controller's client is not limited by one token bucket of its own")
+		}
+	}
 }
 
 // kube-controller-manager's controllers keep its limits; kruise-manager's get their own.

@@ -62,7 +62,7 @@ func webhookRegistrations(reg *registry.Registry, enabled []string, wc *registry
 // PodUnavailableBudgets), so its clients have those controllers' limits.
 func newWebhookContext(ctx context.Context, builder clientbuilder.Builder, limits clientbuilder.Limits,
 	recorders registry.EventRecorderFactory, gates featuregate.FeatureGate) (*registry.WebhookContext, error) {
-	builder = clientbuilder.WithLimits(builder, limits)
+	builder = clientbuilder.WithLimitsPerResource(builder, limits)
 	client, err := builder.Client(webhookClientName)
 	if err != nil {
 		return nil, err

@@ -49,11 +49,12 @@ func (o *Options) addClientLimitFlags(fs *pflag.FlagSet, reg *registry.Registry)
 		controllers = strings.Join(names, ", ")
 	}
 	fs.Float32Var(&o.KruiseControllersQPS, flagKruiseControllersQPS, o.KruiseControllersQPS, fmt.Sprintf(
-		"QPS of each client of the OpenKruise-compatible controllers (%s) and of the admission webhooks. "+
+		"QPS of each client of the OpenKruise-compatible controllers (%s) and of the admission webhooks, for each resource "+
+			"(a client has a token bucket per resource it requests, as kruise-manager's clients have one per kind). "+
 			"0 means: --%s when --%s or --%s is given, otherwise %v.",
 		controllers, flagKubeAPIQPS, flagKubeAPIQPS, flagKubeAPIBurst, DefaultKruiseControllersQPS))
 	fs.Int32Var(&o.KruiseControllersBurst, flagKruiseControllersBurst, o.KruiseControllersBurst, fmt.Sprintf(
-		"Burst of each client of the OpenKruise-compatible controllers (%s) and of the admission webhooks. "+
+		"Burst of each client of the OpenKruise-compatible controllers (%s) and of the admission webhooks, for each resource. "+
 			"0 means: --%s when --%s or --%s is given, otherwise %d.",
 		controllers, flagKubeAPIBurst, flagKubeAPIQPS, flagKubeAPIBurst, DefaultKruiseControllersBurst))
 }
