@@ -219,6 +219,44 @@ func TestInPlaceUpdate(t *testing.T) {
 	}
 }
 
+// The status says what the sync saw before the update step writes pods, which at the
+// client's rate limit can take seconds; the step changing no condition, it is written once.
+func TestStatusIsWrittenBeforeTheUpdateStep(t *testing.T) {
+	r := newRollout(t, 2, inPlace)
+	f := newFixture(t, fixtureOption{}, r.objects()...)
+	var writes []clienttesting.Action // both clients', in the order sent
+	record := func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if verb := a.GetVerb(); verb != "get" && verb != "list" && verb != "watch" {
+			writes = append(writes, a)
+		}
+		return false, nil, nil
+	}
+	f.kubeClient.PrependReactor("*", "*", record)
+	f.bosunClient.PrependReactor("*", "*", record)
+	f.sync(r.cs)
+	statusAt, podAt, statusWrites := -1, -1, 0
+	for i, a := range writes {
+		switch {
+		case a.GetResource().Resource == "clonesets" && a.GetSubresource() == "status":
+			statusWrites++
+			if statusAt < 0 {
+				statusAt = i
+			}
+		case a.GetResource().Resource == "pods" && podAt < 0:
+			podAt = i
+		}
+	}
+	if statusAt < 0 || podAt < 0 || statusAt > podAt {
+		t.Errorf("first CloneSet status write at %d, first pod write at %d: want the status first", statusAt, podAt)
+	}
+	if statusWrites != 1 {
+		t.Errorf("%d CloneSet status writes, want 1", statusWrites)
+	}
+	if status := f.lastStatus(); status == nil || status.Replicas != 2 || status.UpdatedReplicas != 0 || status.UpdateRevision != r.update.Name {
+		t.Errorf("status %+v, want the 2 pods at the old revision counted, update revision %s", status, r.update.Name)
+	}
+}
+
 func TestInPlaceUpdateCompletes(t *testing.T) {
 	r := newRollout(t, 1, inPlace)
 	pod := newPod(r.cs, "bbbbb", r.update)

@@ -293,6 +293,13 @@ func (c *Controller) claimPods(ctx context.Context, cs *appsv1beta1.CloneSet, se
 
 // scaleAndUpdate scales the CloneSet's pods and, when scaling wrote nothing, updates them,
 // recording a failure of either in the FailedScale or FailedUpdate condition of status.
+//
+// The status is written before the update step too. That step's pod writes (a refresh
+// write for every pod a node has just taken, the in-place updates) can take seconds at the
+// client's rate limit, and the counts the status reports come from this sync's view of the
+// pods, which those writes do not change: a CloneSet scaled to 1,000 says so once its pods
+// exist, not once each has been refreshed. The status written after the step then differs
+// only when the step set or cleared the FailedUpdate condition.
 func (c *Controller) scaleAndUpdate(ctx context.Context, v *view, status *appsv1beta1.CloneSetStatus, again *requeue) error {
 	var err error
 	if v.currentSet, err = withRevisionTemplate(v.cs, v.current); err != nil {
@@ -306,6 +313,11 @@ func (c *Controller) scaleAndUpdate(ctx context.Context, v *view, status *appsv1
 	if scaled {
 		return scaleErr
 	}
+	written, err := c.updateStatus(ctx, v, *status, again)
+	if err != nil {
+		return errors.Join(scaleErr, err)
+	}
+	v.cs = written
 	updateErr := c.rollingUpdate(ctx, v, again)
 	status.Conditions = failureCondition(status.Conditions, appsv1beta1.CloneSetConditionFailedUpdate, updateErr, v.now)
 	if scaleErr != nil {
