@@ -14,22 +14,22 @@ import (
 
 func TestResourceOf(t *testing.T) {
 	for path, want := range map[string]string{
-		"/api/v1/namespaces/ns/pods":                                     "/pods",
-		"/api/v1/namespaces/ns/pods/web-abcde":                           "/pods",
-		"/api/v1/namespaces/ns/pods/web-abcde/status":                    "/pods",
-		"/api/v1/namespaces/ns/persistentvolumeclaims":                   "/persistentvolumeclaims",
-		"/api/v1/pods":                                                   "/pods",
-		"/api/v1/nodes/n1/status":                                        "/nodes",
-		"/api/v1/namespaces":                                             "/namespaces",
-		"/api/v1/namespaces/ns":                                          "/namespaces",
-		"/api/v1/namespaces/ns/status":                                   "/namespaces",
-		"/api/v1/namespaces/ns/finalize":                                 "/namespaces",
+		"/api/v1/namespaces/ns/pods":                   "/pods",
+		"/api/v1/namespaces/ns/pods/web-abcde":         "/pods",
+		"/api/v1/namespaces/ns/pods/web-abcde/status":  "/pods",
+		"/api/v1/namespaces/ns/persistentvolumeclaims": "/persistentvolumeclaims",
+		"/api/v1/pods":                   "/pods",
+		"/api/v1/nodes/n1/status":        "/nodes",
+		"/api/v1/namespaces":             "/namespaces",
+		"/api/v1/namespaces/ns":          "/namespaces",
+		"/api/v1/namespaces/ns/status":   "/namespaces",
+		"/api/v1/namespaces/ns/finalize": "/namespaces",
 		"/apis/apps.kruise.io/v1beta1/namespaces/ns/clonesets/web/scale": "apps.kruise.io/clonesets",
 		"/apis/apps/v1/namespaces/ns/controllerrevisions":                "apps/controllerrevisions",
 		"/apis/apps.kruise.io/v1alpha1/nodeimages/n1":                    "apps.kruise.io/nodeimages",
-		"/api":                                                           "",
-		"/apis/apps.kruise.io/v1beta1":                                   "",
-		"/version":                                                       "",
+		"/api":                         "",
+		"/apis/apps.kruise.io/v1beta1": "",
+		"/version":                     "",
 	} {
 		if got := resourceOf(path); got != want {
 			t.Errorf("resourceOf(%q) = %q, want %q", path, got, want)
