@@ -859,12 +859,21 @@ func (s *cloneSetSide) remove(ctx context.Context, name string) error {
 	if err := s.client.AppsV1().ControllerRevisions(benchNamespace).DeleteCollection(ctx, metav1.DeleteOptions{}, selector); err != nil {
 		return fmt.Errorf("deleting the revisions of %s: %w", name, err)
 	}
+	// A manager that has not yet seen the workload's deletion replaces the pods deleted
+	// above, and with no garbage collector those would stay: they are deleted as they come,
+	// until none is left.
 	err = framework.WaitFor(ctx, s.o.timeout, "the pods of "+name+" to be gone", func(ctx context.Context) (bool, error) {
 		pods, err := s.client.CoreV1().Pods(benchNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app=" + name, Limit: 1})
 		if err != nil {
 			return false, err
 		}
-		return len(pods.Items) == 0, nil
+		if len(pods.Items) == 0 {
+			return true, nil
+		}
+		if err := s.client.CoreV1().Pods(benchNamespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, selector); err != nil {
+			return false, fmt.Errorf("deleting the pods of %s again: %w", name, err)
+		}
+		return false, nil
 	})
 	if err != nil {
 		return err
