@@ -61,8 +61,14 @@ func setup(t *testing.T) *testEnv {
 // ends, which only the test that started the manager may do.
 func setupWith(t *testing.T, removeWebhooks bool) *testEnv {
 	t.Helper()
-	e := framework.NewTestEnv(t, framework.SharedControlPlane(t), framework.EnvOptions{
-		Timeout: testTimeout, WaitTimeout: waitTimeout, RemoveWebhookConfigurations: removeWebhooks, Audit: true,
+	return setupOn(t, framework.SharedControlPlane(t), removeWebhooks, testTimeout)
+}
+
+// setupOn is setupWith on control plane cp, for a test bounded by timeout.
+func setupOn(t *testing.T, cp *framework.ControlPlane, removeWebhooks bool, timeout time.Duration) *testEnv {
+	t.Helper()
+	e := framework.NewTestEnv(t, cp, framework.EnvOptions{
+		Timeout: timeout, WaitTimeout: waitTimeout, RemoveWebhookConfigurations: removeWebhooks, Audit: true,
 		Remove: []string{"clonesets.apps.kruise.io", "imagepulljobs.apps.kruise.io", "pods", "persistentvolumeclaims",
 			"controllerrevisions.apps"},
 		PodDetails: podDetails,
@@ -189,6 +195,14 @@ const featureGatesUnderTest = "PreDownloadImageForInPlaceUpdate=true"
 // subtests of the test that started it (see TestController).
 func (e *testEnv) startController(t *testing.T) *framework.ControllerManager {
 	t.Helper()
+	return e.startControllerWith(t, framework.ControllerManagerOptions{
+		Controllers: controllersUnderTest, FeatureGates: featureGatesUnderTest, Verbosity: 4,
+	})
+}
+
+// startControllerWith is startController with the manager's options opts.
+func (e *testEnv) startControllerWith(t *testing.T, opts framework.ControllerManagerOptions) *framework.ControllerManager {
+	t.Helper()
 	probe := newAlpha("admission-probe")
 	sendCloneSet := func(ctx context.Context) {
 		_, _ = e.Bosun.AppsV1alpha1().CloneSets(e.Namespace).Create(ctx, probe, framework.DryRunCreate)
@@ -200,8 +214,7 @@ func (e *testEnv) startController(t *testing.T) *framework.ControllerManager {
 	sendPod := func(ctx context.Context) {
 		_, _ = e.Client.CoreV1().Pods(e.Namespace).Create(ctx, pod, framework.DryRunCreate)
 	}
-	return framework.StartBosunControllerManagerWithWebhooks(e.Ctx, t, e.CP,
-		framework.ControllerManagerOptions{Controllers: controllersUnderTest, FeatureGates: featureGatesUnderTest, Verbosity: 4},
+	return framework.StartBosunControllerManagerWithWebhooks(e.Ctx, t, e.CP, opts,
 		framework.WebhookProbe{Webhook: "mcloneset.kb.io", Send: sendCloneSet},
 		framework.WebhookProbe{Webhook: "vcloneset.kb.io", Send: sendCloneSet},
 		framework.WebhookProbe{Webhook: "mpod.kb.io", Send: sendPod},

@@ -6,7 +6,8 @@
 // versions through the framework's conversion server, which serves the manager's /convert
 // handler. There is no scheduler and no kubelet: a stand-in (kubelet_test.go) binds the
 // pods and reports their status. The audit log shows the order of the controller's
-// requests, and when the namespace of a test has settled.
+// requests, and when the namespace of a test has settled. TestCloneSetSurvivesManagerKills
+// kills the manager and kube-apiserver under a CloneSet, on servers of its own.
 package cloneset
 
 import (

@@ -132,44 +132,60 @@ func apiServerArgs(dir, etcdURL string, port int, files *apiServerFiles) []strin
 			// Blocking mode writes each event before the request completes, so a test
 			// finds the events of the requests it made.
 			"--audit-log-mode=blocking",
+			// One file, never rotated: AuditTail reads on from an offset into it, and a
+			// restarted server (RestartAPIServer) appends to it. Rotation, at 100 MB by
+			// default, would hide every later event from the readers.
+			"--audit-log-maxsize=0",
 		)
 	}
 	return args
 }
 
 // startAPIServer starts kube-apiserver on a free loopback port and waits for /readyz.
-// adminConfig is completed with the chosen host.
-func startAPIServer(ctx context.Context, binary, dir, etcdURL string, files *apiServerFiles, extraArgs []string, adminConfig *rest.Config) (*Process, error) {
+// adminConfig is completed with the chosen host. It returns the flags the server runs
+// with, which RestartAPIServer starts it with again.
+func startAPIServer(ctx context.Context, binary, dir, etcdURL string, files *apiServerFiles, extraArgs []string, adminConfig *rest.Config) (*Process, []string, error) {
 	logger := klog.FromContext(ctx)
-	logPath := filepath.Join(dir, "kube-apiserver.log")
 	for attempt := 1; ; attempt++ {
 		ports, err := FreeLoopbackPorts(1)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		adminConfig.Host = "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
 		args := mergeArgs(apiServerArgs(dir, etcdURL, ports[0], files), extraArgs)
-		proc, err := StartProcess(ProcessConfig{Name: "kube-apiserver", Path: binary, Args: args, LogPath: logPath})
-		if err != nil {
-			return nil, err
-		}
-		client, err := kubernetes.NewForConfig(adminConfig)
-		if err != nil {
-			proc.Kill()
-			return nil, fmt.Errorf("creating a client for %s: %w", adminConfig.Host, err)
-		}
-		err = waitForServer(ctx, proc, func(ctx context.Context) error { return apiServerReady(ctx, client) })
+		proc, err := runAPIServer(ctx, binary, args, apiServerLogPath(dir), adminConfig)
 		if err == nil {
-			logger.V(2).Info("kube-apiserver is ready", "host", adminConfig.Host, "pid", proc.Pid())
-			return proc, nil
+			return proc, args, nil
 		}
-		proc.Kill()
-		if attempt < portAttempts && logMentionsPortConflict(proc) {
+		if proc != nil && attempt < portAttempts && logMentionsPortConflict(proc) {
 			logger.Info("Retrying kube-apiserver start on another port", "attempt", attempt)
 			continue
 		}
-		return nil, fmt.Errorf("starting kube-apiserver: %w", err)
+		return nil, nil, err
 	}
+}
+
+// apiServerLogPath is the file kube-apiserver writes to; a restarted server appends to it.
+func apiServerLogPath(dir string) string { return filepath.Join(dir, "kube-apiserver.log") }
+
+// runAPIServer starts kube-apiserver with args and waits until adminConfig's client finds
+// it ready. On failure the process, if it started, is returned killed, for its log.
+func runAPIServer(ctx context.Context, binary string, args []string, logPath string, adminConfig *rest.Config) (*Process, error) {
+	proc, err := StartProcess(ProcessConfig{Name: "kube-apiserver", Path: binary, Args: args, LogPath: logPath})
+	if err != nil {
+		return nil, err
+	}
+	client, err := kubernetes.NewForConfig(adminConfig)
+	if err != nil {
+		proc.Kill()
+		return proc, fmt.Errorf("creating a client for %s: %w", adminConfig.Host, err)
+	}
+	if err := waitForServer(ctx, proc, func(ctx context.Context) error { return apiServerReady(ctx, client) }); err != nil {
+		proc.Kill()
+		return proc, fmt.Errorf("starting kube-apiserver: %w", err)
+	}
+	klog.FromContext(ctx).V(2).Info("kube-apiserver is ready", "host", adminConfig.Host, "pid", proc.Pid())
+	return proc, nil
 }
 
 // apiServerReady asks /readyz, which answers "ok" only after etcd is reachable and all

@@ -93,8 +93,18 @@ type ControlPlane struct {
 	auditLog    string
 	startupTime time.Duration
 
-	etcd      *Process
+	etcd *Process
+	// apiServerBinary and apiServerArgs are what kube-apiserver runs, again on a restart.
+	apiServerBinary string
+	apiServerArgs   []string
+
+	// mu guards apiServer, which RestartAPIServer replaces, and stopped, after which it
+	// starts none.
+	mu        sync.Mutex
 	apiServer *Process
+	stopped   bool
+	// shared is set for SharedControlPlane's, which no test may restart.
+	shared bool
 
 	conversion conversionState
 
@@ -168,7 +178,8 @@ func StartControlPlane(ctx context.Context, opts Options) (_ *ControlPlane, err 
 	}
 	etcdTime := time.Since(etcdBegan)
 	apiServerBegan := time.Now()
-	if cp.apiServer, err = startAPIServer(ctx, apiServerBinary, cp.dir, cp.etcdURL, files, opts.APIServerArgs, cp.adminConfig); err != nil {
+	cp.apiServerBinary = apiServerBinary
+	if cp.apiServer, cp.apiServerArgs, err = startAPIServer(ctx, apiServerBinary, cp.dir, cp.etcdURL, files, opts.APIServerArgs, cp.adminConfig); err != nil {
 		return nil, err
 	}
 	apiServerTime := time.Since(apiServerBegan)
@@ -319,9 +330,16 @@ func (cp *ControlPlane) AuditLogPath() string { return cp.auditLog }
 // StartupTime returns how long StartControlPlane took.
 func (cp *ControlPlane) StartupTime() time.Duration { return cp.startupTime }
 
-// Processes returns the server processes: etcd, then kube-apiserver.
+// Processes returns the server processes: etcd, then kube-apiserver (the one running now,
+// after a RestartAPIServer).
 func (cp *ControlPlane) Processes() []*Process {
-	return slices.DeleteFunc([]*Process{cp.etcd, cp.apiServer}, func(p *Process) bool { return p == nil })
+	return slices.DeleteFunc([]*Process{cp.etcd, cp.currentAPIServer()}, func(p *Process) bool { return p == nil })
+}
+
+func (cp *ControlPlane) currentAPIServer() *Process {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	return cp.apiServer
 }
 
 // LogTails returns the last n lines of each server's log, for failure messages.
@@ -348,8 +366,12 @@ func (cp *ControlPlane) logTailsSince(offsets map[*Process]int64, n int) string 
 func (cp *ControlPlane) Stop() error {
 	cp.stopOnce.Do(func() {
 		// The API server first, so that it does not spend its shutdown retrying etcd.
-		if cp.apiServer != nil {
-			cp.apiServer.Stop(serverStopGracePeriod)
+		cp.mu.Lock()
+		cp.stopped = true
+		apiServer := cp.apiServer
+		cp.mu.Unlock()
+		if apiServer != nil {
+			apiServer.Stop(serverStopGracePeriod)
 		}
 		if cp.etcd != nil {
 			cp.etcd.Stop(serverStopGracePeriod)

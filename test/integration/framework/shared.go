@@ -79,6 +79,7 @@ func SharedControlPlane(t testing.TB) *ControlPlane {
 		_, ctx := ktesting.NewTestContext(t)
 		shared.cp, shared.err = StartControlPlane(ctx, *shared.opts)
 		if shared.err == nil {
+			shared.cp.shared = true
 			t.Logf("shared control plane at %s started in %v", shared.cp.Host(), shared.cp.StartupTime())
 		}
 	}
