@@ -65,11 +65,12 @@ const (
 // kube-proxy's, loses instead.)
 //
 // Four clients send a steady stream of requests that the webhooks judge, each with the one
-// right answer: valid and invalid DaemonSets (one in v1alpha1, which goes through the
-// conversion webhook too), CloneSets created and updated, budgets with a stale annotation
-// and invalid ones, pods of a CloneSet that must get the KruisePodReady readiness gate and
-// their budget's tag, deletions and evictions of pods whose budget has nothing to spend,
-// and deletions of pods whose budget has room. All are dry runs, so admission runs in full
+// right answer: valid and invalid DaemonSets (the invalid one in v1alpha1), a read in
+// v1alpha1 of a stored DaemonSet, which goes through the conversion webhook, CloneSets
+// created and updated, budgets with a stale annotation and invalid ones, pods of a
+// CloneSet that must get the KruisePodReady readiness gate and their budget's tag,
+// deletions and evictions of pods whose budget has nothing to spend, and deletions of pods
+// whose budget has room. All are dry runs, so admission runs in full
 // and nothing changes: every request keeps its one right answer, whoever answers it. The
 // test SIGKILLs the standby, keeps it down for a few seconds, starts it again, and once the
 // balancer sends to it again does the same to the leader; the stream goes on until a
