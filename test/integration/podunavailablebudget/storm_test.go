@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"io"
 	"maps"
 	"math/rand/v2"
 	"net"
@@ -13,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -70,7 +68,7 @@ const (
 // from the same Secret.
 func TestEvictionStorm(t *testing.T) {
 	e := setup(t)
-	host := nonLoopbackIPv4(t)
+	host := framework.NonLoopbackIPv4(t)
 	listener, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		t.Fatalf("listening on %s: %v", host, err)
@@ -79,10 +77,10 @@ func TestEvictionStorm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	balancer := startBalancer(t, listener, []string{
+	balancer := framework.StartBalancer(t, listener, framework.BalancerOptions{Backends: []string{
 		net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])),
 		net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1])),
-	})
+	}})
 	lease := "bosun-pub-storm-" + e.Namespace
 	t.Cleanup(func() {
 		err := e.Client.CoordinationV1().Leases("kube-system").Delete(context.Background(), lease, metav1.DeleteOptions{})
@@ -219,25 +217,9 @@ func TestEvictionStorm(t *testing.T) {
 			t.Errorf("the replica on webhook port %d answered no pod delete or eviction", cm.WebhookPort)
 		}
 	}
-	if conns := balancer.connections(); conns[0] == 0 || conns[1] == 0 {
+	if conns := balancer.Stats().Served; conns[0] == 0 || conns[1] == 0 {
 		t.Errorf("the balancer sent connections %v to the two replicas, want some to each", conns)
 	}
-}
-
-// nonLoopbackIPv4 returns an IPv4 address of this host that is not a loopback address.
-func nonLoopbackIPv4(t *testing.T) string {
-	t.Helper()
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, addr := range addrs {
-		if ipNet, ok := addr.(*net.IPNet); ok && ipNet.IP.To4() != nil && !ipNet.IP.IsLoopback() && !ipNet.IP.IsLinkLocalUnicast() {
-			return ipNet.IP.String()
-		}
-	}
-	t.Fatalf("this host has no non-loopback IPv4 address (%v): the API server would call the webhooks over one HTTP/2 connection, which no TCP balancer can spread over two replicas", addrs)
-	return ""
 }
 
 // parallel runs do for every item with workers goroutines and fails the test on the first
@@ -267,104 +249,6 @@ func parallel(t *testing.T, workers int, items []string, do func(string) error) 
 	if err := <-errs; err != nil {
 		t.Fatal(err)
 	}
-}
-
-// ---- The balancer ----
-
-// balancer passes TCP connections round-robin to its backends, bytes untouched.
-type balancer struct {
-	backends []string
-	next     atomic.Uint64
-	counts   []atomic.Int64
-
-	mu     sync.Mutex
-	open   map[net.Conn]struct{}
-	closed bool
-	wg     sync.WaitGroup
-}
-
-func startBalancer(t *testing.T, listener net.Listener, backends []string) *balancer {
-	t.Helper()
-	b := &balancer{backends: backends, counts: make([]atomic.Int64, len(backends)), open: map[net.Conn]struct{}{}}
-	b.wg.Add(1)
-	go func() {
-		defer b.wg.Done()
-		for {
-			conn, err := listener.Accept()
-			if err != nil {
-				return // closed
-			}
-			i := int(b.next.Add(1)-1) % len(backends)
-			b.counts[i].Add(1)
-			b.wg.Add(1)
-			go func() {
-				defer b.wg.Done()
-				b.proxy(conn, backends[i])
-			}()
-		}
-	}()
-	t.Cleanup(func() {
-		listener.Close()
-		b.mu.Lock()
-		b.closed = true
-		for conn := range b.open {
-			conn.Close()
-		}
-		b.mu.Unlock()
-		b.wg.Wait()
-	})
-	return b
-}
-
-// track remembers conn so that the cleanup closes it; false if the balancer is closing.
-func (b *balancer) track(conn net.Conn) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		conn.Close()
-		return false
-	}
-	b.open[conn] = struct{}{}
-	return true
-}
-
-func (b *balancer) untrack(conns ...net.Conn) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, conn := range conns {
-		conn.Close()
-		delete(b.open, conn)
-	}
-}
-
-func (b *balancer) proxy(client net.Conn, backend string) {
-	if !b.track(client) {
-		return
-	}
-	server, err := net.DialTimeout("tcp", backend, 5*time.Second)
-	if err != nil {
-		b.untrack(client)
-		return
-	}
-	if !b.track(server) {
-		b.untrack(client)
-		return
-	}
-	done := make(chan struct{}, 2)
-	go func() { _, _ = io.Copy(server, client); done <- struct{}{} }()
-	go func() { _, _ = io.Copy(client, server); done <- struct{}{} }()
-	<-done
-	b.untrack(client, server)
-	<-done
-}
-
-// connections returns how many connections went to each backend.
-func (b *balancer) connections() []int64 {
-	out := make([]int64, len(b.counts))
-	for i := range b.counts {
-		out[i] = b.counts[i].Load()
-	}
-	return out
 }
 
 // ---- The storm ----

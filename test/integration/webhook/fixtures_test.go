@@ -56,8 +56,15 @@ type testEnv struct{ *framework.Env }
 // Secret, so that each test starts from no configuration and no certificate.
 func setup(t *testing.T) *testEnv {
 	t.Helper()
-	e := framework.NewTestEnv(t, framework.SharedControlPlane(t),
-		framework.EnvOptions{Timeout: testTimeout, WaitTimeout: waitTimeout, RemoveWebhookConfigurations: true})
+	return setupEnv(t, framework.EnvOptions{Timeout: testTimeout, WaitTimeout: waitTimeout})
+}
+
+// setupEnv is setup with more to remove or a longer timeout: it adds the removal of the
+// webhook configurations and of the certificate Secret to opts.
+func setupEnv(t *testing.T, opts framework.EnvOptions) *testEnv {
+	t.Helper()
+	opts.RemoveWebhookConfigurations = true
+	e := framework.NewTestEnv(t, framework.SharedControlPlane(t), opts)
 	e.OnCleanup(func(ctx context.Context) error {
 		err := e.Client.CoreV1().Secrets(webhookSecretNamespace).Delete(ctx, webhookSecretName, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
