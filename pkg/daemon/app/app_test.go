@@ -52,6 +52,20 @@ func TestScopedInformersOnlyListTheirNode(t *testing.T) {
 	if err := scoped.waitForSync(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// A reflector starts its watch after its list has synced the cache: on a busy machine
+	// the last watches come after waitForSync returns.
+	watching := func() bool {
+		watched := map[string]bool{}
+		for _, action := range append(kube.Actions(), bosun.Actions()...) {
+			if action.GetVerb() == "watch" {
+				watched[action.GetResource().Resource] = true
+			}
+		}
+		return len(watched) >= 4 // the four resources of want below
+	}
+	for deadline := time.Now().Add(30 * time.Second); !watching() && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	cancel()
 	scoped.shutdown()
 
