@@ -387,6 +387,19 @@ func isDialError(err error) bool {
 	return errors.As(err, &opErr) && opErr.Op == "dial"
 }
 
+// ListenNonLoopback listens on a free port of NonLoopbackIPv4, where a balancer in front of
+// several webhook servers gets a connection per concurrent call, and returns the listener
+// and its host.
+func ListenNonLoopback(t testing.TB) (net.Listener, string) {
+	t.Helper()
+	host := NonLoopbackIPv4(t)
+	listener, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		t.Fatalf("listening on %s: %v", host, err)
+	}
+	return listener, host
+}
+
 // NonLoopbackIPv4 returns an IPv4 address of this host that is neither a loopback nor a
 // link-local address: one at which an API server calls a webhook over HTTP/1.1, a
 // connection per concurrent call, so that a Balancer can spread the calls.

@@ -68,11 +68,7 @@ const (
 // from the same Secret.
 func TestEvictionStorm(t *testing.T) {
 	e := setup(t)
-	host := framework.NonLoopbackIPv4(t)
-	listener, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		t.Fatalf("listening on %s: %v", host, err)
-	}
+	listener, _ := framework.ListenNonLoopback(t)
 	ports, err := framework.FreeLoopbackPorts(2)
 	if err != nil {
 		t.Fatal(err)

@@ -118,11 +118,7 @@ func TestAdmissionThroughATCPBalancer(t *testing.T) {
 // depend on the balancer and returns every call and the two outages.
 func runReplicaKills(t *testing.T, httpBalancer bool) ([]call, []outage) {
 	e := setupEnv(t, framework.EnvOptions{Timeout: availabilityTimeout, WaitTimeout: waitTimeout, Remove: admissionRemove})
-	host := framework.NonLoopbackIPv4(t)
-	listener, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		t.Fatalf("listening on %s: %v", host, err)
-	}
+	listener, host := framework.ListenNonLoopback(t)
 	ports, err := framework.FreeLoopbackPorts(2)
 	if err != nil {
 		t.Fatal(err)
