@@ -175,22 +175,22 @@ func FuzzFindDuplicateField(f *testing.F) {
 			return
 		}
 		dec := json.NewDecoder(bytes.NewReader(data))
-		want, err := firstDuplicateField(dec, "")
+		want, wantFound, err := firstDuplicateField(dec, "")
 		if err != nil {
 			t.Fatalf("reading %q: %v", data, err)
 		}
-		if got := findDuplicateField(data); got != want {
-			t.Fatalf("findDuplicateField(%q) = %q, want %q", data, got, want)
+		if got, found := findDuplicateField(data); got != want || found != wantFound {
+			t.Fatalf("findDuplicateField(%q) = %q, %t; want %q, %t", data, got, found, want, wantFound)
 		}
 	})
 }
 
 // firstDuplicateField reads the JSON value dec is at, at path, and returns the path of the
-// first field an object of it names twice.
-func firstDuplicateField(dec *json.Decoder, path string) (string, error) {
+// first field an object of it names twice, and whether there is one.
+func firstDuplicateField(dec *json.Decoder, path string) (string, bool, error) {
 	tok, err := dec.Token()
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	switch tok {
 	case json.Delim('{'):
@@ -198,7 +198,7 @@ func firstDuplicateField(dec *json.Decoder, path string) (string, error) {
 		for dec.More() {
 			tok, err := dec.Token()
 			if err != nil {
-				return "", err
+				return "", false, err
 			}
 			name := tok.(string)
 			field := name
@@ -206,22 +206,22 @@ func firstDuplicateField(dec *json.Decoder, path string) (string, error) {
 				field = path + "." + name
 			}
 			if seen[name] {
-				return field, nil
+				return field, true, nil
 			}
 			seen[name] = true
-			if dup, err := firstDuplicateField(dec, field); dup != "" || err != nil {
-				return dup, err
+			if dup, found, err := firstDuplicateField(dec, field); found || err != nil {
+				return dup, found, err
 			}
 		}
 	case json.Delim('['):
 		for i := 0; dec.More(); i++ {
-			if dup, err := firstDuplicateField(dec, fmt.Sprintf("%s[%d]", path, i)); dup != "" || err != nil {
-				return dup, err
+			if dup, found, err := firstDuplicateField(dec, fmt.Sprintf("%s[%d]", path, i)); found || err != nil {
+				return dup, found, err
 			}
 		}
 	default:
-		return "", nil
+		return "", false, nil
 	}
 	_, err = dec.Token() // the closing delimiter
-	return "", err
+	return "", false, err
 }

@@ -36,7 +36,7 @@ func decodeReview(body []byte) (*admissionv1.AdmissionRequest, error) {
 	if !json.Valid(body) {
 		return nil, describeMalformedJSON(body)
 	}
-	if path := findDuplicateField(body); path != "" {
+	if path, found := findDuplicateField(body); found {
 		return nil, fmt.Errorf("duplicate field %q", path)
 	}
 	var review admissionv1.AdmissionReview
@@ -69,7 +69,8 @@ func describeMalformedJSON(data []byte) error {
 }
 
 // findDuplicateField returns the path of the first field that one object of data names
-// twice, or "" when there is none; data must be valid JSON of less than 2 GiB. The typed
+// twice, and whether there is one; data must be valid JSON of less than 2 GiB. (The path
+// alone cannot tell: a field whose name and ancestors' names are empty has the path "".) The typed
 // decoding that follows would silently keep the last of the two values, so the server
 // could act on another value than the sender meant.
 //
@@ -80,7 +81,7 @@ func describeMalformedJSON(data []byte) error {
 // offsets into data, and an object gets an index of its names only once it has too many to
 // compare one by one. Allocating a map per object made a body of many small objects cost
 // twenty times its size.
-func findDuplicateField(data []byte) string {
+func findDuplicateField(data []byte) (string, bool) {
 	s := duplicateScan{data: data}
 	return s.scan()
 }
@@ -123,7 +124,7 @@ type jsonContainer struct {
 	wantName bool
 }
 
-func (s *duplicateScan) scan() string {
+func (s *duplicateScan) scan() (string, bool) {
 	data := s.data
 	for i := 0; i < len(data); i++ {
 		switch data[i] {
@@ -149,7 +150,7 @@ func (s *duplicateScan) scan() string {
 					name = fieldName{int32(-len(s.decoded)), 0}
 				}
 				if s.seen(&s.stack[n-1], name) {
-					return s.fieldPath(string(s.bytes(name)))
+					return s.fieldPath(string(s.bytes(name))), true
 				}
 				// Doubled rather than grown by append's quarter, which for a large object
 				// allocates five times the final list along the way.
@@ -163,7 +164,7 @@ func (s *duplicateScan) scan() string {
 		}
 		// Anything else (white space, colons, numbers, literals) says nothing about fields.
 	}
-	return ""
+	return "", false
 }
 
 // bytes is the field name n.

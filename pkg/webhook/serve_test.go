@@ -646,12 +646,17 @@ func TestFindDuplicateField(t *testing.T) {
 		{`{"l":{` + manyNames(40) + `,"k":{"a":[{"x":1,"x":2}]}}}`, "l.k.a[0].x"},
 		{`{"l":{` + manyNames(40) + `},"k0":1,"m":{` + manyNames(20) + `},"l":1}`, "l"},
 	}
+	// A duplicate whose path is empty, every name on it being "" (found by
+	// FuzzFindDuplicateField: it passed for no duplicate).
+	if path, found := findDuplicateField([]byte(`{"":{"":"","":{}}}`)); !found || path != "" {
+		t.Errorf("findDuplicateField of a duplicate empty name = %q, %t; want \"\", true", path, found)
+	}
 	for _, tt := range tests {
 		if !json.Valid([]byte(tt.doc)) {
 			t.Fatalf("test document %s is not valid JSON", tt.doc)
 		}
-		if got := findDuplicateField([]byte(tt.doc)); got != tt.want {
-			t.Errorf("findDuplicateField(%s) = %q, want %q", tt.doc, got, tt.want)
+		if got, found := findDuplicateField([]byte(tt.doc)); got != tt.want || found != (tt.want != "") {
+			t.Errorf("findDuplicateField(%s) = %q, %t; want %q", tt.doc, got, found, tt.want)
 		}
 	}
 }
