@@ -349,7 +349,8 @@ func (a *AdmissionFuzzer) Seed(f *testing.F, samples map[schema.GroupVersionKind
 // with a message, never a 5xx; the review answers the request's UID; a webhook never
 // panics (the server would answer for it with a 500), fails on its own account or misses
 // its deadline; a denial carries a status with an error code; a patch comes only from a
-// mutating webhook, and is a JSON patch that applies to the object sent.
+// mutating webhook, and is a JSON patch that applies to the object sent. A review that
+// decodes is sent with its objects as an API server would send them (asSentByAPIServer).
 //
 // path picks the webhook: one the server serves, or else one chosen by its hash, so that
 // every input reaches a webhook. allGates picks the server with every feature gate on.
@@ -361,6 +362,7 @@ func (a *AdmissionFuzzer) Fuzz(t *testing.T, allGates bool, path string, body []
 		path = s.paths[int(h.Sum32()%uint32(len(s.paths)))]
 	}
 	reg := s.byPath[path]
+	body = asSentByAPIServer(body)
 
 	var log bytes.Buffer
 	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&log)))
@@ -424,11 +426,60 @@ func (a *AdmissionFuzzer) Fuzz(t *testing.T, allGates bool, path string, body []
 	if err != nil {
 		t.Fatalf("webhook %s answered %s with %s, not a JSON patch: %v", reg.Name, body, resp.Patch, err)
 	}
-	patched, err := patch.Apply(sent.Request.Object.Raw)
+	object := sent.Request.Object.Raw
+	patched, err := patch.Apply(object)
 	if err != nil {
-		t.Fatalf("webhook %s answered %s with the patch %s, which does not apply: %v", reg.Name, body, resp.Patch, err)
+		t.Fatalf("webhook %s answered %s with the patch %s, which does not apply to %s: %v", reg.Name, body, resp.Patch, object, err)
 	}
 	if !json.Valid(patched) {
-		t.Fatalf("webhook %s patched %s into %s, not JSON", reg.Name, sent.Request.Object.Raw, patched)
+		t.Fatalf("webhook %s patched %s into %s, not JSON", reg.Name, object, patched)
 	}
+}
+
+// asSentByAPIServer is body with its request's objects as an API server would send them,
+// when it decodes into a review: an API server sets metadata (the namespace, a name or
+// generateName) before admission, so an object always has it, and it writes a pod as its
+// Go type encodes it (every container an object with a name, say). The webhooks answer
+// for those objects, and their patches apply to those. Any other body is left as it is,
+// so that the server is fuzzed with bodies no API server sends, too.
+func asSentByAPIServer(body []byte) []byte {
+	var review admissionv1.AdmissionReview
+	if utiljson.Unmarshal(body, &review) != nil || review.Request == nil {
+		return body
+	}
+	req := review.Request
+	changed := false
+	for _, object := range []*runtime.RawExtension{&req.Object, &req.OldObject} {
+		if len(object.Raw) == 0 {
+			continue
+		}
+		if req.Kind.Group == "" && req.Kind.Kind == "Pod" {
+			var pod corev1.Pod
+			if json.Unmarshal(object.Raw, &pod) != nil {
+				continue
+			}
+			if encoded, err := json.Marshal(&pod); err == nil {
+				object.Raw, changed = encoded, true
+			}
+			continue
+		}
+		var members map[string]json.RawMessage
+		if json.Unmarshal(object.Raw, &members) != nil || members == nil {
+			continue
+		}
+		if metadata, ok := members["metadata"]; !ok || bytes.Equal(bytes.TrimSpace(metadata), []byte("null")) {
+			members["metadata"] = json.RawMessage(`{}`)
+			if encoded, err := json.Marshal(members); err == nil {
+				object.Raw, changed = encoded, true
+			}
+		}
+	}
+	if !changed {
+		return body
+	}
+	rewritten, err := json.Marshal(&review)
+	if err != nil {
+		return body
+	}
+	return rewritten
 }
