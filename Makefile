@@ -10,6 +10,8 @@ STAGING_MODULES := $(STAGING)/api $(STAGING)/client-go
 INTEGRATION_TIMEOUT ?= 40m
 E2E_TIMEOUT ?= 20m
 BENCH_FLAGS ?=
+FUZZTIME ?= 1m
+FUZZFLAGS ?=
 KRUISE_E2E_FLAGS ?=
 # The part of OpenKruise's suite `make test` runs: its specs expected to pass for these
 # labels. The CloneSet specs, and the ContainerRecreateRequest ones (each recreates
@@ -43,6 +45,10 @@ test: verify test-unit test-integration test-e2e ## Everything CI runs: verify, 
 test-unit: ## Unit tests of the main module and the staging modules.
 	$(GO) test -race ./cmd/... ./pkg/... ./hack/...
 	@for m in $(STAGING_MODULES); do (cd $$m && GOFLAGS=-mod=mod $(GO) test ./...); done
+
+.PHONY: fuzz
+fuzz: ## Run every Go fuzz target (func Fuzz* under cmd/ and pkg/) for FUZZTIME each (default 1m), one after another (not in `make test`; FUZZFLAGS=-parallel=1 on a shared machine).
+	FUZZTIME=$(FUZZTIME) FUZZFLAGS='$(FUZZFLAGS)' GO=$(GO) hack/fuzz.sh
 
 .PHONY: test-integration
 test-integration: test-servers ## Integration tests against a real etcd + kube-apiserver.

@@ -612,6 +612,15 @@ func BenchmarkServe(b *testing.B) {
 	}
 }
 
+// manyNames is the fields "k0":0 to "k<n-1>":0, comma-separated.
+func manyNames(n int) string {
+	fields := make([]string, n)
+	for i := range fields {
+		fields[i] = fmt.Sprintf(`"k%d":0`, i)
+	}
+	return strings.Join(fields, ",")
+}
+
 func TestFindDuplicateField(t *testing.T) {
 	tests := []struct {
 		doc  string
@@ -629,13 +638,25 @@ func TestFindDuplicateField(t *testing.T) {
 		{`{"k":["\\",{"x":1}],"l":{"x":1,"y":"\\\""},"k":0}`, "k"},
 		// The same name in sibling objects, and an object after a closed one.
 		{`{"o":{"a":1},"p":{"a":1},"q":[{"a":1},{"a":1}],"o":1}`, "o"},
+		// Invalid UTF-8 decodes to U+FFFD: these two names are one field.
+		{"{\"a\":{\"\xff\":1,\"\xfe\":2}}", "a.\ufffd"},
+		// Objects with more names than are compared one by one, and names after a large
+		// object closed.
+		{`{"l":{` + manyNames(40) + `,"k39":0}}`, "l.k39"},
+		{`{"l":{` + manyNames(40) + `,"k":{"a":[{"x":1,"x":2}]}}}`, "l.k.a[0].x"},
+		{`{"l":{` + manyNames(40) + `},"k0":1,"m":{` + manyNames(20) + `},"l":1}`, "l"},
+	}
+	// A duplicate whose path is empty, every name on it being "" (found by
+	// FuzzFindDuplicateField: it passed for no duplicate).
+	if path, found := findDuplicateField([]byte(`{"":{"":"","":{}}}`)); !found || path != "" {
+		t.Errorf("findDuplicateField of a duplicate empty name = %q, %t; want \"\", true", path, found)
 	}
 	for _, tt := range tests {
 		if !json.Valid([]byte(tt.doc)) {
 			t.Fatalf("test document %s is not valid JSON", tt.doc)
 		}
-		if got := findDuplicateField([]byte(tt.doc)); got != tt.want {
-			t.Errorf("findDuplicateField(%s) = %q, want %q", tt.doc, got, tt.want)
+		if got, found := findDuplicateField([]byte(tt.doc)); got != tt.want || found != (tt.want != "") {
+			t.Errorf("findDuplicateField(%s) = %q, %t; want %q", tt.doc, got, found, tt.want)
 		}
 	}
 }

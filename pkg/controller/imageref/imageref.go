@@ -11,7 +11,7 @@ const (
 	// DefaultTag is the tag of a reference that names neither a tag nor a digest.
 	DefaultTag = "latest"
 
-	// maxNameLength is the longest a repository name (domain included) may be.
+	// maxNameLength is the longest a repository name, registry included, may be.
 	maxNameLength = 255
 )
 
@@ -66,9 +66,6 @@ func Parse(ref string) (Reference, error) {
 	if name == "" {
 		return Reference{}, errors.New("image reference has no repository name")
 	}
-	if len(name) > maxNameLength {
-		return Reference{}, fmt.Errorf("repository name must not be longer than %d characters", maxNameLength)
-	}
 	if hex64Regexp.MatchString(name) {
 		return Reference{}, fmt.Errorf("invalid repository name %q: a 64-character hexadecimal string is an image ID, not a name", name)
 	}
@@ -76,6 +73,11 @@ func Parse(ref string) (Reference, error) {
 		return Reference{}, fmt.Errorf("invalid registry %q", first)
 	}
 	r.Domain, r.Path = splitDomain(name, isLegacyDockerHubDomain)
+	// Measured in full, as container runtimes measure it once they have added the
+	// registry: "nginx" is "docker.io/library/nginx" to them.
+	if len(r.Domain)+1+len(r.Path) > maxNameLength {
+		return Reference{}, fmt.Errorf("repository name must not be longer than %d characters", maxNameLength)
+	}
 	if !pathRegexp.MatchString(r.Path) {
 		if strings.ToLower(r.Path) != r.Path {
 			return Reference{}, fmt.Errorf("invalid repository name %q: it must be lower case", name)
@@ -86,13 +88,19 @@ func Parse(ref string) (Reference, error) {
 }
 
 // FamiliarName is the shortest name that means the same repository: Docker Hub's domain,
-// and the "library/" of its official images, are left out.
+// and the "library/" of its official images, are left out where that changes nothing.
 func (r Reference) FamiliarName() string {
 	if r.Domain != DockerHubDomain {
 		return r.Domain + "/" + r.Path
 	}
-	if rest, ok := strings.CutPrefix(r.Path, officialRepoPrefix); ok && !strings.Contains(rest, "/") {
+	// An official image named like an image ID keeps "library/": Parse refuses the ID.
+	if rest, ok := strings.CutPrefix(r.Path, officialRepoPrefix); ok && !strings.Contains(rest, "/") && !hex64Regexp.MatchString(rest) {
 		return rest
+	}
+	// A path whose first component reads as a registry keeps the domain: "a.b/c" alone
+	// would name repository c on registry a.b, not a.b/c on Docker Hub.
+	if first, _, _ := strings.Cut(r.Path, "/"); looksLikeDomain(first) {
+		return r.Domain + "/" + r.Path
 	}
 	return r.Path
 }

@@ -1,6 +1,9 @@
 package imageref
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestNameAndTag(t *testing.T) {
 	digest := "sha256:" + "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -25,6 +28,13 @@ func TestNameAndTag(t *testing.T) {
 		// Parse keeps the registry API's host as written; Normalize folds it.
 		{"registry-1.docker.io/bitnami/redis:7", "registry-1.docker.io/bitnami/redis", "7"},
 		{"Upper/app:v1", "Upper/app", "v1"},
+		// A Docker Hub path whose first component reads as a registry keeps the domain,
+		// or the name would send the daemon to that registry (found by FuzzParse).
+		{"docker.io/0.0/0", "docker.io/0.0/0", "latest"},
+		{"index.docker.io/team.a/app:v1", "docker.io/team.a/app", "v1"},
+		{"docker.io/localhost/app", "docker.io/localhost/app", "latest"},
+		{"docker.io/library/a.b", "a.b", "latest"},
+		{"library/" + digest[len("sha256:"):], "library/" + digest[len("sha256:"):], "latest"},
 	} {
 		name, tag, err := NameAndTag(tc.ref)
 		if err != nil {
@@ -59,6 +69,9 @@ func TestParseRejects(t *testing.T) {
 		"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
 		"nginx:1.0:2.0",
 		"nginx@sha256:" + "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef@x",
+		// 238 characters, 256 with the registry and "library/" that runtimes add (found by
+		// FuzzParse: written out in full, it did not parse).
+		strings.Repeat("0", 238),
 	} {
 		if r, err := Parse(ref); err == nil {
 			t.Errorf("Parse(%q) = %+v, want an error", ref, r)

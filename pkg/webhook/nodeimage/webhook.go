@@ -3,6 +3,7 @@ package nodeimage
 import (
 	"context"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -89,7 +90,9 @@ func SetDefaults(ni *appsv1beta1.NodeImage) {
 // defaultedTagFields returns one addition per tag field that defaulting changed (from
 // before to after): createdAt and pullPolicy. Only these members are patched, each as an
 // object member (which "add" replaces), never as an array element (which "add" would
-// insert), and nothing else of the user's object is rewritten.
+// insert), and nothing else of the user's object is rewritten. The exception is an image
+// with an empty tag, which may have been sent as null: a null has no members to add to, so
+// that image's tags are set whole.
 func defaultedTagFields(before, after *appsv1beta1.NodeImageSpec) []webhook.Addition {
 	names := make([]string, 0, len(after.Images))
 	for name := range after.Images {
@@ -100,6 +103,12 @@ func defaultedTagFields(before, after *appsv1beta1.NodeImageSpec) []webhook.Addi
 	var additions []webhook.Addition
 	for _, name := range names {
 		afterTags, beforeTags := after.Images[name].Tags, before.Images[name].Tags
+		if slices.ContainsFunc(beforeTags, func(tag appsv1beta1.ImageTagSpec) bool {
+			return apiequality.Semantic.DeepEqual(tag, appsv1beta1.ImageTagSpec{})
+		}) {
+			additions = append(additions, webhook.Addition{Path: "/spec/images/" + escapePointer(name) + "/tags", Value: afterTags})
+			continue
+		}
 		for i := range afterTags {
 			prefix := "/spec/images/" + escapePointer(name) + "/tags/" + strconv.Itoa(i)
 			if !apiequality.Semantic.DeepEqual(beforeTags[i].CreatedAt, afterTags[i].CreatedAt) {

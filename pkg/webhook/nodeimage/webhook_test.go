@@ -11,6 +11,7 @@ import (
 
 	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
 	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -155,6 +156,38 @@ func TestMutateDefaultsEveryTag(t *testing.T) {
 		if strings.Contains(string(resp.Patch), "reg.io") {
 			t.Errorf("%s: the patch touches the fully set image: %s", op, resp.Patch)
 		}
+	}
+}
+
+// A tag sent as null, which the API server passes on to the webhook (only validation,
+// after it, refuses it), cannot take members: the image's tags are set whole, and the
+// patch applies (found by sweeping the fuzz seeds' fields with null).
+func TestMutateNullTag(t *testing.T) {
+	const object = `{"apiVersion":"apps.kruise.io/v1alpha1","kind":"NodeImage","metadata":{"name":"node-a"},
+	  "spec":{"images":{"nginx":{"tags":[{"tag":"1.25"},null]},
+	    "reg.io/app":{"tags":[{"tag":"v1","pullPolicy":{"ttlSecondsAfterFinished":60}}]}}}}`
+	resp := handler(t, nil, webhook.Mutating).Handle(context.Background(), request(admissionv1.Create, object))
+	if !resp.Allowed || resp.Patch == nil {
+		t.Fatalf("response %+v, want allowed with a patch", resp)
+	}
+	patch, err := jsonpatch.DecodePatch(resp.Patch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patched, err := patch.Apply([]byte(object))
+	if err != nil {
+		t.Fatalf("the patch %s does not apply: %v", resp.Patch, err)
+	}
+	var ni appsv1alpha1.NodeImage
+	if err := json.Unmarshal(patched, &ni); err != nil {
+		t.Fatal(err)
+	}
+	nginx := ni.Spec.Images["nginx"].Tags
+	if len(nginx) != 2 || nginx[0].Tag != "1.25" || nginx[0].CreatedAt == nil || nginx[1].CreatedAt == nil || nginx[1].PullPolicy == nil {
+		t.Errorf("nginx tags after the patch: %+v", nginx)
+	}
+	if !strings.Contains(string(resp.Patch), `"path":"/spec/images/reg.io~1app/tags/0/createdAt"`) {
+		t.Errorf("the image without a null tag is not patched member by member: %s", resp.Patch)
 	}
 }
 
