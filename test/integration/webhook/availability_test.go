@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -98,8 +99,13 @@ func TestAdmissionSurvivesReplicaKills(t *testing.T) {
 // killed replica at that instant (or sent on its connection the moment after, before the
 // balancer had closed it). Everything else is answered right, the requests of the
 // seconds the replica is down and of its return included. The test reports how many were
-// cut off; there may be none, when no call happened to be in flight.
+// cut off; there may be none, when no call happened to be in flight. It shows why the
+// retrying balancer is needed rather than guarding anything bosun does, so it runs only
+// with BOSUN_LONG_FAULTS=1, outside CI's hour.
 func TestAdmissionThroughATCPBalancer(t *testing.T) {
+	if os.Getenv("BOSUN_LONG_FAULTS") != "1" {
+		t.Skip("BOSUN_LONG_FAULTS=1 runs it: the TCP balancer's failures at a kill, for docs/reliability.md")
+	}
 	calls, outages := runReplicaKills(t, false)
 	cutOff := 0
 	for _, c := range wrongCalls(calls) {
