@@ -7,7 +7,6 @@ import (
 
 	bosunfake "github.com/bosun-dev/client-go/clientset/versioned/fake"
 	bosuninformers "github.com/bosun-dev/client-go/informers/externalversions"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -19,7 +18,6 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/featuregate"
-	"k8s.io/utils/ptr"
 
 	"github.com/bosun-dev/bosun/pkg/controller/cloneset"
 	"github.com/bosun-dev/bosun/pkg/controllermanager/registry"
@@ -77,18 +75,7 @@ func TestEveryWebhookIsFuzzed(t *testing.T) {
 // synced.
 func managerWebhooks(t *testing.T, gates featuregate.FeatureGate) []webhook.Registration {
 	t.Helper()
-	deployment := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: webhooktest.SampleNamespace, UID: "uid-deployment"},
-		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](3),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
-	}
-	replicaSet := &appsv1.ReplicaSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "web-5d8f", Namespace: webhooktest.SampleNamespace, UID: "uid-replicaset",
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web",
-				UID: "uid-deployment", Controller: ptr.To(true)}}},
-		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](3),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
-	}
+	deployment, replicaSet := webhooktest.SampleOwners()
 	client := fake.NewClientset(deployment, replicaSet, webhooktest.SamplePod(),
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}})
 	for _, gv := range []string{"apps.kruise.io/v1alpha1", "apps.kruise.io/v1beta1"} {

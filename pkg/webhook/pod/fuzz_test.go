@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/featuregate"
-	"k8s.io/utils/ptr"
 
 	"github.com/bosun-dev/bosun/pkg/controller/podunavailablebudget/budget"
 	"github.com/bosun-dev/bosun/pkg/controller/podunavailablebudget/budget/budgettest"
@@ -54,18 +53,7 @@ func fuzzedPodWebhooks(t testing.TB, gates featuregate.FeatureGate) []webhook.Re
 		}
 		return indexer
 	}
-	deployment := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: webhooktest.SampleNamespace, UID: "uid-deployment"},
-		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](3),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
-	}
-	replicaSet := &appsv1.ReplicaSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "web-5d8f", Namespace: webhooktest.SampleNamespace, UID: "uid-replicaset",
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web",
-				UID: "uid-deployment", Controller: ptr.To(true)}}},
-		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](3),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
-	}
+	deployment, replicaSet := webhooktest.SampleOwners()
 	// Owners of other kinds are looked up live, and are not found.
 	scheme := runtime.NewScheme()
 	if err := metav1.AddMetaToScheme(scheme); err != nil {

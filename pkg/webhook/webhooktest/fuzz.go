@@ -14,6 +14,7 @@ import (
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	admissionv1 "k8s.io/api/admission/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -61,6 +62,23 @@ func SamplePod() *corev1.Pod {
 				{Name: "app", Ready: true, ContainerID: "containerd://0123", Image: "registry.example/web:1"},
 				{Name: "sidecar", Ready: true, ContainerID: "containerd://4567", Image: "docker.io/library/busybox:latest"}}},
 	}
+}
+
+// SampleOwners are the Deployment "web" and its ReplicaSet "web-5d8f" that own SamplePod,
+// for fake clusters in which a webhook follows the pod's owners up to its workload.
+func SampleOwners() (*appsv1.Deployment, *appsv1.ReplicaSet) {
+	selector := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
+	deployment := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: SampleNamespace, UID: "uid-deployment"},
+		Spec:       appsv1.DeploymentSpec{Replicas: ptr.To[int32](3), Selector: selector},
+	}
+	replicaSet := &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-5d8f", Namespace: SampleNamespace, UID: "uid-replicaset",
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web",
+				UID: "uid-deployment", Controller: ptr.To(true)}}},
+		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](3), Selector: selector.DeepCopy()},
+	}
+	return deployment, replicaSet
 }
 
 // SampleBudget is a budget in SampleNamespace covering SamplePod and the other pods of its
