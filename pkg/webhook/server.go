@@ -24,8 +24,9 @@ const (
 	DefaultRequestTimeout = 10 * time.Second
 
 	// shutdownTimeout bounds the wait for requests in flight when Run's context ends. The API
-	// server calls with a timeout of its own and retries nothing, so there is no point in
-	// waiting long for a handler that is stuck.
+	// server calls with a timeout of its own and does not resend a call whose connection
+	// broke (only answers of 429, or 5xx with Retry-After), so there is no point in waiting
+	// long for a handler that is stuck.
 	shutdownTimeout = 5 * time.Second
 
 	// readHeaderTimeout closes connections that do not send a request: the API server
