@@ -153,9 +153,7 @@ func (c *Controller) refreshPodConditions(ctx context.Context, v *view) error {
 			continue
 		}
 		refreshed := pod.DeepCopy()
-		kruisepod.SetPodCondition(refreshed, corev1.PodCondition{
-			Type: appsv1beta1.InPlaceUpdateReady, Status: corev1.ConditionTrue, LastTransitionTime: v.now,
-		})
+		kruisepod.MarkInPlaceUpdateReady(refreshed, v.now)
 		if _, err := c.kubeClient.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, refreshed, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("updating conditions of pod %s: %w", klog.KObj(pod), err))
 		}
@@ -167,10 +165,7 @@ func (c *Controller) refreshPodConditions(ctx context.Context, v *view) error {
 // the pod has the gate, the condition is not True yet, and its last in-place update (if
 // any) has taken effect.
 func inPlaceUpdateDone(pod *corev1.Pod) bool {
-	if !kruisepod.HasReadinessGate(pod, appsv1beta1.InPlaceUpdateReady) {
-		return false
-	}
-	if cond := kruisepod.PodCondition(pod, appsv1beta1.InPlaceUpdateReady); cond != nil && cond.Status == corev1.ConditionTrue {
+	if !kruisepod.AwaitsInPlaceUpdateReady(pod) {
 		return false
 	}
 	state, err := kruisepod.ReadInPlaceUpdateState(pod)

@@ -71,10 +71,7 @@ func (c *Controller) refreshPod(ctx context.Context, v *view, pod *corev1.Pod, a
 // new pod waits until a node has taken it: no kubelet reads the condition before, and the
 // write then goes together with the move to Normal.
 func inPlaceUpdateReadyDue(pod *corev1.Pod, state *kruisepod.InPlaceUpdateState, completed bool) bool {
-	if !kruisepod.HasReadinessGate(pod, appsv1beta1.InPlaceUpdateReady) {
-		return false
-	}
-	if cond := kruisepod.PodCondition(pod, appsv1beta1.InPlaceUpdateReady); cond != nil && cond.Status == corev1.ConditionTrue {
+	if !kruisepod.AwaitsInPlaceUpdateReady(pod) {
 		return false
 	}
 	if state == nil {
@@ -105,11 +102,7 @@ func (c *Controller) markInPlaceUpdateReady(ctx context.Context, v *view, pod *c
 	moved := false
 	_, err := updater.Rewrite(ctx, pod, func(p *corev1.Pod) (*corev1.Pod, error) {
 		written, moved = nil, false
-		changed := false
-		if cond := kruisepod.PodCondition(p, appsv1beta1.InPlaceUpdateReady); cond == nil || cond.Status != corev1.ConditionTrue {
-			kruisepod.SetPodCondition(p, corev1.PodCondition{Type: appsv1beta1.InPlaceUpdateReady, Status: corev1.ConditionTrue, LastTransitionTime: v.now})
-			changed = true
-		}
+		changed := kruisepod.MarkInPlaceUpdateReady(p, v.now)
 		if next != "" && clonesetutil.LifecycleState(p) == from {
 			kruisepod.SetLifecycleState(p, next, v.now.Time)
 			changed, moved = true, true
@@ -264,8 +257,7 @@ func (c *Controller) writeInPlaceUpdate(ctx context.Context, v *view, pod *corev
 			kruisepod.RemoveInPlaceUpdateGrace(pod)
 		}
 		clonesetutil.WriteRevisionLabels(pod.Labels, target.Name, shortHash)
-		pod.Labels[appsv1beta1.LifecycleStateKey] = string(appsv1beta1.LifecycleStateUpdating)
-		pod.Annotations[appsv1beta1.LifecycleTimestampKey] = clonesetutil.LifecycleTimestamp(v.now.Time)
+		kruisepod.SetLifecycleState(pod, appsv1beta1.LifecycleStateUpdating, v.now.Time)
 		return pods.UpdatePod(ctx, pod)
 	})
 }

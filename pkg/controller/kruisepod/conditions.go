@@ -56,6 +56,26 @@ func MarkInPlaceUpdateStarted(pod *corev1.Pod, now metav1.Time) {
 	RecomputeReady(pod, now)
 }
 
+// AwaitsInPlaceUpdateReady reports whether pod has the InPlaceUpdateReady readiness gate
+// and the condition is not True yet: whether its workload still has to turn it True.
+func AwaitsInPlaceUpdateReady(pod *corev1.Pod) bool {
+	if !HasReadinessGate(pod, appsv1beta1.InPlaceUpdateReady) {
+		return false
+	}
+	cond := PodCondition(pod, appsv1beta1.InPlaceUpdateReady)
+	return cond == nil || cond.Status != corev1.ConditionTrue
+}
+
+// MarkInPlaceUpdateReady turns pod's InPlaceUpdateReady condition True, and reports whether
+// it was not True before.
+func MarkInPlaceUpdateReady(pod *corev1.Pod, now metav1.Time) bool {
+	if cond := PodCondition(pod, appsv1beta1.InPlaceUpdateReady); cond != nil && cond.Status == corev1.ConditionTrue {
+		return false
+	}
+	SetPodCondition(pod, corev1.PodCondition{Type: appsv1beta1.InPlaceUpdateReady, Status: corev1.ConditionTrue, LastTransitionTime: now})
+	return true
+}
+
 // RecomputeReady sets pod's Ready condition from its containers and readiness gates, the
 // way the kubelet would, so that a gate turned False takes the pod out of service at once
 // rather than at the kubelet's next status sync.

@@ -80,3 +80,31 @@ func TestRecomputeReady(t *testing.T) {
 		}
 	}
 }
+
+func TestInPlaceUpdateReady(t *testing.T) {
+	now := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	gated := func(conds ...corev1.PodCondition) *corev1.Pod {
+		pod := &corev1.Pod{Status: corev1.PodStatus{Conditions: conds}}
+		AddReadinessGate(&pod.Spec, appsv1alpha1.InPlaceUpdateReady)
+		return pod
+	}
+	if AwaitsInPlaceUpdateReady(&corev1.Pod{}) {
+		t.Error("a pod without the readiness gate awaits InPlaceUpdateReady")
+	}
+	if AwaitsInPlaceUpdateReady(gated(corev1.PodCondition{Type: appsv1alpha1.InPlaceUpdateReady, Status: corev1.ConditionTrue})) {
+		t.Error("a pod whose condition is True awaits it")
+	}
+	pod := gated(corev1.PodCondition{Type: appsv1alpha1.InPlaceUpdateReady, Status: corev1.ConditionFalse})
+	if !AwaitsInPlaceUpdateReady(pod) || !AwaitsInPlaceUpdateReady(gated()) {
+		t.Error("a gated pod whose condition is False or missing does not await it")
+	}
+	if !MarkInPlaceUpdateReady(pod, now) {
+		t.Error("turning a False condition True reported no change")
+	}
+	if c := PodCondition(pod, appsv1alpha1.InPlaceUpdateReady); c.Status != corev1.ConditionTrue || !c.LastTransitionTime.Equal(&now) {
+		t.Errorf("condition %+v, want True since %v", c, now)
+	}
+	if MarkInPlaceUpdateReady(pod, metav1.NewTime(now.Add(time.Hour))) || AwaitsInPlaceUpdateReady(pod) {
+		t.Error("marking a True condition again reported a change, or the pod still awaits it")
+	}
+}

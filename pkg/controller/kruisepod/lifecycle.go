@@ -66,11 +66,11 @@ func SetLifecycleState(pod *corev1.Pod, state appsv1beta1.LifecycleStateType, no
 		pod.Annotations = map[string]string{}
 	}
 	pod.Labels[appsv1beta1.LifecycleStateKey] = string(state)
-	pod.Annotations[appsv1beta1.LifecycleTimestampKey] = lifecycleTimestamp(now)
+	pod.Annotations[appsv1beta1.LifecycleTimestampKey] = LifecycleTimestamp(now)
 }
 
-// lifecycleTimestamp formats the lifecycle timestamp annotation: RFC 3339, UTC.
-func lifecycleTimestamp(now time.Time) string {
+// LifecycleTimestamp formats the lifecycle timestamp annotation: RFC 3339, UTC.
+func LifecycleTimestamp(now time.Time) string {
 	return now.UTC().Format(time.RFC3339)
 }
 
@@ -82,7 +82,7 @@ func LifecycleStatePatch(state appsv1beta1.LifecycleStateType, now time.Time, ho
 	labels := map[string]string{appsv1beta1.LifecycleStateKey: string(state)}
 	metadata := map[string]any{
 		"labels":      labels,
-		"annotations": map[string]string{appsv1beta1.LifecycleTimestampKey: lifecycleTimestamp(now)},
+		"annotations": map[string]string{appsv1beta1.LifecycleTimestampKey: LifecycleTimestamp(now)},
 	}
 	if hook != nil {
 		maps.Copy(labels, hook.LabelsHandler)

@@ -87,8 +87,7 @@ func NewPod(cs *appsv1beta1.CloneSet, revisionName, id string, shortHash bool, n
 	}
 	WriteRevisionLabels(pod.Labels, revisionName, shortHash)
 	pod.Labels[appsv1beta1.CloneSetInstanceID] = id
-	pod.Labels[appsv1beta1.LifecycleStateKey] = string(appsv1beta1.LifecycleStatePreparingNormal)
-	pod.Annotations[appsv1beta1.LifecycleTimestampKey] = LifecycleTimestamp(now)
+	kruisepod.SetLifecycleState(pod, appsv1beta1.LifecycleStatePreparingNormal, now)
 	kruisepod.AddReadinessGate(&pod.Spec, appsv1beta1.InPlaceUpdateReady)
 	pod.Spec.Volumes = claimVolumes(cs, pod, id)
 	return pod, nil
@@ -102,12 +101,6 @@ func WriteRevisionLabels(labels map[string]string, revisionName string, shortHas
 		labels[appsv1beta1.ControllerRevisionHashLabelKey] = short
 	}
 	labels[appsv1beta1.PodTemplateHashLabelKey] = short
-}
-
-// LifecycleTimestamp renders a lifecycle state change time the way the
-// lifecycle.apps.kruise.io/timestamp annotation holds it.
-func LifecycleTimestamp(now time.Time) string {
-	return now.UTC().Format(time.RFC3339)
 }
 
 // claimVolumes returns the pod's volumes with one volume per claim template, mounting the
