@@ -48,7 +48,17 @@ type options struct {
 	// passed stops passing; the full run also finds the specs that start passing, and
 	// `pass` specs that no longer run.
 	passesOnly bool
+	// manager is the manager under test: bosun, or kruise-manager for a reference run.
+	manager string
 }
+
+// The managers the suite runs against: bosun-controller-manager with bosun-daemon, the
+// subject, and OpenKruise's kruise-manager with kruise-daemon, the reference, to tell a
+// spec that fails on bosun from one that fails on this machine.
+const (
+	managerBosun  = "bosun"
+	managerKruise = "kruise-manager"
+)
 
 // defaultSeed is the Ginkgo seed of the run test/kruise-e2e/expectations.txt was last
 // recorded from: every run orders the specs alike, so that a spec that leans on what an
@@ -69,9 +79,14 @@ func main() {
 	flag.DurationVar(&o.timeout, "timeout", 50*time.Minute, "how long one run of the suite may take")
 	flag.BoolVar(&o.passesOnly, "expected-passes-only", false, "run only the specs the expectation file lists as `pass` (a `not yet` spec whose twin in the other API version passes runs too: Ginkgo selects by text), and judge only the specs that ran")
 	flag.Int64Var(&o.seed, "seed", defaultSeed, "Ginkgo's random seed, which orders the specs: fixed, so that every run orders them as the run the expectation file was recorded from (0: a new order each run)")
+	flag.StringVar(&o.manager, "manager", managerBosun, "the manager the suite runs against: "+managerBosun+", or "+managerKruise+" (OpenKruise v1.9.0's kruise-manager and kruise-daemon, with the same feature gates) for a reference run, whose outcomes are printed and not judged against the expectations")
 	flag.Parse()
 	if _, err := regexp.Compile(o.skip); err != nil {
 		fmt.Fprintln(os.Stderr, "kruise-e2e: -skip:", err)
+		os.Exit(2)
+	}
+	if o.manager != managerBosun && o.manager != managerKruise {
+		fmt.Fprintf(os.Stderr, "kruise-e2e: -manager must be %s or %s, not %q\n", managerBosun, managerKruise, o.manager)
 		os.Exit(2)
 	}
 	if o.repeat < 1 {
@@ -129,6 +144,13 @@ func run(ctx context.Context, o options) error {
 				return err
 			}
 			outcomes = append(outcomes, got...)
+		}
+		if o.manager == managerKruise {
+			if o.repeat > 1 {
+				fmt.Printf("kruise-e2e: run %d of %d: ", i, o.repeat)
+			}
+			writeOutcomes(os.Stdout, o.manager, outcomes)
+			continue
 		}
 		want := expected
 		switch {
@@ -207,21 +229,30 @@ func parts(o options, expected map[specKey]expectation) []part {
 func runOnFreshCluster(ctx context.Context, o options, root string, run int, p part, suiteBinary, agnhost string) ([]outcome, error) {
 	began := time.Now()
 	c, err := cluster.Start(ctx, cluster.Options{Dir: filepath.Join(root, "_output", p.dir), ManagerFeatureGates: kruiseCIGates,
-		MirroredRegistries: mirroredRegistries})
+		MirroredRegistries: mirroredRegistries, WithoutBosun: o.manager == managerKruise})
 	if err != nil {
 		return nil, fmt.Errorf("starting the local cluster: %w", err)
 	}
+	var reference *openKruise
 	stopped := false
 	stop := func() {
 		if stopped {
 			return
 		}
 		stopped = true
+		if err := reference.stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "kruise-e2e: stopping OpenKruise:", err)
+		}
 		if err := c.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "kruise-e2e: stopping the local cluster:", err)
 		}
 	}
 	defer stop()
+	if o.manager == managerKruise {
+		if reference, err = startOpenKruise(ctx, c); err != nil {
+			return nil, err
+		}
+	}
 	if err := pushImages(ctx, agnhost); err != nil {
 		return nil, err
 	}
@@ -247,6 +278,9 @@ func runOnFreshCluster(ctx context.Context, o options, root string, run int, p p
 	}
 	if c.Err() != nil {
 		return nil, fmt.Errorf("the local cluster broke during the suite: %w", c.Err())
+	}
+	if err := reference.err(); err != nil {
+		return nil, fmt.Errorf("OpenKruise broke during the suite: %w", err)
 	}
 	stop()
 	// The next run's start empties the cluster's directory: keep this run's logs and report.

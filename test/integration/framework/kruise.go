@@ -90,6 +90,14 @@ type KruiseRelease struct {
 	servesHealthz bool
 }
 
+// KruiseControllersOfBosunKinds are the controllers of kruise-manager that serve the
+// kinds bosun serves too; a start that waits for them (KruiseManagerOptions.WaitForControllers)
+// returns once each runs its workers.
+var KruiseControllersOfBosunKinds = []string{
+	"cloneset-controller", "daemonset-controller", "podunavailablebudget-controller", "containerrecreaterequest-controller",
+	"imagepulljob-controller", "imagelistpulljob-controller", "nodeimage-controller",
+}
+
 var (
 	// Kruise19 is OpenKruise v1.9.0 (hack/kruise): kruise-manager and kruise-daemon. Its
 	// CRDs serve v1alpha1 and v1beta1 and store v1beta1.
