@@ -207,3 +207,28 @@ func TestPartsWithSkip(t *testing.T) {
 		t.Errorf("focused part skips %q, want the -skip expression", focused[0].skip)
 	}
 }
+
+// -without-fresh-nodes runs the main part alone, which still leaves the fresh-node specs
+// out: on the shared node they would fail for want of a node without their image.
+func TestPartsWithoutFreshNodes(t *testing.T) {
+	fresh := specTexts(freshNodeSpecs)
+	expected := map[specKey]expectation{
+		{file: "apps/v1alpha1/a.go", text: "A passes"}: {pass: true},
+		{file: freshNodeSpecs[0].file, text: fresh[0]}: {pass: true},
+	}
+	for _, o := range []options{{withoutFreshNodes: true}, {withoutFreshNodes: true, passesOnly: true}} {
+		ps := parts(o, expected)
+		if len(ps) != 1 {
+			t.Fatalf("parts(%+v) = %+v, want the main run only", o, ps)
+		}
+		skip := regexp.MustCompile(ps[0].skip)
+		for _, text := range fresh {
+			if !skip.MatchString(text) {
+				t.Errorf("parts(%+v): the main run does not skip %q", o, text)
+			}
+		}
+		if skip.MatchString("A passes") {
+			t.Errorf("parts(%+v): the main run skips %q", o, "A passes")
+		}
+	}
+}

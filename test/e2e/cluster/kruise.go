@@ -96,7 +96,7 @@ func (c *Cluster) StartKruiseDaemon(ctx context.Context, release framework.Kruis
 				return false, nil
 			}
 		}
-		return answersOK(ctx, healthz), nil
+		return answers(ctx, healthz, http.StatusOK), nil
 	})
 	if err != nil {
 		err = fmt.Errorf("%w; the end of %s:\n%s", err, p.LogPath(), p.LogTail(20))
@@ -112,21 +112,6 @@ func (c *Cluster) StartKruiseDaemon(ctx context.Context, release framework.Kruis
 func (d *KruiseDaemon) Stop() error {
 	d.Process.Stop(framework.DefaultStopGracePeriod)
 	return removeKruiseHostVarRun()
-}
-
-func answersOK(ctx context.Context, url string) bool {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return false
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
 }
 
 // makeKruiseHostVarRun makes /hostvarrun a directory holding a link to the node's runtime
