@@ -38,6 +38,8 @@ type options struct {
 	labelFilter  string
 	focus        string
 	skip         string
+	// skipFile is Ginkgo's --ginkgo.skip-file: the specs of the files it matches do not run.
+	skipFile string
 	expectations string
 	repeat       int
 	skipNoNode   bool
@@ -75,6 +77,7 @@ func main() {
 	var o options
 	flag.StringVar(&o.labelFilter, "label-filter", defaultLabelFilter, "Ginkgo label filter of the specs to run")
 	flag.StringVar(&o.skip, "skip", "", "Ginkgo skip regular expression: the specs whose full text it matches do not run (the expectations are then checked only for the specs that ran)")
+	flag.StringVar(&o.skipFile, "skip-file", "", "Ginkgo skip-file regular expression: the specs of the suite's files whose path it matches do not run, for example apps/v1beta1/ for one API version of the specs that exist in both (the expectations are then checked only for the specs that ran)")
 	flag.StringVar(&o.focus, "focus", "", "Ginkgo focus regular expression, to run fewer specs while working on one, all on one cluster (the expectations are then checked only for the specs that ran)")
 	flag.StringVar(&o.expectations, "expectations", "test/kruise-e2e/expectations.txt", "the expectation file, relative to the repository's root")
 	flag.IntVar(&o.repeat, "repeat", 1, "run the suite this many times in a row on the same cluster; every run must match the expectations")
@@ -85,6 +88,10 @@ func main() {
 	flag.BoolVar(&o.withoutFreshNodes, "without-fresh-nodes", false, "leave out the specs that need a node that has not pulled their image yet, each of which runs on a new cluster of its own (minutes each)")
 	flag.StringVar(&o.manager, "manager", managerBosun, "the manager the suite runs against: "+managerBosun+", or "+managerKruise+" (OpenKruise v1.9.0's kruise-manager and kruise-daemon, with the same feature gates) for a reference run, whose outcomes are printed and not judged against the expectations")
 	flag.Parse()
+	if _, err := regexp.Compile(o.skipFile); err != nil {
+		fmt.Fprintln(os.Stderr, "kruise-e2e: -skip-file:", err)
+		os.Exit(2)
+	}
 	if _, err := regexp.Compile(o.skip); err != nil {
 		fmt.Fprintln(os.Stderr, "kruise-e2e: -skip:", err)
 		os.Exit(2)
@@ -158,7 +165,7 @@ func run(ctx context.Context, o options) error {
 		}
 		want := expected
 		switch {
-		case o.focus != "" || o.skip != "":
+		case o.focus != "" || o.skip != "" || o.skipFile != "":
 			want = onlyRan(expected, outcomes)
 		case o.passesOnly:
 			// Only what ran is judged: CI narrows the label filter to fit its time, and the
@@ -344,6 +351,9 @@ func runSuite(ctx context.Context, o options, p part, r suiteRun) ([]outcome, er
 	}
 	if p.skip != "" {
 		args = append(args, "--ginkgo.skip="+p.skip)
+	}
+	if o.skipFile != "" {
+		args = append(args, "--ginkgo.skip-file="+o.skipFile)
 	}
 	if o.seed != 0 {
 		args = append(args, "--ginkgo.seed="+strconv.FormatInt(o.seed, 10))
