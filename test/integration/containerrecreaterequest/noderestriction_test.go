@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	bosunclientset "github.com/bosun-dev/client-go/clientset/versioned"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -69,12 +70,12 @@ func TestNodeAgentsWriteOnlyTheirNode(t *testing.T) {
 	dryRun := []string{metav1.DryRunAll}
 	framework.WaitForWebhooksCalled(e.Ctx, t, e.CP, []framework.WebhookProbe{
 		{Webhook: noderestriction.NodeImageName, Send: func(ctx context.Context) {
-			_, _ = bosunClient(t, daemonA).AppsV1beta1().NodeImages().Patch(ctx, nodeB, types.MergePatchType, []byte(`{"status":{}}`),
+			_, _ = bosunClient(t, daemonA).AppsV1beta1().NodeImages().Patch(ctx, nodeB, types.MergePatchType, []byte(`{"status":{"desired":0}}`),
 				metav1.PatchOptions{DryRun: dryRun}, "status")
 		}},
 		{Webhook: noderestriction.ContainerRecreateRequestName, Send: func(ctx context.Context) {
 			_, _ = bosunClient(t, daemonA).AppsV1beta1().ContainerRecreateRequests(e.Namespace).Patch(ctx, requestOn[nodeB], types.MergePatchType,
-				[]byte(`{"status":{}}`), metav1.PatchOptions{DryRun: dryRun}, "status")
+				[]byte(`{"status":{"phase":"Pending"}}`), metav1.PatchOptions{DryRun: dryRun}, "status")
 		}},
 	}, manager)
 	// The DaemonSet's service account with a token bound to a pod on node a, and with a
@@ -147,10 +148,19 @@ func (e *testEnv) writeNodeImageStatus(client bosunclientset.Interface, name str
 	return err
 }
 
-// patchRequestStatus merge-patches the status of the request name with client, as the
-// agent writes its container states.
+// patchRequestStatus writes the status of the request name with client, as the agent
+// writes a phase: a read, then an update of the status subresource (a request the
+// controller has not given a phase yet gets Pending, which the schema requires).
 func (e *testEnv) patchRequestStatus(client bosunclientset.Interface, name string) error {
-	patch := []byte(`{"status":{"message":"written by the test"}}`)
-	_, err := client.AppsV1beta1().ContainerRecreateRequests(e.Namespace).Patch(e.Ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+	requests := client.AppsV1beta1().ContainerRecreateRequests(e.Namespace)
+	request, err := requests.Get(e.Ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if request.Status.Phase == "" {
+		request.Status.Phase = appsv1beta1.ContainerRecreateRequestPending
+	}
+	request.Status.Message = "written by the test"
+	_, err = requests.UpdateStatus(e.Ctx, request, metav1.UpdateOptions{})
 	return err
 }

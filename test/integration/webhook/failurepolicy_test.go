@@ -424,11 +424,11 @@ func (e *testEnv) policyProbes(t *testing.T, restricted nodeObjects) map[string]
 		}},
 		// Another node's agent writes the status of the node's NodeImage and request.
 		{webhook: noderestriction.NodeImageName, code: http.StatusForbidden, contains: "may not write NodeImage", send: func(ctx context.Context) (int, error) {
-			_, err := elsewhere.AppsV1beta1().NodeImages().Patch(ctx, restricted.node, types.MergePatchType, []byte(`{"status":{}}`), dryRunPatch, "status")
+			_, err := elsewhere.AppsV1beta1().NodeImages().Patch(ctx, restricted.node, types.MergePatchType, []byte(`{"status":{"desired":0}}`), dryRunPatch, "status")
 			return 0, err
 		}},
 		{webhook: noderestriction.ContainerRecreateRequestName, code: http.StatusForbidden, contains: "may not write ContainerRecreateRequest", send: func(ctx context.Context) (int, error) {
-			_, err := elsewhere.AppsV1beta1().ContainerRecreateRequests(ns).Patch(ctx, restricted.request, types.MergePatchType, []byte(`{"status":{}}`), dryRunPatch, "status")
+			_, err := elsewhere.AppsV1beta1().ContainerRecreateRequests(ns).Patch(ctx, restricted.request, types.MergePatchType, []byte(`{"status":{"phase":"Pending"}}`), dryRunPatch, "status")
 			return 0, err
 		}},
 	}
