@@ -15,8 +15,10 @@
 //     up to date, caBundle included (package configuration).
 //
 // The admission logic of each resource lives in a subpackage named after it (daemonset,
-// cloneset, podunavailablebudget, pod, containerrecreaterequest, nodeimage, imagepulljob);
-// this package knows nothing about any resource. What a resource's defaulting and validating
+// cloneset, podunavailablebudget, pod, containerrecreaterequest, nodeimage, imagepulljob),
+// but for noderestriction, whose webhooks judge who writes NodeImages and
+// ContainerRecreateRequests rather than what is written; this package knows nothing about
+// any resource. What a resource's defaulting and validating
 // webhooks share (registration for CREATE and UPDATE of every served version, dispatch on
 // the request's version, strict decoding of the object and the old object, conversion to
 // the hub version, refusal of the reserved conversion annotations, the patch of the

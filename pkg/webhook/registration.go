@@ -59,6 +59,10 @@ type Registration struct {
 	// NamespaceSelector and ObjectSelector narrow the requests sent; everything when nil.
 	NamespaceSelector *metav1.LabelSelector
 	ObjectSelector    *metav1.LabelSelector
+	// MatchConditions are CEL expressions on the request that must all hold for the API
+	// server to call the webhook; every matching request when empty. A request the
+	// conditions exclude costs nothing: the API server decides without calling out.
+	MatchConditions []admissionregistrationv1.MatchCondition
 	// TimeoutSeconds bounds the API server's call (1 to 30); 10 when zero.
 	TimeoutSeconds int32
 	// Handler answers the requests.
@@ -96,6 +100,7 @@ func (r Registration) Validate() error {
 	if r.Handler == nil {
 		problems = append(problems, "no handler")
 	}
+	problems = append(problems, matchConditionProblems(r.MatchConditions)...)
 	if len(problems) > 0 {
 		return fmt.Errorf("webhook %q: %s", r.Name, strings.Join(problems, "; "))
 	}
@@ -119,5 +124,35 @@ func (r Registration) deepCopy() Registration {
 	}
 	out.NamespaceSelector = r.NamespaceSelector.DeepCopy()
 	out.ObjectSelector = r.ObjectSelector.DeepCopy()
+	out.MatchConditions = slices.Clone(r.MatchConditions)
 	return out
 }
+
+// maxMatchConditions is the most match conditions the API server accepts on one webhook.
+const maxMatchConditions = 64
+
+// matchConditionProblems returns what the API server would refuse in conditions short of
+// compiling the expressions, which only it can do: a name each, unique and qualified, and
+// an expression each.
+func matchConditionProblems(conditions []admissionregistrationv1.MatchCondition) []string {
+	var problems []string
+	if len(conditions) > maxMatchConditions {
+		problems = append(problems, fmt.Sprintf("%d match conditions, more than %d", len(conditions), maxMatchConditions))
+	}
+	seen := map[string]bool{}
+	for i, c := range conditions {
+		switch {
+		case !matchConditionName.MatchString(c.Name) || len(c.Name) > 63:
+			problems = append(problems, fmt.Sprintf("match condition %d: name %q is not a qualified name", i, c.Name))
+		case seen[c.Name]:
+			problems = append(problems, fmt.Sprintf("match condition %d: name %q is used twice", i, c.Name))
+		}
+		seen[c.Name] = true
+		if strings.TrimSpace(c.Expression) == "" {
+			problems = append(problems, fmt.Sprintf("match condition %q has no expression", c.Name))
+		}
+	}
+	return problems
+}
+
+var matchConditionName = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`)

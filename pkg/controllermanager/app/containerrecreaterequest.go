@@ -9,6 +9,7 @@ import (
 	"github.com/bosun-dev/bosun/pkg/controllermanager/registry"
 	"github.com/bosun-dev/bosun/pkg/webhook"
 	crrwebhook "github.com/bosun-dev/bosun/pkg/webhook/containerrecreaterequest"
+	"github.com/bosun-dev/bosun/pkg/webhook/noderestriction"
 )
 
 // newContainerRecreateRequestController builds the controller on the shared informers, when
@@ -39,8 +40,9 @@ func newContainerRecreateRequestController(ctx context.Context, cc *registry.Con
 }
 
 // containerRecreateRequestWebhooks returns the request's mutating webhook, which reads
-// pods and Nodes from the webhook informers and from the API server when they miss; none
-// when the API server does not serve v1beta1 ContainerRecreateRequests.
+// pods and Nodes from the webhook informers and from the API server when they miss, and
+// the one that keeps node agents to the requests of pods on their node; none when the API
+// server does not serve v1beta1 ContainerRecreateRequests.
 func containerRecreateRequestWebhooks(wc *registry.WebhookContext) ([]webhook.Registration, error) {
 	served, err := servesResource(wc.Client.Discovery(), appsHub.String(), "containerrecreaterequests")
 	if err != nil {
@@ -49,11 +51,12 @@ func containerRecreateRequestWebhooks(wc *registry.WebhookContext) ([]webhook.Re
 	if !served {
 		return nil, nil
 	}
-	return crrwebhook.Registrations(crrwebhook.Dependencies{
+	regs := crrwebhook.Registrations(crrwebhook.Dependencies{
 		Pods:        wc.InformerFactory.Core().V1().Pods().Lister(),
 		Nodes:       wc.InformerFactory.Core().V1().Nodes().Lister(),
 		LivePods:    wc.Client.CoreV1(),
 		LiveNodes:   wc.Client.CoreV1(),
 		FeatureGate: wc.FeatureGate,
-	}), nil
+	})
+	return append(regs, noderestriction.ContainerRecreateRequestRegistrations(wc.NodeAgents)...), nil
 }

@@ -28,6 +28,7 @@ import (
 	imagelistpulljobwebhook "github.com/bosun-dev/bosun/pkg/webhook/imagelistpulljob"
 	imagepulljobwebhook "github.com/bosun-dev/bosun/pkg/webhook/imagepulljob"
 	nodeimagewebhook "github.com/bosun-dev/bosun/pkg/webhook/nodeimage"
+	"github.com/bosun-dev/bosun/pkg/webhook/noderestriction"
 	podwebhook "github.com/bosun-dev/bosun/pkg/webhook/pod"
 	pubwebhook "github.com/bosun-dev/bosun/pkg/webhook/podunavailablebudget"
 	"github.com/bosun-dev/bosun/pkg/webhook/webhooktest"
@@ -42,6 +43,7 @@ var fuzzedWebhooks = map[string][]string{
 	"imagelistpulljob":         {imagelistpulljobwebhook.MutatingName, imagelistpulljobwebhook.ValidatingName},
 	"imagepulljob":             {imagepulljobwebhook.MutatingName, imagepulljobwebhook.ValidatingName},
 	"nodeimage":                {nodeimagewebhook.MutatingName, nodeimagewebhook.ValidatingName},
+	"noderestriction":          {noderestriction.NodeImageName, noderestriction.ContainerRecreateRequestName},
 	"pod":                      {podwebhook.MutatingName, podwebhook.ValidatingName, podwebhook.ValidatingEvictionName},
 	"podunavailablebudget":     {pubwebhook.MutatingName, pubwebhook.ValidatingName},
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/bosun-dev/bosun/pkg/features"
 	"github.com/bosun-dev/bosun/pkg/webhook"
 	nodeimagewebhook "github.com/bosun-dev/bosun/pkg/webhook/nodeimage"
+	"github.com/bosun-dev/bosun/pkg/webhook/noderestriction"
 )
 
 // newNodeImageController builds the controller on the shared informers, when the API
@@ -52,8 +53,9 @@ func newNodeImageController(ctx context.Context, cc *registry.ControllerContext)
 	return withWorkers{run: c.Run, workers: int(cc.Config.NodeImage.ConcurrentSyncs)}, nil
 }
 
-// nodeImageWebhooks returns the NodeImage's defaulting and validating webhooks, or none
-// when the API server does not serve v1beta1 NodeImages.
+// nodeImageWebhooks returns the NodeImage's defaulting and validating webhooks and the one
+// that keeps node agents to their own node's NodeImage, or none when the API server does
+// not serve v1beta1 NodeImages.
 func nodeImageWebhooks(wc *registry.WebhookContext) ([]webhook.Registration, error) {
 	served, err := servesResource(wc.Client.Discovery(), appsHub.String(), "nodeimages")
 	if err != nil {
@@ -62,5 +64,5 @@ func nodeImageWebhooks(wc *registry.WebhookContext) ([]webhook.Registration, err
 	if !served {
 		return nil, nil
 	}
-	return nodeimagewebhook.Registrations(wc.FeatureGate), nil
+	return append(nodeimagewebhook.Registrations(wc.FeatureGate), noderestriction.NodeImageRegistrations(wc.NodeAgents)...), nil
 }

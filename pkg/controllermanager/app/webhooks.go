@@ -25,6 +25,7 @@ import (
 	"github.com/bosun-dev/bosun/pkg/webhook/certs"
 	"github.com/bosun-dev/bosun/pkg/webhook/configuration"
 	"github.com/bosun-dev/bosun/pkg/webhook/conversion"
+	"github.com/bosun-dev/bosun/pkg/webhook/noderestriction"
 )
 
 const (
@@ -61,7 +62,7 @@ func webhookRegistrations(reg *registry.Registry, enabled []string, wc *registry
 // belongs to an OpenKruise-compatible resource (the pod webhook spends
 // PodUnavailableBudgets), so its clients have those controllers' limits.
 func newWebhookContext(ctx context.Context, builder clientbuilder.Builder, limits clientbuilder.Limits,
-	recorders registry.EventRecorderFactory, gates featuregate.FeatureGate) (*registry.WebhookContext, error) {
+	recorders registry.EventRecorderFactory, gates featuregate.FeatureGate, nodeAgents noderestriction.Identities) (*registry.WebhookContext, error) {
 	builder = clientbuilder.WithLimitsPerResource(builder, limits)
 	client, err := builder.Client(webhookClientName)
 	if err != nil {
@@ -84,6 +85,7 @@ func newWebhookContext(ctx context.Context, builder clientbuilder.Builder, limit
 		RESTMapper:    restMapper,
 		EventRecorder: recorders,
 		FeatureGate:   gates,
+		NodeAgents:    nodeAgents,
 	}, nil
 }
 
@@ -263,7 +265,8 @@ func serveWebhooks(ctx context.Context, o *options.Options, rootClient kubernete
 	if !o.Webhook.Enabled() {
 		return startWebhooks(ctx, o.Webhook, rootClient, nil, nil, nil, readyz, fail)
 	}
-	wc, err := newWebhookContext(ctx, builder, o.KruiseClientLimits(), recorders, o.FeatureGate)
+	wc, err := newWebhookContext(ctx, builder, o.KruiseClientLimits(), recorders, o.FeatureGate,
+		noderestriction.Identities{ServiceAccounts: o.Webhook.DaemonServiceAccounts})
 	if err != nil {
 		return fmt.Errorf("building the admission webhooks' clients: %w", err)
 	}

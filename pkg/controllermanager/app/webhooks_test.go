@@ -40,6 +40,7 @@ import (
 	"github.com/bosun-dev/bosun/pkg/features"
 	"github.com/bosun-dev/bosun/pkg/serving"
 	"github.com/bosun-dev/bosun/pkg/webhook"
+	"github.com/bosun-dev/bosun/pkg/webhook/noderestriction"
 )
 
 // The webhooks' clients, and those built later from their context, run at the
@@ -48,7 +49,7 @@ func TestWebhookContextClientLimits(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	base := clientbuilder.NewSimpleBuilder(&rest.Config{Host: "https://127.0.0.1:1", QPS: 20, Burst: 30})
-	wc, err := newWebhookContext(ctx, base, clientbuilder.Limits{QPS: 50, Burst: 100}, nil, features.NewFeatureGate())
+	wc, err := newWebhookContext(ctx, base, clientbuilder.Limits{QPS: 50, Burst: 100}, nil, features.NewFeatureGate(), noderestriction.Identities{})
 	if err != nil {
 		t.Fatal(err)
 	}

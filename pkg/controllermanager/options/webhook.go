@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/bosun-dev/bosun/pkg/webhook/configuration"
+	"github.com/bosun-dev/bosun/pkg/webhook/noderestriction"
 )
 
 // Webhook defaults. The port is OpenKruise's, so that firewall rules and Services written
@@ -46,15 +47,20 @@ type WebhookOptions struct {
 	Service string
 	// ServicePort is --webhook-service-port, the Service's port.
 	ServicePort int32
+	// DaemonServiceAccounts is --daemon-service-accounts, <namespace>/<name> of the service
+	// accounts bosun-daemon runs as, which the node restriction webhooks keep to their
+	// node as they do the per-node users of group bosun:daemons.
+	DaemonServiceAccounts []string
 }
 
 // NewWebhookOptions returns the defaults.
 func NewWebhookOptions() *WebhookOptions {
 	return &WebhookOptions{
-		Port:        DefaultWebhookPort,
-		BindAddress: DefaultWebhookBindAddress,
-		Secret:      DefaultWebhookSecret,
-		ServicePort: DefaultWebhookServicePort,
+		Port:                  DefaultWebhookPort,
+		BindAddress:           DefaultWebhookBindAddress,
+		Secret:                DefaultWebhookSecret,
+		ServicePort:           DefaultWebhookServicePort,
+		DaemonServiceAccounts: []string{noderestriction.DefaultDaemonServiceAccount},
 	}
 }
 
@@ -74,6 +80,8 @@ func (o *WebhookOptions) AddFlags(fs *pflag.FlagSet) {
 		"<namespace>/<name> of a Service in front of the bosun-controller-manager replicas through which the API server calls the webhooks, for installs inside the cluster. Mutually exclusive with --webhook-url.")
 	fs.Int32Var(&o.ServicePort, "webhook-service-port", o.ServicePort,
 		"The port of --webhook-service.")
+	fs.StringSliceVar(&o.DaemonServiceAccounts, "daemon-service-accounts", o.DaemonServiceAccounts,
+		"<namespace>/<name> of the service accounts bosun-daemon runs as (comma-separated; empty for none). Like the users of group bosun:daemons named bosun:daemon:<node>, they may write only the status of their own node's NodeImage and of the ContainerRecreateRequests of pods on their node; their node is the one their pod's token names (extra "+noderestriction.NodeNameExtra+"), and a token naming none may write neither kind.")
 }
 
 // Enabled reports whether webhooks are served.
@@ -99,6 +107,9 @@ func (o *WebhookOptions) Validate() []error {
 		}
 	} else if _, _, err := splitNamespacedName("--webhook-secret", o.Secret); err != nil {
 		errs = append(errs, err)
+	}
+	if err := (noderestriction.Identities{ServiceAccounts: o.DaemonServiceAccounts}).Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("--daemon-service-accounts: %w", err))
 	}
 	if o.URL != "" && o.Service != "" {
 		errs = append(errs, errors.New("--webhook-url and --webhook-service are mutually exclusive: the API server reaches the webhooks one way"))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bosun-dev/bosun/pkg/clientbuilder"
 	"github.com/bosun-dev/bosun/pkg/webhook"
+	"github.com/bosun-dev/bosun/pkg/webhook/noderestriction"
 )
 
 // WebhooksFunc returns the admission webhooks of a controller's resources. It runs once per
@@ -47,4 +48,7 @@ type WebhookContext struct {
 	EventRecorder EventRecorderFactory
 	// FeatureGate is the parsed --feature-gates.
 	FeatureGate featuregate.FeatureGate
+	// NodeAgents are the identities of bosun-daemon, which the node restriction webhooks
+	// keep to their node (--daemon-service-accounts).
+	NodeAgents noderestriction.Identities
 }

@@ -2,6 +2,7 @@ package configuration
 
 import (
 	"bytes"
+	"slices"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -69,6 +70,7 @@ func mutatingWebhook(reg webhook.Registration, client ClientConfig, caBundle []b
 		SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
 		TimeoutSeconds:          timeoutSeconds(reg),
 		AdmissionReviewVersions: admissionReviewVersions(),
+		MatchConditions:         slices.Clone(reg.MatchConditions),
 		// bosun's mutations do not depend on each other's or other webhooks' results.
 		ReinvocationPolicy: ptr.To(admissionregistrationv1.NeverReinvocationPolicy),
 	}
@@ -88,6 +90,7 @@ func validatingWebhook(reg webhook.Registration, client ClientConfig, caBundle [
 		SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
 		TimeoutSeconds:          timeoutSeconds(reg),
 		AdmissionReviewVersions: admissionReviewVersions(),
+		MatchConditions:         slices.Clone(reg.MatchConditions),
 	}
 	setValidatingDefaults(&hook)
 	return hook

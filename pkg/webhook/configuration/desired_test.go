@@ -107,7 +107,8 @@ func TestDesiredFillsDefaultsAndKeepsChoices(t *testing.T) {
 	chosen := m.Webhooks[1]
 	if *chosen.FailurePolicy != admissionregistrationv1.Ignore || *chosen.TimeoutSeconds != 5 ||
 		!reflect.DeepEqual(chosen.NamespaceSelector, regs[1].NamespaceSelector) ||
-		!reflect.DeepEqual(chosen.ObjectSelector, regs[1].ObjectSelector) {
+		!reflect.DeepEqual(chosen.ObjectSelector, regs[1].ObjectSelector) ||
+		!reflect.DeepEqual(chosen.MatchConditions, regs[1].MatchConditions) {
 		t.Errorf("webhook with options lost them: %+v", chosen)
 	}
 
@@ -119,6 +120,9 @@ func TestDesiredFillsDefaultsAndKeepsChoices(t *testing.T) {
 		!reflect.DeepEqual(validating.AdmissionReviewVersions, []string{"v1"}) ||
 		string(validating.ClientConfig.CABundle) != string(testCA) {
 		t.Errorf("validating webhook lacks defaults: %+v", validating)
+	}
+	if !reflect.DeepEqual(validating.MatchConditions, regs[2].MatchConditions) {
+		t.Errorf("validating webhook's match conditions = %v, want %v", validating.MatchConditions, regs[2].MatchConditions)
 	}
 }
 
@@ -184,10 +188,13 @@ func TestDesiredSharesNothing(t *testing.T) {
 	m.Webhooks[1].NamespaceSelector.MatchLabels["bosun.dev/inject"] = "false"
 	m.Webhooks[0].Rules[0].Operations[0] = admissionregistrationv1.Delete
 	v.Webhooks[0].AdmissionReviewVersions[0] = "v1beta1"
+	m.Webhooks[1].MatchConditions[0].Expression = "true"
+	v.Webhooks[0].MatchConditions[0].Expression = "true"
 
 	if *regs[1].FailurePolicy != admissionregistrationv1.Ignore ||
 		regs[1].NamespaceSelector.MatchLabels["bosun.dev/inject"] != "true" ||
-		regs[0].Rules[0].Operations[0] != admissionregistrationv1.Create {
+		regs[0].Rules[0].Operations[0] != admissionregistrationv1.Create ||
+		regs[1].MatchConditions[0].Expression == "true" || regs[2].MatchConditions[0].Expression == "true" {
 		t.Error("changing Desired's result changed the registrations")
 	}
 	if string(m.Webhooks[0].ClientConfig.CABundle) != string(testCA) {

@@ -78,15 +78,17 @@ func testRegistrations() []webhook.Registration {
 			ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 				{Key: "bosun.dev/skip", Operator: metav1.LabelSelectorOpDoesNotExist},
 			}},
-			TimeoutSeconds: 5,
-			Handler:        noopHandler,
+			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "not-nodes", Expression: `!("system:nodes" in request.userInfo.groups)`}},
+			TimeoutSeconds:  5,
+			Handler:         noopHandler,
 		},
 		{
-			Name:    "vdaemonset.kb.io",
-			Path:    "/validate-apps-kruise-io-v1alpha1-daemonset",
-			Type:    webhook.Validating,
-			Rules:   []admissionregistrationv1.RuleWithOperations{rule("apps.kruise.io", "v1alpha1", "daemonsets", admissionregistrationv1.Create, admissionregistrationv1.Update)},
-			Handler: noopHandler,
+			Name:            "vdaemonset.kb.io",
+			Path:            "/validate-apps-kruise-io-v1alpha1-daemonset",
+			Type:            webhook.Validating,
+			Rules:           []admissionregistrationv1.RuleWithOperations{rule("apps.kruise.io", "v1alpha1", "daemonsets", admissionregistrationv1.Create, admissionregistrationv1.Update)},
+			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "agents", Expression: `"bosun:daemons" in request.userInfo.groups`}},
+			Handler:         noopHandler,
 		},
 	}
 }

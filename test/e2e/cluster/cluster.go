@@ -31,9 +31,9 @@ const (
 	DefaultStartTimeout = 4 * time.Minute
 
 	// Identities of the components, as static users of the API server. bosun's two binaries
-	// run under the RBAC in config/rbac, as an operator installs them.
+	// run under the RBAC in config/rbac, as an operator installs them; bosun-daemon as its
+	// node's own user, a client certificate (see startDaemon).
 	controllerManagerUser = "bosun-controller-manager"
-	daemonUser            = "bosun-daemon"
 	nodeGroup             = "system:nodes"
 )
 
@@ -239,7 +239,6 @@ func (c *Cluster) startControlPlane(ctx context.Context, crds bool) error {
 		BosunCRDs: crds,
 		Users: []framework.User{
 			{Name: controllerManagerUser},
-			{Name: daemonUser},
 			{Name: "system:node:" + c.nodeName, Groups: []string{nodeGroup}},
 		},
 		APIServerArgs: []string{

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/bosun-dev/bosun/pkg/webhook/noderestriction"
 	"github.com/bosun-dev/bosun/test/integration/framework"
 )
 
@@ -49,14 +50,17 @@ func (c *Cluster) startScheduler(ctx context.Context) error {
 	return framework.WaitForHealthEndpoint(ctx, 2*time.Minute, process, ports[0], "/healthz")
 }
 
-// startDaemon runs bosun-daemon for the node, as its own user (config/rbac/daemon.yaml),
-// and returns once its /readyz passes: informers synced and containerd answering.
+// startDaemon runs bosun-daemon for the node with the node's own identity, as
+// docs/install.md tells operators to give it: a client certificate of user
+// bosun:daemon:<node> in group bosun:daemons, authorized by config/rbac/daemon.yaml and
+// kept to its node by the manager's node restriction webhooks. It returns once its
+// /readyz passes: informers synced and containerd answering.
 func (c *Cluster) startDaemon(ctx context.Context, binary string) error {
 	ports, err := framework.FreeLoopbackPorts(1)
 	if err != nil {
 		return err
 	}
-	kubeconfig, err := c.controlPlane.UserKubeconfig(daemonUser)
+	kubeconfig, err := c.controlPlane.ClientCertificateKubeconfig(framework.DaemonUser(c.nodeName), noderestriction.DaemonsGroup)
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,10 @@ type servingCerts struct {
 
 	kubeletClientCertPEM []byte
 	kubeletClientKeyPEM  []byte
+
+	// clientCA is the CA itself, which kube-apiserver trusts for client certificates too:
+	// tests issue users of their own with it (ControlPlane.ClientCertificateConfig).
+	clientCA *TestCA
 }
 
 // kubeletClientUser and kubeletClientGroup are who kube-apiserver is to a kubelet: the
@@ -79,6 +83,7 @@ func newServingCerts(ips []net.IP, dnsNames []string) (*servingCerts, error) {
 		keyPEM:               keyPEM,
 		kubeletClientCertPEM: clientCertPEM,
 		kubeletClientKeyPEM:  clientKeyPEM,
+		clientCA:             &TestCA{PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caCert.Raw}), cert: caCert, key: caKey},
 	}, nil
 }
 
@@ -242,6 +247,24 @@ func (ca *TestCA) WriteCertDir(t testing.TB, dir, commonName string) *big.Int {
 		}
 	}
 	return serialNumber
+}
+
+// IssueClientCertificate returns a client certificate of user in groups (its CN and O, as
+// kube-apiserver reads them), signed by ca, and its key, both PEM-encoded.
+func (ca *TestCA) IssueClientCertificate(user string, groups []string) (certPEM, keyPEM []byte, err error) {
+	serialNumber, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return nil, nil, err
+	}
+	now := time.Now()
+	return issueCertificate(ca.cert, ca.key, &x509.Certificate{
+		SerialNumber: serialNumber,
+		Subject:      pkix.Name{CommonName: user, Organization: groups},
+		NotBefore:    now.Add(-time.Minute),
+		NotAfter:     now.Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
 }
 
 // randomSerialNumber returns a random certificate serial number of up to 127 bits.

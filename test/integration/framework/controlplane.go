@@ -87,6 +87,7 @@ type ControlPlane struct {
 	removeDir   bool
 	etcdURL     string
 	caPEM       []byte
+	clientCA    *TestCA
 	tokens      map[string]string // user name to bearer token
 	adminConfig *rest.Config
 	kubeconfig  string
@@ -165,6 +166,7 @@ func StartControlPlane(ctx context.Context, opts Options) (_ *ControlPlane, err 
 		return nil, err
 	}
 	cp.caPEM = certs.caPEM
+	cp.clientCA = certs.clientCA
 	files, err := writeAPIServerFiles(cp.dir, certs, tokens, opts.AuditPolicy)
 	if err != nil {
 		return nil, err

@@ -33,12 +33,19 @@ type BosunDaemon struct {
 	Port int
 }
 
-// RunBosunDaemon runs bosun-daemon (built from this checkout) for opts.Node as cp's admin
-// user, on a free loopback port, until the test ends, and returns at once. The end of its
-// log is printed if the test fails.
+// RunBosunDaemon runs bosun-daemon (built from this checkout) for opts.Node with the node's
+// own identity (DaemonKubeconfig: user bosun:daemon:<node> in group bosun:daemons,
+// authorized by config/rbac/daemon.yaml, which it installs), on a free loopback port,
+// until the test ends, and returns at once. So the agent under test has the permissions
+// it ships with, and the manager's node restriction webhooks judge its writes. The end of
+// its log is printed if the test fails.
 func RunBosunDaemon(t testing.TB, cp *ControlPlane, opts BosunDaemonOptions) *BosunDaemon {
 	t.Helper()
 	binary := BuildBosunBinary(t, "bosun-daemon")
+	kubeconfig, err := cp.DaemonKubeconfig(t.Context(), opts.Node)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ports, err := FreeLoopbackPorts(1)
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +55,7 @@ func RunBosunDaemon(t testing.TB, cp *ControlPlane, opts BosunDaemonOptions) *Bo
 		verbosity = 2
 	}
 	args := append([]string{
-		"--kubeconfig=" + cp.KubeconfigPath(),
+		"--kubeconfig=" + kubeconfig,
 		"--runtime-endpoint=" + opts.RuntimeEndpoint,
 		"--bind-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(ports[0]),

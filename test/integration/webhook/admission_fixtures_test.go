@@ -34,10 +34,10 @@ const (
 )
 
 // admissionRemove is what the admission tests leave behind for the cleanup to remove: the
-// budgets, workloads and pods of their namespace.
+// budgets, workloads, requests and pods of their namespace.
 var admissionRemove = []string{
 	"podunavailablebudgets.policy.kruise.io", "clonesets.apps.kruise.io", "daemonsets.apps.kruise.io",
-	"replicasets.apps", "pods",
+	"containerrecreaterequests.apps.kruise.io", "replicasets.apps", "pods",
 }
 
 // ---- Builders, all in v1beta1 unless named otherwise ----

@@ -11,15 +11,20 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	policyv1beta1 "github.com/bosun-dev/api/policy/v1beta1"
+	bosunclientset "github.com/bosun-dev/client-go/clientset/versioned"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/bosun-dev/bosun/pkg/webhook/noderestriction"
 	"github.com/bosun-dev/bosun/test/integration/framework"
 )
 
@@ -65,7 +70,8 @@ type policyProbe struct {
 func TestFailurePolicyWithNoReplica(t *testing.T) {
 	e := setupEnv(t, framework.EnvOptions{Timeout: testTimeout, WaitTimeout: waitTimeout, Remove: admissionRemove})
 	cm := framework.StartBosunControllerManager(t, e.CP, framework.ControllerManagerOptions{Controllers: allWebhookControllers, Webhooks: true})
-	probes := e.policyProbes()
+	restricted := e.nodeRestrictionFixture(t)
+	probes := e.policyProbes(t, restricted)
 	framework.WaitForWebhooksCalled(e.Ctx, t, e.CP, []framework.WebhookProbe{
 		{Webhook: "vdaemonset.kb.io", Send: func(ctx context.Context) { _, _ = probes["vdaemonset.kb.io"].send(ctx) }},
 		{Webhook: "mpod.kb.io", Send: func(ctx context.Context) { _, _ = probes["mpod.kb.io"].send(ctx) }},
@@ -239,7 +245,7 @@ func (e *testEnv) configuredPolicies(t *testing.T) map[string]string {
 var (
 	// docWebhook is a webhook's name in the first column of install.md's table, docPolicy a
 	// failure policy in the third.
-	docWebhook = regexp.MustCompile("`([a-z0-9.-]+\\.kb\\.io)`")
+	docWebhook = regexp.MustCompile("`([a-z0-9.-]+\\.(?:kb\\.io|bosun\\.dev))`")
 	docPolicy  = regexp.MustCompile("^ *`(Fail|Ignore)` *$")
 )
 
@@ -282,8 +288,9 @@ func documentedPolicies(t *testing.T) map[string]string {
 }
 
 // policyProbes are a probe per webhook, by webhook name, in the namespace holding the
-// budget fixture guarded. Everything is written in v1beta1, which needs no conversion.
-func (e *testEnv) policyProbes() map[string]policyProbe {
+// budget fixture guarded and the objects of node restricted. Everything is written in
+// v1beta1, which needs no conversion.
+func (e *testEnv) policyProbes(t *testing.T, restricted nodeObjects) map[string]policyProbe {
 	ns := e.Namespace
 	apps, policy := e.Bosun.AppsV1beta1(), e.Bosun.PolicyV1beta1()
 	pods := e.Client.CoreV1().Pods(ns)
@@ -314,6 +321,15 @@ func (e *testEnv) policyProbes() map[string]policyProbe {
 	invalidDaemonSet.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
 	invalidCloneSet := cloneSet("invalid")
 	invalidCloneSet.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
+	elsewhereConfig, err := e.CP.DaemonConfig(e.Ctx, e.NodeName("elsewhere"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	elsewhere, err := bosunclientset.NewForConfig(elsewhereConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dryRunPatch := metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}
 
 	list := []policyProbe{
 		{webhook: "mdaemonset.kb.io", mutations: 1, send: func(ctx context.Context) (int, error) {
@@ -406,10 +422,66 @@ func (e *testEnv) policyProbes() map[string]policyProbe {
 		{webhook: "vpodeviction.kb.io", code: http.StatusForbidden, contains: budgetDeniedMessage, send: func(ctx context.Context) (int, error) {
 			return 0, evict(ctx, e.Client, ns, "guarded-0")
 		}},
+		// Another node's agent writes the status of the node's NodeImage and request.
+		{webhook: noderestriction.NodeImageName, code: http.StatusForbidden, contains: "may not write NodeImage", send: func(ctx context.Context) (int, error) {
+			_, err := elsewhere.AppsV1beta1().NodeImages().Patch(ctx, restricted.node, types.MergePatchType, []byte(`{"status":{"desired":0}}`), dryRunPatch, "status")
+			return 0, err
+		}},
+		{webhook: noderestriction.ContainerRecreateRequestName, code: http.StatusForbidden, contains: "may not write ContainerRecreateRequest", send: func(ctx context.Context) (int, error) {
+			_, err := elsewhere.AppsV1beta1().ContainerRecreateRequests(ns).Patch(ctx, restricted.request, types.MergePatchType, []byte(`{"status":{"phase":"Pending"}}`), dryRunPatch, "status")
+			return 0, err
+		}},
 	}
 	probes := map[string]policyProbe{}
 	for _, p := range list {
 		probes[p.webhook] = p
 	}
 	return probes
+}
+
+// nodeObjects are a Node's NodeImage (named after it) and a ContainerRecreateRequest of a
+// pod on it, which only that node's agent may write.
+type nodeObjects struct {
+	node    string
+	request string
+}
+
+// nodeRestrictionFixture creates a Node, its NodeImage, a running pod on it and a request
+// to recreate the pod's container, labelled with the Node by the mutating webhook.
+func (e *testEnv) nodeRestrictionFixture(t *testing.T) nodeObjects {
+	t.Helper()
+	node := e.CreateNode(t, e.NewNode("restricted", nil, time.Now())).Name
+	nodeImage := &appsv1beta1.NodeImage{ObjectMeta: metav1.ObjectMeta{Name: node}}
+	if _, err := e.Bosun.AppsV1beta1().NodeImages().Create(e.Ctx, nodeImage, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("creating NodeImage %s: %v", node, err)
+	}
+	e.OnCleanup(func(ctx context.Context) error {
+		err := e.Bosun.AppsV1beta1().NodeImages().Delete(ctx, node, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		return nil
+	})
+	pod := plainPod("restricted", nil)
+	pod.Spec.NodeName = node
+	e.Pods().Create(t, pod)
+	e.Pods().UpdateStatus(t, pod.Name, func(pod *corev1.Pod) {
+		pod.Status.Phase = corev1.PodRunning
+		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", Image: webhookImage, Ready: true,
+			ContainerID: "containerd://" + strings.Repeat("ab", 32),
+			State:       corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}}}
+	})
+	request := &appsv1beta1.ContainerRecreateRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: "restricted"},
+		Spec: appsv1beta1.ContainerRecreateRequestSpec{PodName: pod.Name,
+			Containers: []appsv1beta1.ContainerRecreateRequestContainer{{Name: "main"}}},
+	}
+	created, err := e.Bosun.AppsV1beta1().ContainerRecreateRequests(e.Namespace).Create(e.Ctx, request, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating ContainerRecreateRequest %s: %v", request.Name, err)
+	}
+	if got := created.Labels[appsv1beta1.ContainerRecreateRequestNodeNameKey]; got != node {
+		t.Fatalf("ContainerRecreateRequest %s is labelled with node %q, want %q", created.Name, got, node)
+	}
+	return nodeObjects{node: node, request: created.Name}
 }
