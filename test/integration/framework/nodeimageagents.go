@@ -32,12 +32,17 @@ type NodeImageAgentsOptions struct {
 	Fails func(nodeImage, image, tag string) bool
 	// Workers is how many NodeImages are written at a time; 8 when zero.
 	Workers int
+	// SkipPulling leaves out the Pulling report the daemon writes when a pull begins: a
+	// tag without a status of its version counts as pulling all the same, for the
+	// ImagePullJob and the NodeImage controllers alike, and the report doubles the status
+	// writes, which a test of hundreds of nodes on a small machine cannot afford.
+	SkipPulling bool
 }
 
 // NodeImageAgents stand in for the bosun-daemon of many simulated nodes at once, each
 // pulling the images its NodeImage's spec asks for, as far as the API sees it: a tag
-// without a status of its version is reported Pulling (startTime now), then, PullTime
-// later, Succeeded (progress 100, completionTime, imageID) or Failed (completionTime and a
+// without a status of its version is reported Pulling (startTime now; unless SkipPulling),
+// then, PullTime later, Succeeded (progress 100, completionTime, imageID) or Failed (completionTime and a
 // message); statuses of tags no longer in the spec are dropped, those of finished tags
 // kept, and the counters recomputed. One informer feeds a work queue of NodeImage names;
 // a status write that conflicts with another writer's (the NodeImage controller's) is made
@@ -59,6 +64,8 @@ type NodeImageAgents struct {
 	// reports counts, per NodeImage, tag and version, the writes that reported a pull
 	// finished: a pull finished twice would show here.
 	reports map[string]int
+	// began is when each pull (NodeImage, tag and version) began.
+	began map[string]time.Time
 }
 
 // StartNodeImageAgents runs the stand-in agents against cp until the test ends.
@@ -77,7 +84,7 @@ func StartNodeImageAgents(t testing.TB, ctx context.Context, cp *ControlPlane, o
 		bosuninformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = opts.LabelSelector }))
 	informer := factory.Apps().V1beta1().NodeImages()
 	a := &NodeImageAgents{
-		opts: opts, client: client, lister: informer.Lister(), reports: map[string]int{},
+		opts: opts, client: client, lister: informer.Lister(), reports: map[string]int{}, began: map[string]time.Time{},
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](50*time.Millisecond, 2*time.Second)),
 	}
 	enqueue := func(obj any) {
@@ -179,24 +186,42 @@ func (a *NodeImageAgents) nextStatus(ni *appsv1beta1.NodeImage, now time.Time) (
 	status.Desired, status.Pulling, status.Succeeded, status.Failed, status.Waiting = 0, 0, 0, 0, 0
 	var finished []string
 	var after time.Duration
+	wake := func(left time.Duration) {
+		if after == 0 || left < after {
+			after = left
+		}
+	}
 	stamp := metav1.NewTime(now)
 	for image, spec := range ni.Spec.Images {
 		var tags []appsv1beta1.ImageTagStatus
 		for _, tag := range spec.Tags {
 			status.Desired++
+			key := fmt.Sprintf("%s %s:%s v%d", ni.Name, image, tag.Tag, tag.Version)
+			old := findTagStatus(ni, image, tag.Tag)
 			var st appsv1beta1.ImageTagStatus
-			if old := findTagStatus(ni, image, tag.Tag); old != nil && old.Version == tag.Version {
+			switch {
+			case old != nil && old.Version == tag.Version:
 				st = *old.DeepCopy()
-			} else {
+			case a.opts.SkipPulling:
+				// The pull is the agent's secret until it ends; the status of an older
+				// version, if any, stays meanwhile.
+				began := a.beganAt(key, now)
+				if left := began.Add(a.opts.PullTime).Sub(now); left > 0 {
+					wake(left)
+					status.Pulling++
+					if old != nil {
+						tags = append(tags, *old.DeepCopy())
+					}
+					continue
+				}
+				st = appsv1beta1.ImageTagStatus{Tag: tag.Tag, Version: tag.Version, Phase: appsv1beta1.ImagePhasePulling, StartTime: &metav1.Time{Time: began}}
+			default:
 				st = appsv1beta1.ImageTagStatus{Tag: tag.Tag, Version: tag.Version, Phase: appsv1beta1.ImagePhasePulling, StartTime: &stamp}
+				a.beganAt(key, now)
 			}
 			if st.Phase == appsv1beta1.ImagePhasePulling {
-				// startTime has whole seconds: the pull lasts PullTime after the second it
-				// began in, which is soon enough.
-				if left := st.StartTime.Add(a.opts.PullTime).Sub(now); left > 0 {
-					if after == 0 || left < after {
-						after = left
-					}
+				if left := a.beganAt(key, st.StartTime.Time).Add(a.opts.PullTime).Sub(now); left > 0 {
+					wake(left)
 				} else {
 					st.CompletionTime = &stamp
 					if a.opts.Fails != nil && a.opts.Fails(ni.Name, image, tag.Tag) {
@@ -205,7 +230,7 @@ func (a *NodeImageAgents) nextStatus(ni *appsv1beta1.NodeImage, now time.Time) (
 						st.Phase, st.Progress = appsv1beta1.ImagePhaseSucceeded, 100
 						st.ImageID = fmt.Sprintf("%s@sha256:%064x", image, len(image)+len(tag.Tag))
 					}
-					finished = append(finished, fmt.Sprintf("%s %s:%s v%d", ni.Name, image, tag.Tag, tag.Version))
+					finished = append(finished, key)
 				}
 			}
 			switch st.Phase {
@@ -218,7 +243,9 @@ func (a *NodeImageAgents) nextStatus(ni *appsv1beta1.NodeImage, now time.Time) (
 			}
 			tags = append(tags, st)
 		}
-		status.ImageStatuses[image] = appsv1beta1.ImageStatus{Tags: tags}
+		if len(tags) > 0 {
+			status.ImageStatuses[image] = appsv1beta1.ImageStatus{Tags: tags}
+		}
 	}
 	if len(status.ImageStatuses) == 0 {
 		status.ImageStatuses = nil
@@ -227,6 +254,18 @@ func (a *NodeImageAgents) nextStatus(ni *appsv1beta1.NodeImage, now time.Time) (
 		return nil, nil, after
 	}
 	return status, finished, after
+}
+
+// beganAt returns when the agents began the pull key, recording when (a fallback, the
+// status's startTime for a pull begun before a restart of the test's informer) if unknown.
+func (a *NodeImageAgents) beganAt(key string, when time.Time) time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if began, ok := a.began[key]; ok {
+		return began
+	}
+	a.began[key] = when
+	return when
 }
 
 func findTagStatus(ni *appsv1beta1.NodeImage, image, tag string) *appsv1beta1.ImageTagStatus {
