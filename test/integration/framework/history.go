@@ -35,7 +35,6 @@ type History[T any] struct {
 
 	mu       sync.Mutex
 	versions map[string][]Version[T]
-	last     int64 // the revision of the last event recorded
 	err      error
 }
 
@@ -45,7 +44,7 @@ type History[T any] struct {
 // Objects are named by their key after the prefix ("<name>", or "<namespace>/<name>").
 func WatchEtcdHistory[T any](t testing.TB, ctx context.Context, cp *ControlPlane, prefix string, revision int64) *History[T] {
 	t.Helper()
-	h := &History[T]{prefix: prefix, versions: map[string][]Version[T]{}, last: revision}
+	h := &History[T]{prefix: prefix, versions: map[string][]Version[T]{}}
 	end := []byte(prefix)
 	end[len(end)-1]++
 	body, err := json.Marshal(map[string]any{"create_request": map[string]any{
@@ -137,7 +136,6 @@ func (h *History[T]) record(line []byte) error {
 			}
 		}
 		h.versions[name] = append(versions, v)
-		h.last = max(h.last, ev.KV.ModRevision)
 	}
 	return nil
 }
@@ -158,11 +156,4 @@ func (h *History[T]) Versions(t testing.TB, name string) []Version[T] {
 		t.Fatal(h.err)
 	}
 	return append([]Version[T](nil), h.versions[name]...)
-}
-
-// Revision returns the revision of the last event recorded (the start revision before any).
-func (h *History[T]) Revision() int64 {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.last
 }

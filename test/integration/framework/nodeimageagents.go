@@ -61,9 +61,6 @@ type NodeImageAgents struct {
 	finished atomic.Int64
 
 	mu sync.Mutex
-	// reports counts, per NodeImage, tag and version, the writes that reported a pull
-	// finished: a pull finished twice would show here.
-	reports map[string]int
 	// began is when each pull (NodeImage, tag and version) began.
 	began map[string]time.Time
 }
@@ -84,7 +81,7 @@ func StartNodeImageAgents(t testing.TB, ctx context.Context, cp *ControlPlane, o
 		bosuninformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = opts.LabelSelector }))
 	informer := factory.Apps().V1beta1().NodeImages()
 	a := &NodeImageAgents{
-		opts: opts, client: client, lister: informer.Lister(), reports: map[string]int{}, began: map[string]time.Time{},
+		opts: opts, client: client, lister: informer.Lister(), began: map[string]time.Time{},
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](50*time.Millisecond, 2*time.Second)),
 	}
 	enqueue := func(obj any) {
@@ -122,18 +119,6 @@ func StartNodeImageAgents(t testing.TB, ctx context.Context, cp *ControlPlane, o
 // Finished returns how many pulls the agents have reported finished.
 func (a *NodeImageAgents) Finished() int { return int(a.finished.Load()) }
 
-// FinishReports returns, per "<nodeImage> <image>:<tag> v<version>", how many writes
-// reported that pull finished.
-func (a *NodeImageAgents) FinishReports() map[string]int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	out := make(map[string]int, len(a.reports))
-	for k, v := range a.reports {
-		out[k] = v
-	}
-	return out
-}
-
 func (a *NodeImageAgents) work(ctx context.Context) bool {
 	name, quit := a.queue.Get()
 	if quit {
@@ -170,11 +155,6 @@ func (a *NodeImageAgents) sync(ctx context.Context, name string) (time.Duration,
 		return 0, fmt.Errorf("reporting the pulls of NodeImage %s: %w", name, err)
 	}
 	a.finished.Add(int64(len(finished)))
-	a.mu.Lock()
-	for _, key := range finished {
-		a.reports[key]++
-	}
-	a.mu.Unlock()
 	return after, nil
 }
 
