@@ -420,7 +420,7 @@ func tagsMatch(have, want map[string][]string) bool {
 // after it still run.
 func (e *testEnv) awaitNodeImages(t *testing.T, nodes []string, want func(i int) map[string][]string) {
 	t.Helper()
-	err := framework.WaitFor(e.Ctx, time.Minute, "every NodeImage to hold exactly its tags", func(ctx context.Context) (bool, error) {
+	err := framework.WaitFor(e.Ctx, 3*time.Minute, "every NodeImage to hold exactly its tags", func(ctx context.Context) (bool, error) {
 		list, err := e.Bosun.AppsV1beta1().NodeImages().List(ctx, metav1.ListOptions{LabelSelector: framework.OwnerNamespaceLabel + "=" + e.Namespace})
 		if err != nil {
 			return false, nil
