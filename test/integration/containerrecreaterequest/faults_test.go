@@ -384,13 +384,15 @@ func (e *testEnv) checkCRRWrites(t *testing.T, faults *framework.FaultInjector, 
 	}
 	// A write whose client a fault cut off may have landed all the same, and be logged
 	// as failed: those are kept apart.
-	byName, cutOff := map[string][]framework.Request{}, map[string]int{}
+	byName, cutOff, cutOffDeletes := map[string][]framework.Request{}, map[string]int{}, map[string]int{}
 	for _, w := range writes {
 		switch {
 		case w.Code == http.StatusOK || w.Code == http.StatusCreated || w.Code == http.StatusAccepted:
 			byName[w.Name] = append(byName[w.Name], w)
 		case w.Subresource == "status" && w.Verb == "update" && faults.DuringFault(w.Received, w.Completed):
 			cutOff[w.Name]++
+		case w.Verb == "delete" && faults.DuringFault(w.Received, w.Completed):
+			cutOffDeletes[w.Name]++
 		}
 	}
 	var completions, deletions, unaudited int
@@ -442,7 +444,7 @@ func (e *testEnv) checkCRRWrites(t *testing.T, faults *framework.FaultInjector, 
 			if earliest := completedAt.Add(time.Duration(p.ttl)*time.Second - time.Second); deletes[0].Received.Before(earliest) {
 				t.Errorf("request %s: deleted at %v, before its TTL of %d s after its completion at %v", p.name, deletes[0].Received, p.ttl, completedAt)
 			}
-		case len(deletes) == 0 && nearAPIServerKill(faults, completedAt.Add(time.Duration(p.ttl)*time.Second)):
+		case len(deletes) == 0 && (cutOffDeletes[p.name] > 0 || nearAPIServerKill(faults, completedAt.Add(time.Duration(p.ttl)*time.Second))):
 			// Due when kube-apiserver was SIGKILLed, and carried out before it logged it.
 			unaudited++
 		default:
