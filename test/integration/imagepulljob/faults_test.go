@@ -641,26 +641,26 @@ func (e *testEnv) checkTagHistory(t *testing.T, history *framework.History[*apps
 						continue
 					}
 					if st.gone {
-						report("NodeImage %s: tag %s:%s was removed and added again (rv %s)", name, image, tag.Tag, ni.ResourceVersion)
+						report("NodeImage %s: tag %s:%s was removed and added again (etcd revision %d)", name, image, tag.Tag, v.Revision)
 						st.gone = false
 					}
 					if tag.Version != st.version || !created.Equal(&st.createdAt) {
 						st.changes++
 						if st.changes > 1 || !sharedNode(i) || key != (tagKey{allImage, allTag}) || tag.Version != st.version+1 {
-							report("NodeImage %s: tag %s:%s went from version %d (created %v) to %d (created %v) (rv %s)", name, image, tag.Tag,
-								st.version, st.createdAt, tag.Version, created, ni.ResourceVersion)
+							report("NodeImage %s: tag %s:%s went from version %d (created %v) to %d (created %v) (etcd revision %d)", name, image, tag.Tag,
+								st.version, st.createdAt, tag.Version, created, v.Revision)
 						}
 						st.version, st.createdAt = tag.Version, created
 					}
 					for uid := range st.owners.Difference(owners) {
 						st.removed.Insert(uid)
 						if uid != allUID {
-							report("NodeImage %s: tag %s:%s lost its owner %s (rv %s)", name, image, tag.Tag, uid, ni.ResourceVersion)
+							report("NodeImage %s: tag %s:%s lost its owner %s (etcd revision %d)", name, image, tag.Tag, uid, v.Revision)
 						}
 					}
 					for uid := range owners.Difference(st.owners) {
 						if st.removed.Has(uid) {
-							report("NodeImage %s: tag %s:%s got its owner %s back after it was removed (rv %s)", name, image, tag.Tag, uid, ni.ResourceVersion)
+							report("NodeImage %s: tag %s:%s got its owner %s back after it was removed (etcd revision %d)", name, image, tag.Tag, uid, v.Revision)
 						}
 					}
 					st.owners = owners
@@ -670,7 +670,7 @@ func (e *testEnv) checkTagHistory(t *testing.T, history *framework.History[*apps
 				if !present[key] && !st.gone {
 					st.gone = true
 					if !st.owners.Equal(sets.New(allUID)) {
-						report("NodeImage %s: tag %s:%s (owners %v) was removed (rv %s)", name, key.image, key.tag, sets.List(st.owners), ni.ResourceVersion)
+						report("NodeImage %s: tag %s:%s (owners %v) was removed (etcd revision %d)", name, key.image, key.tag, sets.List(st.owners), v.Revision)
 					}
 				}
 			}
