@@ -96,13 +96,17 @@ func TestImagePullJobsSurviveManagerKills(t *testing.T) {
 	began := time.Now()
 
 	cp := framework.StartTestControlPlane(t, framework.Options{BosunCRDs: true, AuditPolicy: framework.MetadataAuditPolicy})
-	e := &testEnv{framework.NewTestEnv(t, cp, framework.EnvOptions{Timeout: scale.timeout, WaitTimeout: 3 * time.Minute, Audit: true})}
+	e := &pullFaultsEnv{testEnv: &testEnv{framework.NewTestEnv(t, cp, framework.EnvOptions{Timeout: scale.timeout, WaitTimeout: 3 * time.Minute, Audit: true})}}
 	selector := framework.OwnerNamespaceLabel + "=" + e.Namespace
 	list, err := e.Bosun.AppsV1beta1().NodeImages().List(e.Ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	history := framework.WatchEtcdHistory[*appsv1beta1.NodeImage](t, e.Ctx, cp, "/registry/apps.kruise.io/nodeimages/", revisionOf(t, list.ResourceVersion))
+	// The jobs deleted after their TTL may go too soon after their completion for a poll
+	// to see them completed; etcd's history keeps their last state.
+	e.jobs = framework.WatchEtcdHistory[*appsv1beta1.ImagePullJob](t, e.Ctx, cp, "/registry/apps.kruise.io/imagepulljobs/"+e.Namespace+"/", revisionOf(t, list.ResourceVersion))
+	e.listJobs = framework.WatchEtcdHistory[*appsv1beta1.ImageListPullJob](t, e.Ctx, cp, "/registry/apps.kruise.io/imagelistpulljobs/"+e.Namespace+"/", revisionOf(t, list.ResourceVersion))
 
 	manager := e.startManagerWith(t, "imagepulljob-controller,nodeimage-controller,imagelistpulljob-controller")
 	// The first test of a package builds the manager, which takes minutes on a loaded machine.
@@ -306,10 +310,29 @@ func (e *testEnv) createJob(t *testing.T, j *appsv1beta1.ImagePullJob) *appsv1be
 	return created
 }
 
+// pullFaultsEnv is the environment of TestImagePullJobsSurviveManagerKills: the package's,
+// and the histories of the jobs.
+type pullFaultsEnv struct {
+	*testEnv
+	jobs     *framework.History[*appsv1beta1.ImagePullJob]
+	listJobs *framework.History[*appsv1beta1.ImageListPullJob]
+}
+
+// lastCompleted returns the last version of an object that has a completionTime.
+func lastCompleted[T any](versions []framework.Version[T], completed func(T) bool) (T, bool) {
+	for i := len(versions) - 1; i >= 0; i-- {
+		if v := versions[i]; v.Type != watch.Deleted && completed(v.Object) {
+			return v.Object, true
+		}
+	}
+	var zero T
+	return zero, false
+}
+
 // awaitEnd waits until job pool-a has completed and job all and the list job have completed
 // and then gone after their TTL (the list job's template is its own completion policy
 // too), and returns those two as last seen, completed.
-func (e *testEnv) awaitEnd(t *testing.T) (all *appsv1beta1.ImagePullJob, list *appsv1beta1.ImageListPullJob) {
+func (e *pullFaultsEnv) awaitEnd(t *testing.T) (all *appsv1beta1.ImagePullJob, list *appsv1beta1.ImageListPullJob) {
 	t.Helper()
 	var allGone, listGone, poolADone bool
 	var seen string
@@ -351,8 +374,11 @@ func (e *testEnv) awaitEnd(t *testing.T) (all *appsv1beta1.ImagePullJob, list *a
 	}, func() string {
 		return fmt.Sprintf("all gone %v, list job gone %v, pool-a completed %v; %s", allGone, listGone, poolADone, seen)
 	})
-	if all == nil || list == nil {
-		t.Fatalf("job all (%v) or the list job (%v) went before it was seen completed", all != nil, list != nil)
+	var allOK, listOK bool
+	all, allOK = lastCompleted(e.jobs.Versions(t, "all"), func(j *appsv1beta1.ImagePullJob) bool { return j.Status.CompletionTime != nil })
+	list, listOK = lastCompleted(e.listJobs.Versions(t, "list"), func(l *appsv1beta1.ImageListPullJob) bool { return l.Status.CompletionTime != nil })
+	if !allOK || !listOK {
+		t.Fatalf("job all (%v) or the list job (%v) went without ever completing", allOK, listOK)
 	}
 	return all, list
 }
