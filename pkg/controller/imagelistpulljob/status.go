@@ -100,9 +100,13 @@ func (c *Controller) updateStatus(ctx context.Context, listJob *appsv1beta1.Imag
 		return fmt.Errorf("updating the status of ImageListPullJob %s/%s: %w", listJob.Namespace, listJob.Name, err)
 	}
 	if wrote {
-		klog.FromContext(ctx).V(2).Info("Updated the ImageListPullJob's status", "desired", status.Desired, "active", status.Active,
-			"completed", status.Completed, "succeeded", status.Succeeded, "failedImages", len(status.FailedImageStatuses),
-			"completionTime", status.CompletionTime)
+		logger := klog.FromContext(ctx)
+		if status.CompletionTime != nil {
+			// A nil *metav1.Time cannot be printed: its String method dereferences it.
+			logger = logger.WithValues("completionTime", status.CompletionTime)
+		}
+		logger.V(2).Info("Updated the ImageListPullJob's status", "desired", status.Desired, "active", status.Active,
+			"completed", status.Completed, "succeeded", status.Succeeded, "failedImages", len(status.FailedImageStatuses))
 	}
 	return nil
 }

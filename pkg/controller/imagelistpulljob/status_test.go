@@ -2,6 +2,7 @@ package imagelistpulljob
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
 )
 
 func TestComputeStatus(t *testing.T) {
@@ -104,5 +107,22 @@ func TestUpdateStatusOnlyWhenChangedRetryingConflicts(t *testing.T) {
 	}
 	if got := f.actions(); len(got) != 0 {
 		t.Errorf("writes %v for an unchanged status, want none", got)
+	}
+}
+
+// The log line of a status write names the completion time only when there is one: a nil
+// time printed as a value made the log say "<panic: runtime error: ...>".
+func TestStatusLogWithoutCompletionTime(t *testing.T) {
+	listJob := newListJob("list", []string{"nginx"})
+	f := newFixture(t, listJob)
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true), ktesting.Verbosity(2)))
+	status := computeStatus(listJob, nil, t0)
+	status.Desired = 1
+	if err := f.c.updateStatus(klog.NewContext(f.ctx, logger), listJob, status); err != nil {
+		t.Fatal(err)
+	}
+	logged := logger.GetSink().(ktesting.Underlier).GetBuffer().String()
+	if !strings.Contains(logged, "Updated the ImageListPullJob's status") || strings.Contains(logged, "panic") {
+		t.Errorf("log = %q, want the status write logged without a panic", logged)
 	}
 }

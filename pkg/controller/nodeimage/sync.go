@@ -192,9 +192,10 @@ func (c *Controller) cleanSpec(ctx context.Context, node *corev1.Node, ni *appsv
 			}
 			tags = append(tags, tag)
 		}
-		if len(tags) != len(spec.Tags) {
-			spec.Tags = tags
-		}
+		// tags holds the copies whose owner lists were shortened too, not only the tags
+		// that stay: a tag others still own loses a gone job's reference without any tag
+		// going.
+		spec.Tags = tags
 		if checkSecrets && len(spec.PullSecrets) > 0 {
 			secrets, err := lookups.existingSecrets(ctx, spec.PullSecrets, now)
 			if err != nil {

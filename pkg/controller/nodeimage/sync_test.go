@@ -441,3 +441,28 @@ func TestOwnersOfAnyVersion(t *testing.T) {
 		t.Errorf("tags = %+v, want %+v", got, want)
 	}
 }
+
+// A gone job's reference leaves a tag that others still own even when no tag of the image
+// goes: the rewrite carries the shortened owner list, not only a shortened tag list.
+func TestDropsAGoneJobFromATagOthersStillOwn(t *testing.T) {
+	f := newFixture(t)
+	f.addNode(readyNode("n1", nil, t0.Add(-time.Hour)))
+	f.addJob(job("alive", "alive-uid"), true, true)
+	pinned := corev1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "pinned", UID: "pinned-uid"}
+	ni := newNodeImage("n1", nil, map[string]appsv1beta1.ImageSpec{"app": {Tags: []appsv1beta1.ImageTagSpec{
+		tag("a", t0, 60, pinned, jobRef("gone", "gone-uid")),
+		tag("b", t0, 60, jobRef("alive", "alive-uid"), jobRef("gone", "gone-uid")),
+	}}})
+	ni.Status.Desired = 2
+	f.addNodeImage(ni)
+	f.clearActions()
+
+	f.sync("n1")
+	want := []appsv1beta1.ImageTagSpec{
+		tag("a", t0, 60, pinned),
+		tag("b", t0, 60, jobRef("alive", "alive-uid")),
+	}
+	if got := f.nodeImage("n1").Spec.Images["app"].Tags; !apiequality.Semantic.DeepEqual(got, want) {
+		t.Errorf("tags = %+v, want the gone job's references dropped: %+v", got, want)
+	}
+}

@@ -3,11 +3,8 @@ package cloneset
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -22,15 +19,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/bosun-dev/bosun/test/integration/framework"
-)
-
-// The environment variables of TestCloneSetSurvivesManagerKills.
-const (
-	// faultSeedEnv replays a run: set it to the seed the run logged, and the test draws the
-	// same fault plan (progress points, jitters, which fault is the API server's).
-	faultSeedEnv = "BOSUN_FAULT_SEED"
-	// longFaultsEnv=1 runs the large variant (longFaults), too slow for every CI run.
-	longFaultsEnv = "BOSUN_LONG_FAULTS"
 )
 
 // faultScale is how large a run of TestCloneSetSurvivesManagerKills is.
@@ -50,13 +38,6 @@ var (
 )
 
 const (
-	// faultJitter bounds the random delay between reaching a fault's progress point and the
-	// fault, so that it lands anywhere in a sync rather than just after a poll.
-	faultJitter = 500 * time.Millisecond
-	// faultSlack widens a fault's window when the audit log's requests are matched to it:
-	// the test's clock reads the moment of the signal, the API server's clock those of the
-	// requests, and a killed client's last requests may still be read from its socket.
-	faultSlack = 300 * time.Millisecond
 	// availabilitySampleInterval is how often the pods' availability is sampled during a
 	// rollout.
 	availabilitySampleInterval = 100 * time.Millisecond
@@ -84,18 +65,12 @@ const (
 // BOSUN_LONG_FAULTS=1 runs 1,000 pods and 6 manager kills per phase instead of 300 and 3.
 func TestCloneSetSurvivesManagerKills(t *testing.T) {
 	scale := defaultFaults
-	if os.Getenv(longFaultsEnv) == "1" {
+	if framework.LongFaults() {
 		scale = longFaults
 	}
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv(faultSeedEnv); s != "" {
-		var err error
-		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
-			t.Fatalf("%s=%q: %v", faultSeedEnv, s, err)
-		}
-	}
+	seed := framework.FaultSeed(t)
 	t.Logf("fault seed %d (replay with %s=%d); %d pods, %d manager kills and 1 kube-apiserver kill per phase",
-		seed, faultSeedEnv, seed, scale.replicas, scale.kills)
+		seed, framework.FaultSeedEnv, seed, scale.replicas, scale.kills)
 
 	// Its own servers: the test restarts kube-apiserver, which the package's other tests
 	// share.
@@ -104,9 +79,10 @@ func TestCloneSetSurvivesManagerKills(t *testing.T) {
 	// A phase of hundreds of pods, slowed by its faults, takes longer than one state of the
 	// other tests.
 	e.WaitTimeout = 4 * time.Minute
-	r := &faultRun{e: e, scale: scale, rng: rand.New(rand.NewPCG(seed, seed))}
+	r := &faultRun{e: e, scale: scale}
 	r.client = protobufClient(t, cp)
 	r.manager = e.startControllerWith(t, framework.ControllerManagerOptions{Controllers: controllersUnderTest})
+	r.faults = framework.NewFaultInjector(seed, cp, r.manager)
 	e.startKubelet(t)
 	r.began = time.Now()
 
@@ -178,28 +154,18 @@ func TestCloneSetSurvivesManagerKills(t *testing.T) {
 			t.Errorf("recreate: pod %s: env %v, %d restarts; want a new pod with %s", pod.Name, pod.Spec.Containers[0].Env, restarts(pod), faultEnvVar)
 		}
 	}
-	t.Logf("%d faults in %v: %s", len(r.faults), time.Since(r.began).Round(time.Second), r.faultSummary())
+	t.Logf("%d faults in %v: %s", len(r.faults.Faults()), time.Since(r.began).Round(time.Second), r.faults.Summary())
 }
 
 // faultRun is the state of TestCloneSetSurvivesManagerKills.
 type faultRun struct {
 	e       *testEnv
 	scale   faultScale
-	rng     *rand.Rand
 	began   time.Time            // when the manager and the stand-in kubelet ran
 	client  kubernetes.Interface // protobuf, for the frequent lists of hundreds of pods
 	manager *framework.ControllerManager
 	uid     types.UID // the CloneSet's
-	faults  []fault
-}
-
-// fault is one SIGKILL the test sent and the restart that followed.
-type fault struct {
-	phase, target string
-	// at is just before the signal, back when the restarted process was ready again.
-	at, back time.Time
-	// through is how many of the phase's pods had got through it then.
-	through int
+	faults  *framework.FaultInjector
 }
 
 // faultPhase is one change of TestCloneSetSurvivesManagerKills and what it may write.
@@ -275,55 +241,13 @@ func (r *faultRun) phase(t *testing.T, p faultPhase) []*corev1.Pod {
 // random share (5% to 90%) of the pods has got through the phase, after a random jitter,
 // restarting each at once and waiting until it is ready.
 func (r *faultRun) injectFaults(t *testing.T, phase string, through func(*corev1.Pod) bool) {
-	n := int(r.scale.replicas)
-	points := make([]int, r.scale.kills+1)
-	for i := range points {
-		points[i] = max(1, int(float64(n)*(0.05+0.85*r.rng.Float64())))
-	}
-	slices.Sort(points)
-	apiServerAt := r.rng.IntN(len(points))
-	jitters := make([]time.Duration, len(points))
-	for i := range jitters {
-		jitters[i] = time.Duration(r.rng.Int64N(int64(faultJitter)))
-	}
-	t.Logf("fault plan: at %v of %d pods through (kube-apiserver at the %s), jitters %v", points, n, ordinal(apiServerAt+1), jitters)
-	for i, point := range points {
-		var got int
-		r.e.Await(t, fmt.Sprintf("%d of %d pods to get through the phase", point, n), func(ctx context.Context) (bool, error) {
-			pods, err := r.client.CoreV1().Pods(r.e.Namespace).List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return false, err
-			}
-			got = countPods(activePods(pods.Items, r.uid), through)
-			return got >= point, nil
-		}, func() string { return fmt.Sprintf("%d through", got) })
-		time.Sleep(jitters[i])
-		f := fault{phase: phase, through: got, at: time.Now()}
-		if i == apiServerAt {
-			f.target = "kube-apiserver"
-			if err := r.e.CP.RestartAPIServer(r.e.Ctx, framework.KillAPIServer); err != nil {
-				t.Fatal(err)
-			}
-		} else {
-			f.target = "manager"
-			r.manager.Restart()
+	r.faults.Inject(t, r.e.Env, phase, int(r.scale.replicas), r.scale.kills, "pods through", func(ctx context.Context) (int, error) {
+		pods, err := r.client.CoreV1().Pods(r.e.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return 0, err
 		}
-		f.back = time.Now()
-		r.faults = append(r.faults, f)
-		t.Logf("SIGKILLed %s with at least %d of %d pods through; back after %v", f.target, got, n, f.back.Sub(f.at).Round(time.Millisecond))
-	}
-}
-
-func ordinal(i int) string {
-	switch i {
-	case 1:
-		return "1st"
-	case 2:
-		return "2nd"
-	case 3:
-		return "3rd"
-	}
-	return strconv.Itoa(i) + "th"
+		return countPods(activePods(pods.Items, r.uid), through), nil
+	})
 }
 
 // checkEnd checks the settled end of a phase: exactly N active pods, each at the update
@@ -418,7 +342,7 @@ func (r *faultRun) checkWrites(t *testing.T, p faultPhase, began time.Time, all 
 			tried.Insert(name)
 		case ok:
 			deleted[name]++
-		case r.duringFault(ev.RequestReceivedTimestamp.Time, ev.StageTimestamp.Time):
+		case r.faults.DuringFault(ev.RequestReceivedTimestamp.Time, ev.StageTimestamp.Time):
 			cutOff = append(cutOff, fmt.Sprintf("%s %s: %d", ev.Verb, name, code))
 			if ev.Verb == "create" {
 				tried.Insert(name)
@@ -448,7 +372,7 @@ func (r *faultRun) checkWrites(t *testing.T, p faultPhase, began time.Time, all 
 	var unaudited []string
 	for _, name := range sets.List(landed.Difference(tried)) {
 		// A create the API server carried out but did not log before its SIGKILL.
-		if pod := existing[name]; pod != nil && r.duringAPIServerKill(pod.CreationTimestamp.Time) {
+		if pod := existing[name]; pod != nil && r.faults.DuringAPIServerKill(pod.CreationTimestamp.Time) {
 			unaudited = append(unaudited, name)
 			continue
 		}
@@ -505,31 +429,6 @@ func statusMessage(ev *auditv1.Event) string {
 		return ""
 	}
 	return ev.ResponseStatus.Message
-}
-
-// duringFault reports whether a request received and completed at those times (by the API
-// server's clock) overlapped a fault: from its signal until the restarted process was
-// ready, widened by faultSlack.
-func (r *faultRun) duringFault(received, completed time.Time) bool {
-	return slices.ContainsFunc(r.faults, func(f fault) bool {
-		return !received.After(f.back.Add(faultSlack)) && !completed.Before(f.at.Add(-faultSlack))
-	})
-}
-
-// duringAPIServerKill reports whether a pod created at created (whole seconds) may have been
-// created by a request the API server did not log before a SIGKILL.
-func (r *faultRun) duringAPIServerKill(created time.Time) bool {
-	return slices.ContainsFunc(r.faults, func(f fault) bool {
-		return f.target == "kube-apiserver" && !created.Before(f.at.Add(-2*time.Second)) && !created.After(f.at.Add(time.Second))
-	})
-}
-
-func (r *faultRun) faultSummary() string {
-	counts := map[string]int{}
-	for _, f := range r.faults {
-		counts[f.target]++
-	}
-	return fmt.Sprintf("%d manager SIGKILLs, %d kube-apiserver SIGKILLs", counts["manager"], counts["kube-apiserver"])
 }
 
 // restarts returns how often the stand-in kubelet restarted the pod's first container.
