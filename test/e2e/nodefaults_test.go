@@ -11,6 +11,7 @@ import (
 
 	appsv1alpha1 "github.com/bosun-dev/api/apps/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -245,6 +246,7 @@ func watchNodeImageTag(t *testing.T, name, image, tag string) *nodeImageHistory 
 	bosun := bosunClientset(t)
 	ctx := testContext(t)
 	resourceVersion := ""
+	var lastStatus *appsv1alpha1.NodeImageStatus
 	go func() {
 		for ctx.Err() == nil {
 			w, err := bosun.AppsV1alpha1().NodeImages().Watch(ctx, metav1.ListOptions{
@@ -264,9 +266,14 @@ func watchNodeImageTag(t *testing.T, name, image, tag string) *nodeImageHistory 
 				if status := findTagStatus(ni.Status.ImageStatuses[image].Tags, tag); status != nil {
 					h.statuses = append(h.statuses, *status.DeepCopy())
 				}
-				if problem := countersProblem(ni); problem != "" {
-					h.wrong = append(h.wrong, problem)
+				// Only a status the agent wrote must agree with the spec: a change of the
+				// spec shows the status written for the spec before it.
+				if lastStatus != nil && !apiequality.Semantic.DeepEqual(lastStatus, &ni.Status) {
+					if problem := countersProblem(ni); problem != "" {
+						h.wrong = append(h.wrong, problem)
+					}
 				}
+				lastStatus = ni.Status.DeepCopy()
 				h.mu.Unlock()
 			}
 		}
