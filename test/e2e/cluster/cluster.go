@@ -91,6 +91,13 @@ type Cluster struct {
 	attached       *state
 	attachedConfig *rest.Config
 
+	// mu guards the components' processes, which RestartComponent replaces, and
+	// expectedExits.
+	mu sync.Mutex
+	// expectedExits are the processes RestartComponent ended on purpose: their exit does
+	// not break the cluster.
+	expectedExits map[*framework.Process]bool
+
 	failedOnce sync.Once
 	failed     chan struct{} // closed when a component exits while the cluster runs
 	failure    error
@@ -103,6 +110,9 @@ type component struct {
 	*framework.Process
 	// port is where it serves health (and metrics), 0 when it serves none here.
 	port int
+	// ready waits until a (re)started process of the component is healthy; nil when
+	// nothing needs waiting for.
+	ready func(ctx context.Context, p *framework.Process) error
 }
 
 // Start brings the cluster up and returns once the node is Ready, bosun-daemon is ready and
@@ -280,7 +290,7 @@ func (c *Cluster) startControllers(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	c.components = append(c.components, &component{Process: kcm.Process, port: kcm.Port})
+	c.components = append(c.components, &component{Process: kcm.Process, port: kcm.Port, ready: healthEndpointReady(kcm.Port, "/healthz")})
 
 	if err := c.startScheduler(ctx); err != nil {
 		return err
@@ -311,28 +321,35 @@ func (c *Cluster) startBosunControllerManager(ctx context.Context, opts Options)
 	if err != nil {
 		return err
 	}
-	c.components = append(c.components, &component{Process: bosun.Process, port: bosun.Port})
+	c.components = append(c.components, &component{Process: bosun.Process, port: bosun.Port, ready: healthEndpointReady(bosun.Port, "/readyz")})
 	return nil
 }
 
 // watch records the first component that exits while the cluster runs: tests waiting on the
 // cluster then fail at once with its log instead of running into their timeouts.
 func (c *Cluster) watch() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	for _, comp := range c.components {
-		go c.watchComponent(comp)
+		go c.watchComponent(comp, comp.Process)
 	}
 }
 
-func (c *Cluster) watchComponent(comp *component) {
+// watchComponent fails the cluster when p, the process of comp, exits, unless
+// RestartComponent ended it; the watch of the process started in its place is another.
+func (c *Cluster) watchComponent(comp *component, p *framework.Process) {
 	select {
-	case <-comp.Done():
+	case <-p.Done():
+		if c.exitExpected(p) {
+			return
+		}
 		// The process has been reaped, so Wait returns at once, with how it ended.
-		ended := comp.Wait(context.Background())
+		ended := p.Wait(context.Background())
 		if ended == nil {
 			ended = errors.New("exit status 0")
 		}
 		c.fail(fmt.Errorf("%s exited (%v) while the cluster was running; the end of %s:\n%s",
-			comp.Name(), ended, comp.LogPath(), comp.LogTail(40)))
+			p.Name(), ended, p.LogPath(), p.LogTail(40)))
 	case <-c.stopping:
 	}
 }
@@ -358,7 +375,7 @@ func (c *Cluster) StartBosun(ctx context.Context) error {
 		err = c.startDaemon(ctx, c.opts.DaemonBinary)
 	}
 	for _, comp := range c.components[started:] {
-		go c.watchComponent(comp)
+		go c.watchComponent(comp, comp.Process)
 	}
 	if err != nil {
 		return fmt.Errorf("starting bosun: %w", err)
@@ -402,6 +419,9 @@ func (c *Cluster) Stop() error {
 	var errs []error
 	c.stopOnce.Do(func() {
 		close(c.stopping)
+		// No restart runs any more: the processes stay what they are now.
+		c.mu.Lock()
+		defer c.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		// The node agent, the kubelet and the controllers first, so that nothing starts
@@ -483,6 +503,8 @@ func (c *Cluster) RuntimeEndpoint() string {
 // Component returns the running process of the named component (kubelet, containerd,
 // bosun-daemon, bosun-controller-manager, kube-controller-manager, kube-scheduler), or nil.
 func (c *Cluster) Component(name string) *framework.Process {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if name == "containerd" && c.containerd != nil {
 		return c.containerd.Process
 	}

@@ -1,9 +1,13 @@
 package cluster
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,7 +34,7 @@ func TestWatchReportsAComponentThatExits(t *testing.T) {
 		failed: make(chan struct{}), stopping: make(chan struct{}),
 		components: []*component{{Process: containerd}, {Process: kubelet}},
 	}
-	go c.watch()
+	c.watch()
 	defer close(c.stopping)
 
 	if err := c.Err(); err != nil {
@@ -46,6 +50,99 @@ func TestWatchReportsAComponentThatExits(t *testing.T) {
 	err := c.Err()
 	if err == nil || !strings.Contains(err.Error(), "kubelet exited") || !strings.Contains(err.Error(), "kubelet serving") {
 		t.Errorf("Err() = %v, want it to name the kubelet and show its log", err)
+	}
+}
+
+// A restart on purpose is no failure: the cluster stays healthy through it, the component
+// runs again as a new process with the same command line and log, and the new process is
+// watched like the old one, so that an unintended exit of it still breaks the cluster.
+func TestRestartComponentIsNoFailureButItsNewProcessIsWatched(t *testing.T) {
+	dir := t.TempDir()
+	start := func(name string) *framework.Process {
+		// The program says when it started, so that the log shows each start.
+		p, err := framework.StartProcess(framework.ProcessConfig{
+			Name: name, Path: "/bin/sh", Args: []string{"-c", "echo " + name + " serving as $$; exec sleep 600"},
+			LogPath: filepath.Join(dir, name+".log"),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Kill)
+		return p
+	}
+	containerd, daemon := start("containerd"), start("bosun-daemon")
+	readyCalls := 0
+	c := &Cluster{
+		failed: make(chan struct{}), stopping: make(chan struct{}),
+		components: []*component{{Process: containerd}, {Process: daemon, ready: func(ctx context.Context, p *framework.Process) error {
+			readyCalls++
+			return framework.WaitFor(ctx, 10*time.Second, "the log line of the restarted process", func(context.Context) (bool, error) {
+				log, err := p.Log()
+				return strings.Count(log, "serving as") == 2, err
+			})
+		}}},
+	}
+	c.watch()
+	defer close(c.stopping)
+
+	if err := c.RestartComponent(context.Background(), "bosun-daemon", syscall.SIGKILL); err != nil {
+		t.Fatalf("RestartComponent: %v", err)
+	}
+	restarted := c.Component("bosun-daemon")
+	t.Cleanup(restarted.Kill)
+	if !daemon.Exited() || restarted == daemon || restarted.Exited() || readyCalls != 1 {
+		t.Fatalf("after the restart: old process exited %v, new process %v (running %v), readiness waited %d times",
+			daemon.Exited(), restarted != daemon, !restarted.Exited(), readyCalls)
+	}
+	if restarted.LogPath() != daemon.LogPath() || !slices.Equal(restarted.Config().Args, daemon.Config().Args) {
+		t.Errorf("restarted with %+v, want the first start's %+v", restarted.Config(), daemon.Config())
+	}
+	// The old process's watcher has seen its exit by now; give it the time it would need.
+	time.Sleep(200 * time.Millisecond)
+	if err := c.Err(); err != nil {
+		t.Fatalf("Err() after an intended restart = %v", err)
+	}
+
+	restarted.Kill()
+	select {
+	case <-c.Failed():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Failed() not closed 10s after the restarted bosun-daemon was killed")
+	}
+	if err := c.Err(); err == nil || !strings.Contains(err.Error(), "bosun-daemon exited") {
+		t.Errorf("Err() = %v, want it to name bosun-daemon", err)
+	}
+	if err := c.RestartComponent(context.Background(), "containerd", syscall.SIGKILL); err == nil {
+		t.Error("RestartComponent of a broken cluster succeeded")
+	}
+	if err := c.RestartComponent(context.Background(), "etcd", syscall.SIGKILL); err == nil {
+		t.Error("RestartComponent of an unknown component succeeded")
+	}
+}
+
+// A restarted component that does not come back breaks the cluster.
+func TestRestartComponentThatStaysUnhealthyBreaksTheCluster(t *testing.T) {
+	dir := t.TempDir()
+	p, err := framework.StartProcess(framework.ProcessConfig{
+		Name: "kubelet", Path: "/bin/sh", Args: []string{"-c", "exec sleep 600"}, LogPath: filepath.Join(dir, "kubelet.log"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Kill)
+	c := &Cluster{
+		failed: make(chan struct{}), stopping: make(chan struct{}),
+		components: []*component{{Process: p, ready: func(context.Context, *framework.Process) error { return errors.New("never healthy") }}},
+	}
+	c.watch()
+	defer close(c.stopping)
+	err = c.RestartComponent(context.Background(), "kubelet", syscall.SIGTERM)
+	t.Cleanup(c.Component("kubelet").Kill)
+	if err == nil || !strings.Contains(err.Error(), "never healthy") {
+		t.Fatalf("RestartComponent = %v, want the readiness error", err)
+	}
+	if err := c.Err(); err == nil || !strings.Contains(err.Error(), "kubelet") {
+		t.Errorf("Err() = %v, want the failed restart of the kubelet", err)
 	}
 }
 

@@ -46,7 +46,7 @@ func (c *Cluster) startScheduler(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.components = append(c.components, &component{Process: process, port: ports[0]})
+	c.components = append(c.components, &component{Process: process, port: ports[0], ready: healthEndpointReady(ports[0], "/healthz")})
 	return framework.WaitForHealthEndpoint(ctx, 2*time.Minute, process, ports[0], "/healthz")
 }
 
@@ -80,7 +80,7 @@ func (c *Cluster) startDaemon(ctx context.Context, binary string) error {
 	if err != nil {
 		return err
 	}
-	c.components = append(c.components, &component{Process: process, port: ports[0]})
+	c.components = append(c.components, &component{Process: process, port: ports[0], ready: healthEndpointReady(ports[0], "/readyz")})
 	return framework.WaitForHealthEndpoint(ctx, 2*time.Minute, process, ports[0], "/readyz")
 }
 

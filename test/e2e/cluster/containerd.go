@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -136,19 +135,8 @@ func (c *Cluster) startContainerd(ctx context.Context) error {
 		return err
 	}
 	c.containerd = &containerd{Process: process, socket: containerdSocket(c.dir)}
-	c.components = append(c.components, &component{Process: process})
-	return framework.WaitFor(ctx, time.Minute, "containerd to answer CRI Version", func(ctx context.Context) (bool, error) {
-		if process.Exited() {
-			return false, fmt.Errorf("containerd exited: %s", process.LogTail(30))
-		}
-		var answered bool
-		err := c.containerd.withRuntime(ctx, func(rt runtimeapi.RuntimeServiceClient) error {
-			_, err := rt.Version(ctx, &runtimeapi.VersionRequest{})
-			answered = err == nil
-			return nil
-		})
-		return answered, err
-	})
+	c.components = append(c.components, &component{Process: process, ready: c.containerdReady})
+	return c.containerdReady(ctx, process)
 }
 
 // containerdSocket is where containerd listens. Unix socket paths are limited to 108 bytes,

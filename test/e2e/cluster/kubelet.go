@@ -101,7 +101,9 @@ func (c *Cluster) startKubelet(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.components = append(c.components, &component{Process: process, port: ports[1]})
+	// Start waits for the node's Ready later, with the rest of the cluster; a restart waits
+	// for both.
+	c.components = append(c.components, &component{Process: process, port: ports[1], ready: c.kubeletReady(ports[1])})
 	return framework.WaitFor(ctx, time.Minute, "the kubelet to answer /healthz", func(ctx context.Context) (bool, error) {
 		if process.Exited() {
 			return false, fmt.Errorf("the kubelet exited: %s", process.LogTail(40))

@@ -11,9 +11,10 @@
 //	    /exit?code=N      answers, then exits with code N (default 0)
 //	GET /hooks            the lines "webserver hook <name>" appended to the hook log
 //
-// "webserver hook <name>" is a lifecycle hook command (a preStop exec, say): it appends
-// <name> to the hook log, $HOOK_LOG or /tmp/webserver-hooks.log, and exits. With the log on
-// an emptyDir volume, the container started after a restart serves the lines its
+// "webserver hook <name> [<duration>]" is a lifecycle hook command (a preStop exec, say): it
+// appends <name> to the hook log, $HOOK_LOG or /tmp/webserver-hooks.log, sleeps for the
+// duration when one is given (a slow hook whose start a test can see), and exits. With the
+// log on an emptyDir volume, the container started after a restart serves the lines its
 // predecessor's hooks wrote.
 //
 // /ready and /exit accept any method, because the tests reach them through the
@@ -22,6 +23,10 @@
 // Readiness starts on, unless --start-not-ready (env START_NOT_READY) keeps it off
 // until switched on, or --ready-after (env READY_AFTER) keeps it off for a while
 // after start. The listen port is --port, env PORT, or 8080, in that order.
+//
+// On SIGTERM the server shuts down at once, unless --term-delay (env TERM_DELAY) makes it
+// append "sigterm" to the hook log and go on serving for that long first: a container
+// slow to stop, whose stop a test can see begin.
 //
 // The version is set at build time:
 //
@@ -59,6 +64,7 @@ type options struct {
 	port          string
 	readyAfter    time.Duration
 	startNotReady bool
+	termDelay     time.Duration
 }
 
 // server holds the state behind the handlers. It is separate from the listener
@@ -271,6 +277,13 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 		}
 		opts.readyAfter = d
 	}
+	if v := getenv("TERM_DELAY"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return options{}, fmt.Errorf("env TERM_DELAY: %w", err)
+		}
+		opts.termDelay = d
+	}
 	if v := getenv("START_NOT_READY"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
@@ -282,6 +295,7 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 	fs := flag.NewFlagSet("webserver", flag.ContinueOnError)
 	fs.StringVar(&opts.port, "port", opts.port, "TCP port to listen on (env PORT)")
 	fs.DurationVar(&opts.readyAfter, "ready-after", opts.readyAfter, "stay not ready for this long after start (env READY_AFTER)")
+	fs.DurationVar(&opts.termDelay, "term-delay", opts.termDelay, "on SIGTERM, log \"sigterm\" to the hook log and serve this long before shutting down (env TERM_DELAY)")
 	fs.BoolVar(&opts.startNotReady, "start-not-ready", opts.startNotReady, "start not ready until /ready?set=on (env START_NOT_READY)")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
@@ -291,6 +305,9 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 	}
 	if n, err := strconv.Atoi(opts.port); err != nil || n < 0 || n > 65535 {
 		return options{}, fmt.Errorf("invalid port %q: want a number from 0 to 65535", opts.port)
+	}
+	if opts.termDelay < 0 {
+		return options{}, fmt.Errorf("invalid term-delay %s: must not be negative", opts.termDelay)
 	}
 	if opts.readyAfter < 0 {
 		return options{}, fmt.Errorf("invalid ready-after %s: must not be negative", opts.readyAfter)
@@ -306,11 +323,21 @@ func main() {
 // separate from main so that its deferred clean-up runs before os.Exit.
 func run() int {
 	logger := log.New(os.Stdout, "", log.LstdFlags|log.Lmicroseconds)
-	if len(os.Args) == 3 && os.Args[1] == "hook" {
+	if (len(os.Args) == 3 || len(os.Args) == 4) && os.Args[1] == "hook" {
+		var sleep time.Duration
+		if len(os.Args) == 4 {
+			d, err := time.ParseDuration(os.Args[3])
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "webserver hook: %v\n", err)
+				return 2
+			}
+			sleep = d
+		}
 		if err := runHook(hookLogPath(os.Getenv), os.Args[2]); err != nil {
 			fmt.Fprintf(os.Stderr, "webserver hook: %v\n", err)
 			return 1
 		}
+		time.Sleep(sleep)
 		return 0
 	}
 
@@ -365,6 +392,13 @@ func run() int {
 		logger.Printf("serving: %v", err)
 		return 1
 	case sig := <-signals:
+		if sig == syscall.SIGTERM && opts.termDelay > 0 {
+			logger.Printf("received %s, serving %s more before shutting down", sig, opts.termDelay)
+			if err := runHook(s.hookLog, "sigterm"); err != nil {
+				logger.Printf("writing the hook log: %v", err)
+			}
+			time.Sleep(opts.termDelay)
+		}
 		logger.Printf("received %s, shutting down", sig)
 	case code = <-exitRequests:
 		logger.Printf("exiting with code %d", code)

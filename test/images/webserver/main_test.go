@@ -191,8 +191,8 @@ func TestParseOptions(t *testing.T) {
 		{name: "defaults", getenv: env(), want: options{port: "8080"}},
 		{
 			name:   "env",
-			getenv: env("PORT", "9000", "READY_AFTER", "5s", "START_NOT_READY", "true"),
-			want:   options{port: "9000", readyAfter: 5 * time.Second, startNotReady: true},
+			getenv: env("PORT", "9000", "READY_AFTER", "5s", "START_NOT_READY", "true", "TERM_DELAY", "4s"),
+			want:   options{port: "9000", readyAfter: 5 * time.Second, startNotReady: true, termDelay: 4 * time.Second},
 		},
 		{
 			name:   "flags win over env",
@@ -202,6 +202,9 @@ func TestParseOptions(t *testing.T) {
 		},
 		{name: "bad port", getenv: env("PORT", "http"), wantErr: "invalid port"},
 		{name: "bad env duration", getenv: env("READY_AFTER", "soon"), wantErr: "READY_AFTER"},
+		{name: "term delay flag", args: []string{"--term-delay=2s"}, getenv: env("TERM_DELAY", "4s"), want: options{port: "8080", termDelay: 2 * time.Second}},
+		{name: "bad term delay", getenv: env("TERM_DELAY", "later"), wantErr: "TERM_DELAY"},
+		{name: "negative term delay", args: []string{"--term-delay=-1s"}, getenv: env(), wantErr: "negative"},
 		{name: "bad env bool", getenv: env("START_NOT_READY", "perhaps"), wantErr: "START_NOT_READY"},
 		{name: "negative duration", args: []string{"--ready-after=-1s"}, getenv: env(), wantErr: "negative"},
 		{name: "stray argument", args: []string{"extra"}, getenv: env(), wantErr: "unexpected arguments"},

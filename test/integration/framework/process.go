@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -46,6 +47,7 @@ type Process struct {
 	name    string
 	logPath string
 	cmd     *exec.Cmd
+	config  ProcessConfig
 
 	done     chan struct{} // closed once the process has exited and been reaped
 	waitErr  error         // set before done is closed
@@ -76,7 +78,8 @@ func StartProcess(cfg ProcessConfig) (*Process, error) {
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = childProcAttr()
 
-	p := &Process{name: name, logPath: cfg.LogPath, cmd: cmd, done: make(chan struct{})}
+	cfg.Args, cfg.Env = slices.Clone(cfg.Args), slices.Clone(cfg.Env)
+	p := &Process{name: name, logPath: cfg.LogPath, cmd: cmd, config: cfg, done: make(chan struct{})}
 	if err := p.start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
@@ -101,6 +104,14 @@ func (p *Process) start() error {
 		close(p.done)
 	}()
 	return <-started
+}
+
+// Config returns the configuration the process was started with: StartProcess with it
+// starts the same program again, appending to the same log.
+func (p *Process) Config() ProcessConfig {
+	cfg := p.config
+	cfg.Args, cfg.Env = slices.Clone(cfg.Args), slices.Clone(cfg.Env)
+	return cfg
 }
 
 // Name returns the label of the process.
@@ -133,6 +144,18 @@ func (p *Process) Signal(sig os.Signal) error {
 	}
 	if err := p.cmd.Process.Signal(sig); err != nil {
 		return fmt.Errorf("signalling %s: %w", p.name, err)
+	}
+	return nil
+}
+
+// SignalGroup sends sig to the process's whole group, as Stop does, for a test that ends a
+// process the way a crash (SIGKILL) or an operator (SIGTERM) would, helpers included.
+func (p *Process) SignalGroup(sig syscall.Signal) error {
+	if p.Exited() {
+		return fmt.Errorf("signalling %s: %w", p.name, os.ErrProcessDone)
+	}
+	if err := syscall.Kill(-p.cmd.Process.Pid, sig); err != nil {
+		return fmt.Errorf("signalling the process group of %s: %w", p.name, err)
 	}
 	return nil
 }
