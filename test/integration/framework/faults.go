@@ -40,6 +40,10 @@ const (
 	faultSlack = 300 * time.Millisecond
 )
 
+// RetryWindow is how long after kube-apiserver is back from a SIGKILL a controller may
+// still be retrying, or redoing, a write the kill left unanswered.
+const RetryWindow = 15 * time.Second
+
 // Fault targets.
 const (
 	FaultManager   = "manager"
@@ -266,7 +270,9 @@ func (f *FaultInjector) CheckPodWrites(t testing.TB, began time.Time, previous s
 			w.CreatedAt[name] = ev.RequestReceivedTimestamp.Time
 		case ok:
 			w.Deleted[name]++
-		case f.DuringFault(ev.RequestReceivedTimestamp.Time, ev.StageTimestamp.Time):
+		case f.DuringFault(ev.RequestReceivedTimestamp.Time, ev.StageTimestamp.Time),
+			// The retry of a delete that landed, unanswered and unaudited, at a SIGKILL.
+			ev.Verb == "delete" && code == http.StatusNotFound && f.AfterAPIServerKill(ev.RequestReceivedTimestamp.Time, RetryWindow):
 			w.CutOff = append(w.CutOff, fmt.Sprintf("%s %s: %d", ev.Verb, name, code))
 			w.Unanswered++
 			switch {
