@@ -26,8 +26,9 @@ import (
 
 // manage creates the pods missing on nodes that want one and deletes the pods that must
 // go: failed ones (with backoff), surplus ones, ones on nodes that no longer tolerate them,
-// and pending ones whose node is gone.
-func (c *Controller) manage(ctx context.Context, v *view, again *requeue) error {
+// and pending ones whose node is gone. It reports whether it had any pod to create or
+// delete (or to hold for the preDelete hook): then v no longer shows the pods as they are.
+func (c *Controller) manage(ctx context.Context, v *view, again *requeue) (bool, error) {
 	var (
 		creates []string
 		deletes []*corev1.Pod
@@ -51,7 +52,7 @@ func (c *Controller) manage(ctx context.Context, v *view, again *requeue) error 
 	}
 	deletes = append(deletes, podsOfVanishedNodes(v)...)
 	creates = progressiveCreates(v, creates)
-	return c.syncNodes(ctx, v, deletes, creates)
+	return len(deletes)+len(creates) > 0, c.syncNodes(ctx, v, deletes, creates)
 }
 
 // podsOnEligibleNode decides for a node that may keep its daemon pods (pods, oldest first,

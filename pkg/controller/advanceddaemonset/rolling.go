@@ -139,10 +139,14 @@ func (c *Controller) rollingUpdate(ctx context.Context, v *view, h history, agai
 // Nodes without an available pod use up maxUnavailable; an available old pod is replaced
 // only while budget is left. An old pod that is unavailable anyway is replaced regardless
 // of the budget, as OpenKruise does, unless strict is set: then its replacement counts
-// against the budget too, and such pods go first.
+// against the budget too, and such pods go first. An old pod this controller took out of
+// service for an in-place update that did not get through (the manager died between the
+// two writes, or the second failed) is not unavailable "anyway": it is replaced, so that
+// the update is finished, and counts against the budget like the update it is.
 func podsToReplace(v *view, nodes []string, maxUnavailable int, strict bool) []*corev1.Pod {
 	var (
 		numUnavailable int
+		interrupted    []*corev1.Pod
 		unavailableOld []*corev1.Pod
 		availableOld   []*corev1.Pod
 	)
@@ -163,6 +167,9 @@ func podsToReplace(v *view, nodes []string, maxUnavailable int, strict bool) []*
 			if kruisepod.IsPreparingDelete(revisions.current) {
 				numUnavailable++
 			}
+		case kruisepod.InPlaceUpdateStarted(revisions.old):
+			numUnavailable++
+			interrupted = append(interrupted, revisions.old)
 		case !v.available(revisions.old):
 			unavailableOld = append(unavailableOld, revisions.old)
 		case numUnavailable < maxUnavailable:
@@ -171,11 +178,11 @@ func podsToReplace(v *view, nodes []string, maxUnavailable int, strict bool) []*
 	}
 	budget := max(maxUnavailable-numUnavailable, 0)
 	if !strict {
-		return append(unavailableOld, availableOld[:min(budget, len(availableOld))]...)
+		return slices.Concat(interrupted, unavailableOld, availableOld[:min(budget, len(availableOld))])
 	}
 	replace := unavailableOld[:min(budget, len(unavailableOld))]
 	budget -= len(replace)
-	return append(slices.Clone(replace), availableOld[:min(budget, len(availableOld))]...)
+	return slices.Concat(interrupted, replace, availableOld[:min(budget, len(availableOld))])
 }
 
 // surgePlan picks, for a surging rollout on nodes, where to create a new pod next to an

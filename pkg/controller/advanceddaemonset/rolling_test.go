@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
+	"github.com/bosun-dev/bosun/pkg/controller/kruisepod"
 	"github.com/bosun-dev/bosun/pkg/features"
 )
 
@@ -108,6 +109,16 @@ func TestPodsToReplace(t *testing.T) {
 			notReady(pods[2])
 			return pods
 		}, 2, true, []string{"p-b", "p-c"}}, // nodes are walked from the largest name down
+		{"interrupted in-place update finished within the budget", func() []*corev1.Pod {
+			pods := available()
+			inPlaceUpdateStarted(pods[0])
+			return pods
+		}, 2, false, []string{"p-a", "p-d"}},
+		{"strict: interrupted in-place update finished within the budget", func() []*corev1.Pod {
+			pods := available()
+			inPlaceUpdateStarted(pods[0])
+			return pods
+		}, 2, true, []string{"p-a", "p-d"}},
 		{"updating node counts", func() []*corev1.Pod {
 			pods := available()
 			pods[3] = notReady(newPod("n-d", ds, "new", "d"))
@@ -123,6 +134,14 @@ func TestPodsToReplace(t *testing.T) {
 			}
 		})
 	}
+}
+
+// inPlaceUpdateStarted gives pod the InPlaceUpdateReady gate and marks it as an in-place
+// update starts, which takes it out of service, and returns it.
+func inPlaceUpdateStarted(pod *corev1.Pod) *corev1.Pod {
+	pod.Spec.ReadinessGates = append(pod.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: appsv1beta1.InPlaceUpdateReady})
+	kruisepod.MarkInPlaceUpdateStarted(pod, metav1.NewTime(t0))
+	return pod
 }
 
 func TestSurgePlan(t *testing.T) {

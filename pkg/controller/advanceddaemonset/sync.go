@@ -189,13 +189,24 @@ func (c *Controller) syncDaemonSet(ctx context.Context, key string) error {
 	if err := c.preDownloadImages(ctx, v, history); err != nil {
 		errs = append(errs, fmt.Errorf("pre-downloading images: %w", err))
 	}
-	if err := c.manage(ctx, v, &again); err != nil {
+	managed, err := c.manage(ctx, v, &again)
+	if err != nil {
 		errs = append(errs, fmt.Errorf("managing daemon pods: %w", err))
 		return c.finish(ctx, key, v, false, &again, errors.Join(errs...))
 	}
 	if satisfied, wait := c.expectationsSatisfied(ctx, key); !satisfied {
 		again.after(wait)
 		return c.finish(ctx, key, v, false, &again, errors.Join(errs...))
+	}
+	if managed {
+		// What manage wrote has shown in the cache already. The rollout decides on the pods
+		// as they are now: on the view from before, it would delete again (a 404) the old
+		// pods manage just deleted for their available replacements, and mark again those
+		// it just marked PreparingDelete.
+		if pods, err = c.claimPods(ctx, ds, selector); err != nil {
+			return c.finish(ctx, key, v, false, &again, errors.Join(append(errs, err)...))
+		}
+		v = c.newView(ds, nodes, pods, history.hash())
 	}
 	if err := c.refreshPodConditions(ctx, v); err != nil {
 		errs = append(errs, fmt.Errorf("refreshing pod conditions: %w", err))

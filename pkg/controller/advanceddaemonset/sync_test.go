@@ -313,6 +313,33 @@ func TestSurgeCreatesNextToOldPodThenDeletesIt(t *testing.T) {
 	}
 }
 
+// When the deletes manage sends show in the cache before the rollout's turn (as they do at
+// once for pods no kubelet runs), the rollout decides on the pods as they are then: an old
+// pod manage deleted because its replacement was available is not deleted a second time.
+func TestSurgeDeletesAnOldPodOnceWhenItsDeleteShowsAtOnce(t *testing.T) {
+	old := newDS()
+	old.Spec.UpdateStrategy.RollingUpdate.MaxSurge = ptr.To(intstr.FromInt32(1))
+	old.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(0))
+	ds, r1, r2 := rolled(t, old, "img:v2")
+	oldPod, newPod := newPod("old1", old, hashOf(old), "n1"), newPod("new1", ds, hashOf(ds), "n1")
+	newPod.CreationTimestamp = metav1.NewTime(t0)
+	f := newFixture(t, fixtureOption{}, ds, r1, r2, newNode("n1"), oldPod, newPod)
+	f.kubeClient.PrependReactor("delete", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		name := action.(clienttesting.DeleteAction).GetName()
+		if obj, exists, _ := f.podIndexer.GetByKey(testNamespace + "/" + name); exists {
+			if err := f.podIndexer.Delete(obj); err != nil {
+				t.Error(err)
+			}
+			f.c.deletePod(f.ctx, obj)
+		}
+		return false, nil, nil
+	})
+	f.sync(ds)
+	if got := f.deletedPods(); !slices.Equal(got, []string{"old1"}) {
+		t.Errorf("deleted %v, want old1 once", got)
+	}
+}
+
 func TestInPlaceUpdate(t *testing.T) {
 	old := newDS()
 	old.Spec.UpdateStrategy.RollingUpdate.Type = appsv1beta1.InplaceRollingUpdateType

@@ -56,6 +56,13 @@ func MarkInPlaceUpdateStarted(pod *corev1.Pod, now metav1.Time) {
 	RecomputeReady(pod, now)
 }
 
+// InPlaceUpdateStarted reports whether pod's InPlaceUpdateReady condition is False because
+// its workload started an in-place update (MarkInPlaceUpdateStarted).
+func InPlaceUpdateStarted(pod *corev1.Pod) bool {
+	cond := PodCondition(pod, appsv1beta1.InPlaceUpdateReady)
+	return cond != nil && cond.Status == corev1.ConditionFalse && cond.Reason == appsv1beta1.InPlaceUpdateStartedReason
+}
+
 // AwaitsInPlaceUpdateReady reports whether pod has the InPlaceUpdateReady readiness gate
 // and the condition is not True yet: whether its workload still has to turn it True.
 func AwaitsInPlaceUpdateReady(pod *corev1.Pod) bool {

@@ -480,45 +480,7 @@ func (e *testEnv) observeDS(t *testing.T, name string, onChange func(*appsv1alph
 // handler has been given the initial list.
 func runInformer(t *testing.T, lw cache.ListerWatcher, objType runtime.Object, handler cache.ResourceEventHandler) {
 	t.Helper()
-	informer := cache.NewSharedIndexInformer(lw, objType, 0, cache.Indexers{})
-	registration, err := informer.AddEventHandler(handler)
-	if err != nil {
-		t.Fatalf("adding an event handler: %v", err)
-	}
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		informer.Run(stop)
-	}()
-	t.Cleanup(func() {
-		close(stop)
-		<-done
-	})
-	if !cache.WaitForCacheSync(stop, informer.HasSynced, registration.HasSynced) {
-		t.Fatal("the informer did not sync")
-	}
-}
-
-// maxRecorder keeps the largest value it was given, safely across goroutines.
-type maxRecorder struct {
-	mu   sync.Mutex
-	max  int
-	note string
-}
-
-func (r *maxRecorder) record(v int, note func() string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if v > r.max {
-		r.max, r.note = v, note()
-	}
-}
-
-func (r *maxRecorder) get() (int, string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.max, r.note
+	framework.RunInformer(t, cache.NewSharedIndexInformer(lw, objType, 0, cache.Indexers{}), handler)
 }
 
 func describePodPtrs(pods []*corev1.Pod) string {

@@ -2,7 +2,6 @@ package advanceddaemonset
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -26,11 +25,11 @@ import (
 // number of nodes that had no pod available (Ready for minReadySeconds) at once. Pods only
 // become available by time passing, never lose availability without an event, so checking
 // after every event sees every peak.
-func (e *testEnv) recordUnavailable(t *testing.T, nodes []string, minReadySeconds int32) *maxRecorder {
+func (e *testEnv) recordUnavailable(t *testing.T, nodes []string, minReadySeconds int32) *framework.Peak {
 	t.Helper()
-	r := &maxRecorder{}
+	r := &framework.Peak{}
 	e.observePods(t, func(pods []*corev1.Pod) {
-		r.record(nodesWithoutAvailablePod(pods, nodes, minReadySeconds, time.Now()), func() string { return describePodPtrs(pods) })
+		r.Record(nodesWithoutAvailablePod(pods, nodes, minReadySeconds, time.Now()), func() string { return describePodPtrs(pods) })
 	})
 	return r
 }
@@ -89,7 +88,7 @@ func TestRollingUpdateReplacesOneNodeAtATime(t *testing.T) {
 	if _, ok := revs[newHash]; !ok {
 		t.Errorf("no ControllerRevision for the new hash %s", newHash)
 	}
-	if peak, when := unavailable.get(); peak > 1 {
+	if peak, when := unavailable.Get(); peak > 1 {
 		t.Errorf("%d nodes had no available pod at once, want at most maxUnavailable=1; then: %s", peak, when)
 	}
 }
@@ -239,7 +238,7 @@ func TestMaxSurgeStartsNewPodBeforeDeletingOld(t *testing.T) {
 	h1 := ds.Status.DaemonSetHash
 
 	unavailable := e.recordUnavailable(t, nodes, minReady)
-	surged := &maxRecorder{}
+	surged := &framework.Peak{}
 	e.observePods(t, func(pods []*corev1.Pod) {
 		perNode := map[string]int{}
 		for _, pod := range pods {
@@ -253,17 +252,17 @@ func TestMaxSurgeStartsNewPodBeforeDeletingOld(t *testing.T) {
 				doubled++
 			}
 		}
-		surged.record(doubled, func() string { return describePodPtrs(pods) })
+		surged.Record(doubled, func() string { return describePodPtrs(pods) })
 	})
 
 	e.setImage(t, ds.Name, image2)
 	e.waitForNewHash(t, ds.Name, h1)
 	e.waitForSettled(t, ds.Name, nodes)
 
-	if peak, when := surged.get(); peak != 1 {
+	if peak, when := surged.Get(); peak != 1 {
 		t.Errorf("at most %d nodes ran two pods at once, want exactly maxSurge=1; then: %s", peak, when)
 	}
-	if peak, when := unavailable.get(); peak > 0 {
+	if peak, when := unavailable.Get(); peak > 0 {
 		t.Errorf("%d nodes had no pod available for %d s, want none (an old pod went before its replacement was available); then: %s", peak, minReady, when)
 	}
 }
@@ -276,18 +275,12 @@ type inPlaceState struct {
 	} `json:"lastContainerStatuses"`
 }
 
-// imageID is the image ID a kubelet would report for image: its repository and a digest.
-func imageID(image string) string {
-	name, _, _ := strings.Cut(image, ":")
-	return fmt.Sprintf("%s@sha256:%x", name, sha256.Sum256([]byte(image)))
-}
-
 // reportImage writes the container status a kubelet reports once the container runs image.
 func (e *testEnv) reportImage(t *testing.T, podName, image string) {
 	t.Helper()
 	e.Pods().UpdateStatus(t, podName, func(p *corev1.Pod) {
 		p.Status.ContainerStatuses = []corev1.ContainerStatus{{
-			Name: "main", Image: image, ImageID: imageID(image), Ready: true, Started: ptr.To(true),
+			Name: "main", Image: image, ImageID: framework.ImageID(image), Ready: true, Started: ptr.To(true),
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}},
 		}}
 	})
@@ -339,8 +332,8 @@ func TestInPlaceImageUpdateKeepsPods(t *testing.T) {
 			continue
 		}
 		// OpenKruise records the revision's name, <daemonset>-<hash>.
-		if !strings.HasSuffix(state.Revision, h2) || state.LastContainerStatuses["main"].ImageID != imageID(image1) {
-			t.Errorf("pod %s: in-place state %+v, want revision %s and the old imageID %s", pod.Name, state, h2, imageID(image1))
+		if !strings.HasSuffix(state.Revision, h2) || state.LastContainerStatuses["main"].ImageID != framework.ImageID(image1) {
+			t.Errorf("pod %s: in-place state %+v, want revision %s and the old imageID %s", pod.Name, state, h2, framework.ImageID(image1))
 		}
 	}
 
@@ -445,7 +438,7 @@ func TestPreDeleteHookHoldsPodUntilLabelRemoved(t *testing.T) {
 // first new pod to be Ready (not yet available), and changes the template again. It
 // returns the DaemonSet, its nodes and the recorder of nodes without an available pod,
 // which started before the first change.
-func (e *testEnv) quickSecondUpdate(t *testing.T, minReady int32) (*appsv1alpha1.DaemonSet, []string, *maxRecorder) {
+func (e *testEnv) quickSecondUpdate(t *testing.T, minReady int32) (*appsv1alpha1.DaemonSet, []string, *framework.Peak) {
 	t.Helper()
 	e.startKubelet(t)
 	nodes := e.createNodes(t, "a", "b", "c", "d")
@@ -486,7 +479,7 @@ func TestStrictMaxUnavailableHoldsAcrossQuickUpdates(t *testing.T) {
 	ds, nodes, unavailable := e.quickSecondUpdate(t, 15)
 
 	e.waitForSettled(t, ds.Name, nodes)
-	if peak, when := unavailable.get(); peak > 1 {
+	if peak, when := unavailable.Get(); peak > 1 {
 		t.Errorf("%d nodes had no available pod at once, want at most maxUnavailable=1; then: %s", peak, when)
 	}
 }
@@ -500,7 +493,7 @@ func TestWithoutStrictGateQuickUpdatesExceedMaxUnavailable(t *testing.T) {
 	_, _, unavailable := e.quickSecondUpdate(t, 15)
 
 	err := framework.WaitFor(e.Ctx, waitTimeout, "two nodes without an available pod at once", func(context.Context) (bool, error) {
-		peak, _ := unavailable.get()
+		peak, _ := unavailable.Get()
 		return peak >= 2, nil
 	})
 	if err != nil {

@@ -3,10 +3,8 @@ package cloneset
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/bosun-dev/bosun/test/integration/framework"
@@ -32,18 +29,13 @@ type faultScale struct {
 	timeout time.Duration
 }
 
+// faultEnvVar is the variable the recreate phase adds to the template, which no running pod
+// can take in place.
+const faultEnvVar = "ROLLOUT"
+
 var (
 	defaultFaults = faultScale{replicas: 300, kills: 3, timeout: 10 * time.Minute}
 	longFaults    = faultScale{replicas: 1000, kills: 6, timeout: 30 * time.Minute}
-)
-
-const (
-	// availabilitySampleInterval is how often the pods' availability is sampled during a
-	// rollout.
-	availabilitySampleInterval = 100 * time.Millisecond
-	// faultEnvVar is the variable the recreate phase adds to the template, which no running
-	// pod can take in place.
-	faultEnvVar = "ROLLOUT"
 )
 
 // A CloneSet whose manager is SIGKILLed and restarted at random moments, several times per
@@ -79,10 +71,10 @@ func TestCloneSetSurvivesManagerKills(t *testing.T) {
 	// A phase of hundreds of pods, slowed by its faults, takes longer than one state of the
 	// other tests.
 	e.WaitTimeout = 4 * time.Minute
-	r := &faultRun{e: e, scale: scale}
-	r.client = protobufClient(t, cp)
-	r.manager = e.startControllerWith(t, framework.ControllerManagerOptions{Controllers: controllersUnderTest})
-	r.faults = framework.NewFaultInjector(seed, cp, r.manager)
+	r := &faultRun{e: e, scale: scale, client: cp.ProtobufClientset(t, "cloneset-faults-test")}
+	manager := e.startControllerWith(t, framework.ControllerManagerOptions{Controllers: controllersUnderTest})
+	r.faults = framework.NewFaultInjector(e.Env, manager, seed, scale.kills)
+	r.manager = manager
 	e.startKubelet(t)
 	r.began = time.Now()
 
@@ -100,7 +92,7 @@ func TestCloneSetSurvivesManagerKills(t *testing.T) {
 		creates: true,
 	})
 	for _, pod := range created {
-		if n := restarts(pod); n != 0 {
+		if n := framework.ContainerRestarts(pod); n != 0 {
 			t.Errorf("scale-up: pod %s: its container restarted %d times, want never", pod.Name, n)
 		}
 	}
@@ -127,7 +119,7 @@ func TestCloneSetSurvivesManagerKills(t *testing.T) {
 			t.Errorf("in-place: pod %s runs %s, want %s", pod.Name, img, image2)
 		}
 		// The stand-in kubelet restarts a container once per image change it sees.
-		if n := restarts(pod); n != 1 {
+		if n := framework.ContainerRestarts(pod); n != 1 {
 			t.Errorf("in-place: pod %s: its container restarted %d times, want once (one in-place update)", pod.Name, n)
 		}
 	}
@@ -150,8 +142,8 @@ func TestCloneSetSurvivesManagerKills(t *testing.T) {
 		replaces: true,
 	})
 	for _, pod := range recreated {
-		if !hasFaultEnv(pod) || restarts(pod) != 0 {
-			t.Errorf("recreate: pod %s: env %v, %d restarts; want a new pod with %s", pod.Name, pod.Spec.Containers[0].Env, restarts(pod), faultEnvVar)
+		if !hasFaultEnv(pod) || framework.ContainerRestarts(pod) != 0 {
+			t.Errorf("recreate: pod %s: env %v, %d restarts; want a new pod with %s", pod.Name, pod.Spec.Containers[0].Env, framework.ContainerRestarts(pod), faultEnvVar)
 		}
 	}
 	t.Logf("%d faults in %v: %s", len(r.faults.Faults()), time.Since(r.began).Round(time.Second), r.faults.Summary())
@@ -176,7 +168,7 @@ type faultPhase struct {
 	change func(t *testing.T)
 	// through says whether a pod has got through the phase, which places its faults.
 	through func(*corev1.Pod) bool
-	// sample checks the availability of the pods every availabilitySampleInterval.
+	// sample checks the availability of the pods every framework.PodSampleInterval.
 	sample bool
 	// creates: the phase creates N pods, else none.
 	creates bool
@@ -207,17 +199,25 @@ func (r *faultRun) phase(t *testing.T, p faultPhase) []*corev1.Pod {
 	// The messages of the phase's checks follow this line.
 	t.Logf("phase %s begins", p.name)
 	defer func() { t.Logf("phase %s ends after %v", p.name, time.Since(began).Round(time.Millisecond)) }()
-	var sampler *availabilitySampler
+	var sampler *framework.PodSampler
+	unavailable := &framework.Peak{}
 	if p.sample {
-		sampler = r.sampleAvailability(t)
+		sampler = r.sampleAvailability(t, unavailable)
 	}
 	p.change(t)
-	r.injectFaults(t, p.name, p.through)
+	n := int(r.scale.replicas)
+	r.faults.Inject(t, p.name, n, func(ctx context.Context) (int, error) {
+		pods, err := r.client.CoreV1().Pods(r.e.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return 0, err
+		}
+		return countPods(activePods(pods.Items, r.uid), p.through), nil
+	})
 	cs, _ := e.waitForSettled(t, "web")
 	e.settle(t)
 	if sampler != nil {
-		sampler.stop()
-		worst, when, samples := sampler.result()
+		samples := sampler.Stop()
+		worst, when := unavailable.Get()
 		budget := int(r.scale.replicas) / 5 // maxUnavailable 20%
 		t.Logf("at most %d of %d pods unavailable in %d samples (maxUnavailable %d)", worst, r.scale.replicas, samples, budget)
 		if samples < 10 {
@@ -235,19 +235,6 @@ func (r *faultRun) phase(t *testing.T, p faultPhase) []*corev1.Pod {
 	r.checkEnd(t, cs, active)
 	r.checkWrites(t, p, began, all, active)
 	return active
-}
-
-// injectFaults SIGKILLs the manager scale.kills times and kube-apiserver once, each when a
-// random share (5% to 90%) of the pods has got through the phase, after a random jitter,
-// restarting each at once and waiting until it is ready.
-func (r *faultRun) injectFaults(t *testing.T, phase string, through func(*corev1.Pod) bool) {
-	r.faults.Inject(t, r.e.Env, phase, int(r.scale.replicas), r.scale.kills, "pods through", func(ctx context.Context) (int, error) {
-		pods, err := r.client.CoreV1().Pods(r.e.Namespace).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return 0, err
-		}
-		return countPods(activePods(pods.Items, r.uid), through), nil
-	})
 }
 
 // checkEnd checks the settled end of a phase: exactly N active pods, each at the update
@@ -311,82 +298,18 @@ func (r *faultRun) checkEnd(t *testing.T, cs *appsv1beta1.CloneSet, pods []*core
 // namespace's pods at the end, active those of the CloneSet.
 func (r *faultRun) checkWrites(t *testing.T, p faultPhase, began time.Time, all []corev1.Pod, active []*corev1.Pod) {
 	t.Helper()
-	writes, err := r.e.AuditEvents(func(ev *auditv1.Event) bool {
-		return (ev.Verb == "create" || ev.Verb == "delete" || ev.Verb == "deletecollection") && ev.ObjectRef != nil &&
-			ev.ObjectRef.Resource == "pods" && ev.ObjectRef.Subresource == "" && ev.ObjectRef.Namespace == r.e.Namespace &&
-			!ev.RequestReceivedTimestamp.Time.Before(began)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	previous := sets.New[string]()
-	for _, pod := range p.previous {
-		previous.Insert(pod.Name)
-	}
-	createdOK, tried, deleted := sets.New[string](), sets.New[string](), map[string]int{}
-	var cutOff []string
-	for i := range writes {
-		ev := &writes[i]
-		name, code := ev.ObjectRef.Name, int32(0)
-		if ev.ResponseStatus != nil {
-			code = ev.ResponseStatus.Code
-		}
-		switch ok := code == http.StatusCreated || code == http.StatusOK; {
-		case ev.Verb == "deletecollection":
-			t.Errorf("a deletecollection of pods answered %d", code)
-		case ok && ev.Verb == "create":
-			if createdOK.Has(name) {
-				t.Errorf("pod %s was created twice", name)
-			}
-			createdOK.Insert(name)
-			tried.Insert(name)
-		case ok:
-			deleted[name]++
-		case r.faults.DuringFault(ev.RequestReceivedTimestamp.Time, ev.StageTimestamp.Time):
-			cutOff = append(cutOff, fmt.Sprintf("%s %s: %d", ev.Verb, name, code))
-			if ev.Verb == "create" {
-				tried.Insert(name)
-			}
-		default:
-			t.Errorf("%s of pod %s at %s answered %d, with no fault near: %s", ev.Verb, name,
-				ev.RequestReceivedTimestamp.Format("15:04:05.000"), code, statusMessage(ev))
-		}
-	}
-	// Pods deleted stay, Terminating, as no kubelet ends them, but for those not yet bound,
-	// which go at once: the namespace's pods and the deletes name every pod there was.
+	previous := sets.New(podNames(p.previous)...)
+	writes := r.faults.CheckPodWrites(t, began, previous, all, func(pod *corev1.Pod) bool { return controlledBy(pod, r.uid) })
+	landed, deleted := writes.Created, writes.Deleted
 	existing := map[string]*corev1.Pod{}
 	for i := range all {
 		existing[all[i].Name] = &all[i]
-	}
-	landed := sets.New[string]()
-	for name := range existing {
-		if !previous.Has(name) && controlledBy(existing[name], r.uid) {
-			landed.Insert(name)
-		}
-	}
-	for name := range deleted {
-		if !previous.Has(name) {
-			landed.Insert(name)
-		}
-	}
-	var unaudited []string
-	for _, name := range sets.List(landed.Difference(tried)) {
-		// A create the API server carried out but did not log before its SIGKILL.
-		if pod := existing[name]; pod != nil && r.faults.DuringAPIServerKill(pod.CreationTimestamp.Time) {
-			unaudited = append(unaudited, name)
-			continue
-		}
-		t.Errorf("pod %s exists or was deleted, but no create of it in this phase is audited", name)
-	}
-	for _, name := range sets.List(createdOK.Difference(landed)) {
-		t.Errorf("pod %s was created, but neither exists nor was deleted", name)
 	}
 	want := 0
 	if p.creates {
 		want = int(r.scale.replicas)
 	}
-	t.Logf("%d pods created (%d creates accepted, %d unaudited at the kube-apiserver kill), %d deleted; %d requests cut off by faults: %v",
-		landed.Len(), createdOK.Len(), len(unaudited), len(deleted), len(cutOff), cutOff)
+	t.Logf("%s", writes)
 	if landed.Len() != want {
 		t.Errorf("%d pods were created, want exactly %d: %v", landed.Len(), want, sets.List(landed))
 	}
@@ -424,116 +347,34 @@ type statusCounts struct {
 	CurrentRevision, UpdateRevision                                 string
 }
 
-func statusMessage(ev *auditv1.Event) string {
-	if ev.ResponseStatus == nil {
-		return ""
-	}
-	return ev.ResponseStatus.Message
-}
-
-// restarts returns how often the stand-in kubelet restarted the pod's first container.
-func restarts(pod *corev1.Pod) int32 {
-	if len(pod.Status.ContainerStatuses) == 0 {
-		return 0
-	}
-	return pod.Status.ContainerStatuses[0].RestartCount
-}
-
 func hasFaultEnv(pod *corev1.Pod) bool {
 	return slices.ContainsFunc(pod.Spec.Containers[0].Env, func(v corev1.EnvVar) bool { return v.Name == faultEnvVar })
 }
 
-// protobufClient is an admin clientset of cp that speaks protobuf, which costs the API
-// server and the test a fraction of JSON's for a list of hundreds of pods.
-func protobufClient(t *testing.T, cp *framework.ControlPlane) kubernetes.Interface {
-	t.Helper()
-	config := cp.Config()
-	config.ContentType = "application/vnd.kubernetes.protobuf"
-	config.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-	config.UserAgent = "cloneset-faults-test"
-	client, err := kubernetes.NewForConfig(config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return client
-}
-
-// availabilitySampler lists the CloneSet's pods every availabilitySampleInterval and keeps
-// the most that were unavailable at once: missing, or not Ready, or not InPlaceUpdateReady.
-type availabilitySampler struct {
-	done, stopped chan struct{}
-
-	mu      sync.Mutex
-	worst   int
-	when    string
-	samples int
-}
-
-func (r *faultRun) sampleAvailability(t *testing.T) *availabilitySampler {
-	s := &availabilitySampler{done: make(chan struct{}), stopped: make(chan struct{})}
+// sampleAvailability lists the CloneSet's pods every framework.PodSampleInterval and keeps
+// in unavailable the most that were unavailable at once: missing, or not Ready, or not
+// InPlaceUpdateReady.
+func (r *faultRun) sampleAvailability(t *testing.T, unavailable *framework.Peak) *framework.PodSampler {
 	n := int(r.scale.replicas)
-	go func() {
-		defer close(s.stopped)
-		ticker := time.NewTicker(availabilitySampleInterval)
-		defer ticker.Stop()
-		for {
-			// Each sample is one consistent list; those that fail while kube-apiserver is
-			// down are skipped.
-			ctx, cancel := context.WithTimeout(r.e.Ctx, 5*time.Second)
-			list, err := r.client.CoreV1().Pods(r.e.Namespace).List(ctx, metav1.ListOptions{})
-			cancel()
-			if err == nil {
-				pods := activePods(list.Items, r.uid)
-				up := countPods(pods, func(pod *corev1.Pod) bool {
-					return conditionTrue(pod, corev1.PodReady) && conditionTrue(pod, appsv1beta1.InPlaceUpdateReady)
-				})
-				s.record(n-up, pods)
-			}
-			select {
-			case <-s.done:
-				return
-			case <-ticker.C:
-			}
-		}
-	}()
-	t.Cleanup(s.stop)
-	return s
-}
-
-func (s *availabilitySampler) record(unavailable int, pods []*corev1.Pod) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.samples++
-	if unavailable > s.worst || s.when == "" {
-		s.worst = unavailable
-		var down []string
-		for _, pod := range pods {
-			if !conditionTrue(pod, corev1.PodReady) || !conditionTrue(pod, appsv1beta1.InPlaceUpdateReady) {
-				down = append(down, pod.Name+" ("+podDetails(pod)+")")
-			}
-		}
-		const shown = 10
-		more := ""
-		if len(down) > shown {
-			more = fmt.Sprintf("; and %d more", len(down)-shown)
-			down = down[:shown]
-		}
-		s.when = fmt.Sprintf("at %s, %d active pods; not available: %s%s", time.Now().Format("15:04:05.000"), len(pods), strings.Join(down, "; "), more)
+	up := func(pod *corev1.Pod) bool {
+		return conditionTrue(pod, corev1.PodReady) && conditionTrue(pod, appsv1beta1.InPlaceUpdateReady)
 	}
-}
-
-// stop ends the sampling; calling it again does nothing.
-func (s *availabilitySampler) stop() {
-	select {
-	case <-s.done:
-	default:
-		close(s.done)
-	}
-	<-s.stopped
-}
-
-func (s *availabilitySampler) result() (worst int, when string, samples int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.worst, s.when, s.samples
+	return framework.StartPodSampler(t, r.e.Ctx, r.client, r.e.Namespace, func(list []corev1.Pod) {
+		pods := activePods(list, r.uid)
+		unavailable.Record(n-countPods(pods, up), func() string {
+			var down []string
+			for _, pod := range pods {
+				if !up(pod) {
+					down = append(down, pod.Name+" ("+podDetails(pod)+")")
+				}
+			}
+			const shown = 10
+			more := ""
+			if len(down) > shown {
+				more = fmt.Sprintf("; and %d more", len(down)-shown)
+				down = down[:shown]
+			}
+			return fmt.Sprintf("at %s, %d active pods; not available: %s%s", time.Now().Format("15:04:05.000"), len(pods), strings.Join(down, "; "), more)
+		})
+	})
 }

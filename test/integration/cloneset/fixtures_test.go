@@ -487,7 +487,7 @@ func (e *testEnv) observePods(t *testing.T, onChange func(pods []*corev1.Pod)) {
 			notify()
 		}
 	}
-	e.runPodInformer(t, cache.ResourceEventHandlerFuncs{
+	e.RunPodInformer(t, cache.ResourceEventHandlerFuncs{
 		AddFunc:    set,
 		UpdateFunc: func(_, obj any) { set(obj) },
 		DeleteFunc: func(obj any) {
@@ -532,49 +532,10 @@ func (e *testEnv) observeCloneSet(t *testing.T, name string, onChange func(*apps
 			onChange(cs)
 		}
 	}
-	runInformer(t, cache.NewSharedIndexInformer(lw, &appsv1beta1.CloneSet{}, 0, cache.Indexers{}), cache.ResourceEventHandlerFuncs{
+	framework.RunInformer(t, cache.NewSharedIndexInformer(lw, &appsv1beta1.CloneSet{}, 0, cache.Indexers{}), cache.ResourceEventHandlerFuncs{
 		AddFunc:    seen,
 		UpdateFunc: func(_, obj any) { seen(obj) },
 	})
-}
-
-// runPodInformer runs an informer on the namespace's pods with handler until the test
-// ends, and returns it once the handler has been given the initial list.
-func (e *testEnv) runPodInformer(t *testing.T, handler cache.ResourceEventHandler) cache.SharedIndexInformer {
-	t.Helper()
-	client := e.Client.CoreV1().Pods(e.Namespace)
-	lw := &cache.ListWatch{
-		ListFunc: func(opts metav1.ListOptions) (runtime.Object, error) { return client.List(e.Ctx, opts) },
-		WatchFunc: func(opts metav1.ListOptions) (watch.Interface, error) {
-			return client.Watch(e.Ctx, opts)
-		},
-	}
-	informer := cache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, cache.Indexers{})
-	runInformer(t, informer, handler)
-	return informer
-}
-
-// runInformer runs informer with handler until the test ends, and returns once the handler
-// has been given the initial list.
-func runInformer(t *testing.T, informer cache.SharedIndexInformer, handler cache.ResourceEventHandler) {
-	t.Helper()
-	registration, err := informer.AddEventHandler(handler)
-	if err != nil {
-		t.Fatalf("adding an event handler: %v", err)
-	}
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		informer.Run(stop)
-	}()
-	t.Cleanup(func() {
-		close(stop)
-		<-done
-	})
-	if !cache.WaitForCacheSync(stop, informer.HasSynced, registration.HasSynced) {
-		t.Fatal("the informer did not sync")
-	}
 }
 
 // extremeRecorder keeps the smallest (or largest) value it was given and what went with

@@ -12,6 +12,8 @@ import (
 	appsv1beta1 "github.com/bosun-dev/api/apps/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/bosun-dev/bosun/test/integration/framework"
 )
 
 // A preNormal hook (a finalizer) keeps new pods in PreparingNormal, and
@@ -92,7 +94,7 @@ func testInPlaceUpdateHook(t *testing.T, e *testEnv) {
 	}
 }
 
-func inPlaceUpdateHook(t *testing.T, e *testEnv, k *kubelet, name string, markPodNotReady bool) {
+func inPlaceUpdateHook(t *testing.T, e *testEnv, k *framework.Kubelet, name string, markPodNotReady bool) {
 	cs := newCloneSet(name, 1)
 	cs.Spec.Template.Labels["hold"] = "true"
 	rolling(cs).PodUpdatePolicy = appsv1beta1.InPlaceIfPossibleCloneSetPodUpdateStrategyType
@@ -103,7 +105,7 @@ func inPlaceUpdateHook(t *testing.T, e *testEnv, k *kubelet, name string, markPo
 	settled, pods := e.waitForSettled(t, name)
 	pod := pods[0]
 	oldRevision := settled.Status.UpdateRevision
-	k.keepImages(pod.Name, true)
+	k.KeepImages(pod.Name, true)
 
 	e.setImage(t, name, image2)
 	newRevision := e.waitForNewRevision(t, name, oldRevision).Status.UpdateRevision
@@ -144,8 +146,8 @@ func inPlaceUpdateHook(t *testing.T, e *testEnv, k *kubelet, name string, markPo
 	}
 	if err := json.Unmarshal([]byte(updating.Annotations[appsv1beta1.InPlaceUpdateStateKey]), &state); err != nil {
 		t.Errorf("annotation %s: %v", appsv1beta1.InPlaceUpdateStateKey, err)
-	} else if state.Revision != newRevision || state.LastContainerStatuses["web"].ImageID != imageID(image1) {
-		t.Errorf("in-place update state %+v, want revision %s and the old image ID %s", state, newRevision, imageID(image1))
+	} else if state.Revision != newRevision || state.LastContainerStatuses["web"].ImageID != framework.ImageID(image1) {
+		t.Errorf("in-place update state %+v, want revision %s and the old image ID %s", state, newRevision, framework.ImageID(image1))
 	}
 	if c := podCondition(updating, appsv1beta1.InPlaceUpdateReady); c.Reason != appsv1beta1.InPlaceUpdateStartedReason {
 		t.Errorf("InPlaceUpdateReady reason %q, want %q", c.Reason, appsv1beta1.InPlaceUpdateStartedReason)
@@ -155,7 +157,7 @@ func inPlaceUpdateHook(t *testing.T, e *testEnv, k *kubelet, name string, markPo
 		return !conditionTrue(p, corev1.PodReady)
 	})
 
-	k.keepImages(pod.Name, false)
+	k.KeepImages(pod.Name, false)
 	updated := inState("Updated: the new image runs, InPlaceUpdateReady and KruisePodReady True, ready", appsv1beta1.LifecycleStateUpdated, func(p *corev1.Pod) bool {
 		return conditionTrue(p, appsv1beta1.InPlaceUpdateReady) && conditionTrue(p, appsv1beta1.KruisePodReadyConditionType) &&
 			conditionTrue(p, corev1.PodReady)

@@ -4,7 +4,7 @@
 // annotations and reserved annotations) and its controller, one subtest of TestController
 // per acceptance scenario that needs no node. The API server converts CloneSets between
 // versions through the framework's conversion server, which serves the manager's /convert
-// handler. There is no scheduler and no kubelet: a stand-in (kubelet_test.go) binds the
+// handler. There is no scheduler and no kubelet: a stand-in (framework.Kubelet, see kubelet_test.go) binds the
 // pods and reports their status. The audit log shows the order of the controller's
 // requests, and when the namespace of a test has settled. TestCloneSetSurvivesManagerKills
 // kills the manager and kube-apiserver under a CloneSet, on servers of its own.

@@ -321,6 +321,6 @@ func (e *testEnv) setPUBImage(t *testing.T, name, image string) {
 func startKubeletFailingPulls(t *testing.T, e *testEnv, image string) {
 	t.Helper()
 	k := e.newKubelet()
-	k.failPulls(image)
-	k.start(t)
+	k.FailPulls(image)
+	k.Start(t)
 }

@@ -256,11 +256,11 @@ func testScaleDownOrder(t *testing.T, e *testEnv) {
 	names := podNames(e.waitForPods(t, cs, "6 pods", func(pods []*corev1.Pod) bool { return len(pods) == 6 }))
 	pending, unready, cheap, shared1, shared2, alone := names[0], names[1], names[2], names[3], names[4], names[5]
 	k := e.newKubelet()
-	k.ignore(pending)
-	k.setReady(unready, false)
-	k.placeOn(shared1, "node-shared")
-	k.placeOn(shared2, "node-shared")
-	k.start(t)
+	k.Ignore(pending)
+	k.SetReady(unready, false)
+	k.PlaceOn(shared1, "node-shared")
+	k.PlaceOn(shared2, "node-shared")
+	k.Start(t)
 	e.patchPod(t, cheap, `{"metadata":{"annotations":{"controller.kubernetes.io/pod-deletion-cost":"-10"}}}`)
 	e.waitForPods(t, cs, "4 available, 1 running not ready, 1 pending", func(pods []*corev1.Pod) bool {
 		return countPods(pods, available) == 4 && countPods(pods, func(p *corev1.Pod) bool { return p.Spec.NodeName != "" }) == 5

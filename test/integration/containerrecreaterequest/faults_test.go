@@ -146,10 +146,10 @@ func TestCRRTimeoutsSurviveManagerKills(t *testing.T) {
 	t.Logf("%d running pods set up in %v", len(plans), time.Since(began).Round(time.Millisecond))
 
 	created := e.createSpread(t, plans, scale.spread)
-	faults := framework.NewFaultInjector(seed, cp, manager)
+	faults := framework.NewFaultInjector(e.Env, manager, seed, scale.kills)
 	// Progress: completions and deletions seen by the watch.
 	total := 2 * len(plans)
-	faults.Inject(t, e.Env, "timeouts", total, scale.kills, "completions and deletions", func(context.Context) (int, error) {
+	faults.Inject(t, "timeouts", total, func(context.Context) (int, error) {
 		n := 0
 		for _, p := range plans {
 			versions := history.Versions(t, p.name)

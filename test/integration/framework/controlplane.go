@@ -45,6 +45,21 @@ rules:
 - level: Metadata
 `
 
+// PodCreatesAuditPolicy is MetadataAuditPolicy but for pod creates, which it logs with
+// the created pod too: the name of a pod created with generateName, as DaemonSet pods are,
+// is only in the response. Use it for tests that account for every pod create.
+const PodCreatesAuditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: RequestResponse
+  verbs: ["create"]
+  resources:
+  - group: ""
+    resources: ["pods"]
+- level: Metadata
+`
+
 // User is an extra static user of the control plane, authenticated by a generated
 // bearer token and authorized only through RBAC bindings of its name or groups.
 type User struct {

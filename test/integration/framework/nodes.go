@@ -1,7 +1,10 @@
 package framework
 
 import (
+	"errors"
+	"fmt"
 	"maps"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,6 +40,43 @@ func (e *Env) NewNode(suffix string, labels map[string]string, readySince time.T
 // are written again to be exactly node's, then its status when it has conditions.
 func (e *Env) CreateNode(t testing.TB, node *corev1.Node) *corev1.Node {
 	t.Helper()
+	stored, err := e.createNode(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stored
+}
+
+// nodeCreateWorkers is how many Nodes CreateNodes writes at once.
+const nodeCreateWorkers = 8
+
+// CreateNodes is CreateNode for many nodes, several at a time, for tests of hundreds of
+// nodes. It returns them as stored, in the order given.
+func (e *Env) CreateNodes(t testing.TB, nodes []*corev1.Node) []*corev1.Node {
+	t.Helper()
+	stored := make([]*corev1.Node, len(nodes))
+	errs := make([]error, len(nodes))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range nodeCreateWorkers {
+		wg.Go(func() {
+			for i := range next {
+				stored[i], errs[i] = e.createNode(nodes[i])
+			}
+		})
+	}
+	for i := range nodes {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	return stored
+}
+
+func (e *Env) createNode(node *corev1.Node) (*corev1.Node, error) {
 	node = node.DeepCopy()
 	if node.Labels == nil {
 		node.Labels = map[string]string{}
@@ -46,10 +86,19 @@ func (e *Env) CreateNode(t testing.TB, node *corev1.Node) *corev1.Node {
 	e.removeNodes = true
 	e.mu.Unlock()
 	nodes := e.Nodes()
-	stored := nodes.Create(t, node)
-	stored = nodes.Update(t, node.Name, func(n *corev1.Node) { n.Spec.Taints = node.Spec.Taints })
-	if len(node.Status.Conditions) > 0 {
-		stored = nodes.UpdateStatus(t, node.Name, func(n *corev1.Node) { n.Status = node.Status })
+	stored, err := nodes.TryCreate(node)
+	if err != nil {
+		return nil, fmt.Errorf("creating Node %s: %w", node.Name, err)
 	}
-	return stored
+	stored, err = nodes.TryUpdate(node.Name, func(n *corev1.Node) { n.Spec.Taints = node.Spec.Taints })
+	if err != nil {
+		return nil, fmt.Errorf("setting the taints of Node %s: %w", node.Name, err)
+	}
+	if len(node.Status.Conditions) > 0 {
+		stored, err = nodes.TryUpdateStatus(node.Name, func(n *corev1.Node) { n.Status = node.Status })
+		if err != nil {
+			return nil, fmt.Errorf("writing the status of Node %s: %w", node.Name, err)
+		}
+	}
+	return stored, nil
 }

@@ -117,15 +117,25 @@ func (o *Objects[T]) Update(t testing.TB, name string, mutate func(T)) T {
 // subresource, again on a conflict, as the object's controller or a kubelet would.
 func (o *Objects[T]) UpdateStatus(t testing.TB, name string, mutate func(T)) T {
 	t.Helper()
+	updated, err := o.TryUpdateStatus(name, mutate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return updated
+}
+
+// TryUpdateStatus is UpdateStatus returning its error.
+func (o *Objects[T]) TryUpdateStatus(name string, mutate func(T)) (T, error) {
 	status, ok := o.client.(statusClient[T])
 	if !ok {
-		t.Fatalf("updating the status of %s: the %s client has no status subresource", o.ref(name), o.kind)
+		var none T
+		return none, fmt.Errorf("updating the status of %s: the %s client has no status subresource", o.ref(name), o.kind)
 	}
 	updated, err := o.write(name, mutate, status.UpdateStatus)
 	if err != nil {
-		t.Fatalf("updating the status of %s: %v", o.ref(name), err)
+		return updated, fmt.Errorf("updating the status of %s: %w", o.ref(name), err)
 	}
-	return updated
+	return updated, nil
 }
 
 func (o *Objects[T]) write(name string, mutate func(T), update func(context.Context, T, metav1.UpdateOptions) (T, error)) (T, error) {

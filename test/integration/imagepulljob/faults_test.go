@@ -152,8 +152,8 @@ func TestImagePullJobsSurviveManagerKills(t *testing.T) {
 	// Progress: the pulls the jobs have counted finished (a job's own view).
 	half := scale.nodes / 2
 	total := scale.nodes + half + len(listImages)*half
-	faults := framework.NewFaultInjector(seed, cp, manager)
-	faults.Inject(t, e.Env, "fan-out", total, scale.kills, "pulls counted", func(ctx context.Context) (int, error) {
+	faults := framework.NewFaultInjector(e.Env, manager, seed, scale.kills)
+	faults.Inject(t, "fan-out", total, func(ctx context.Context) (int, error) {
 		jobs, err := e.Bosun.AppsV1beta1().ImagePullJobs(e.Namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return 0, err
