@@ -35,11 +35,11 @@ const kruiseCIGates = "PodUnavailableBudgetDeleteGate=true,PodUnavailableBudgetU
 	"RecreatePodWhenChangeVCTInCloneSetGate=true,ForceDeleteTimeoutExpectationGate=true"
 
 type options struct {
-	labelFilter  string
-	focus        string
-	skip         string
+	labelFilter string
+	focus       string
+	skip        string
 	// skipFile is Ginkgo's --ginkgo.skip-file: the specs of the files it matches do not run.
-	skipFile string
+	skipFile     string
 	expectations string
 	repeat       int
 	skipNoNode   bool
