@@ -116,6 +116,9 @@ type stormOptions struct {
 
 func runEvictionStorm(t *testing.T, opts stormOptions) {
 	e := setup(t)
+	began := time.Now()
+	// phase logs how long the test has taken so far, to tell where a slow run spends it.
+	phase := func(what string) { t.Logf("%s after %v", what, time.Since(began).Round(time.Millisecond)) }
 	listener, _ := framework.ListenNonLoopback(t)
 	ports, err := framework.FreeLoopbackPorts(2)
 	if err != nil {
@@ -167,6 +170,7 @@ func runEvictionStorm(t *testing.T, opts stormOptions) {
 	e.waitForTagged(t, "storm", originals...)
 	e.waitForSettled(t, "storm", counts{total: stormPods, desired: stormPods - stormMaxUnavailable, current: stormPods, allowed: stormMaxUnavailable})
 
+	phase("replicas and pods ready")
 	// Record every change from now on, and replace every original pod that goes.
 	history := e.recordHistory(t)
 	owners := e.startOwner(t, sets.New(originals...), labels, owner)
@@ -232,9 +236,11 @@ func runEvictionStorm(t *testing.T, opts stormOptions) {
 
 	// Wait for the owner's replacements and for the budget to be whole again, then for the
 	// recorded history to have caught up with what the API server now holds.
+	phase("storm over")
 	owners.wait(t)
 	e.waitForSettled(t, "storm", counts{total: stormPods, desired: stormPods - stormMaxUnavailable, current: stormPods, allowed: stormMaxUnavailable})
 	history.waitCaughtUp(t, e)
+	phase("budget settled and history caught up")
 
 	// Replay.
 	replay := history.replay(labels)
