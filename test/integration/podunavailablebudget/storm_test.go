@@ -270,7 +270,7 @@ func runEvictionStorm(t *testing.T, opts stormOptions) {
 	}
 	for _, name := range originals {
 		if present.Has(name) == admitted.Has(name) {
-			t.Errorf("pod %s: present at the end %v, admitted %v", name, present.Has(name), admitted.Has(name))
+			t.Errorf("pod %s: present at the end %v, admitted %v; its requests: %s", name, present.Has(name), admitted.Has(name), requestsOf(outcomes, name))
 		}
 	}
 
@@ -345,6 +345,18 @@ type outcome struct {
 	kind          outcomeKind
 	code          int32
 	message       string
+}
+
+// requestsOf describes the storm's requests for the pod, for a failure message.
+func requestsOf(outcomes []outcome, pod string) string {
+	var described []string
+	for _, o := range outcomes {
+		if o.pod == pod {
+			described = append(described, fmt.Sprintf("%s by client %d %s to %s: HTTP %d %q", o.op, o.client,
+				o.start.Format("15:04:05.000"), o.answer.Format("15:04:05.000"), o.code, o.message))
+		}
+	}
+	return strings.Join(described, "; ")
 }
 
 func countKind(outcomes []outcome, kind outcomeKind) int {
