@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,6 +34,11 @@ const (
 	stormMaxUnavailable = 5
 	stormClients        = 50
 	stormRequests       = 500
+	// The storm with replica kills sends more requests, paced, so that it lasts long enough
+	// for both kills and the takeovers between them: about killStormRequests/stormClients ×
+	// killStormPause/2.
+	killStormRequests = 1250
+	killStormPause    = 2 * time.Second
 	// replacementDelay is how long the test, as the pods' owner, takes to create a
 	// replacement for a pod that is gone, and readyDelay how long the replacement then takes
 	// to become Ready.
@@ -67,7 +73,52 @@ const (
 // of this host, passing TLS through untouched to both replicas, which serve one certificate
 // from the same Secret.
 func TestEvictionStorm(t *testing.T) {
+	runEvictionStorm(t, stormOptions{requests: stormRequests})
+}
+
+// The same storm, paced to last about 25 s, while both replicas are SIGKILLed in turn:
+// the leader at a random moment of the storm's first third, and, once the standby has
+// taken over and the killed replica is back, the new leader at a random moment of the
+// storm's last third (BOSUN_FAULT_SEED replays the plan and the storm). The killed replica
+// is restarted, on the same webhook port, only once the other one leads, so that
+// leadership must move; the test checks that it did both times.
+//
+// Every check of TestEvictionStorm holds, with two allowances for a request in flight at
+// a kill, which the API server answers with an error naming the webhook call that failed
+// (every webhook of the budget fails closed): such a request is not an admission, its pod
+// is not deleted, and it is only allowed when it overlapped a kill ("failed at a fault");
+// and its pod may be recorded in disruptedPods though not admitted, since the replica may
+// have written the record and died before answering (the record then expires, and holds
+// back the budget meanwhile, which is the safe way round).
+func TestEvictionStormSurvivesReplicaKills(t *testing.T) {
+	runEvictionStorm(t, stormOptions{
+		requests:     killStormRequests,
+		pause:        killStormPause,
+		replicaKills: true,
+		// A short lease, so that the standby takes over soon after the leader's kill.
+		managerArgs: []string{"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms"},
+	})
+}
+
+// stormOptions make the variants of the storm test.
+type stormOptions struct {
+	// requests is how many requests the storm sends, from stormClients clients.
+	requests int
+	// pause bounds the random pause of each client between its requests; zero sends them
+	// back to back.
+	pause time.Duration
+	// replicaKills SIGKILLs both replicas in turn during the storm (see
+	// TestEvictionStormSurvivesReplicaKills).
+	replicaKills bool
+	// managerArgs are added to both replicas' flags.
+	managerArgs []string
+}
+
+func runEvictionStorm(t *testing.T, opts stormOptions) {
 	e := setup(t)
+	began := time.Now()
+	// phase logs how long the test has taken so far, to tell where a slow run spends it.
+	phase := func(what string) { t.Logf("%s after %v", what, time.Since(began).Round(time.Millisecond)) }
 	listener, _ := framework.ListenNonLoopback(t)
 	ports, err := framework.FreeLoopbackPorts(2)
 	if err != nil {
@@ -85,24 +136,19 @@ func TestEvictionStorm(t *testing.T) {
 		}
 	})
 	replica := func(port int) framework.ControllerManagerOptions {
-		opts := managerOptions("",
-			"--leader-elect=true", "--leader-elect-resource-name="+lease,
-			"--webhook-url=https://"+listener.Addr().String(),
-			"--webhook-secret=kube-system/bosun-webhook-certs")
-		opts.WebhookPort = port
-		return opts
+		args := append([]string{
+			"--leader-elect=true", "--leader-elect-resource-name=" + lease,
+			"--webhook-url=https://" + listener.Addr().String(),
+			"--webhook-secret=kube-system/bosun-webhook-certs"}, opts.managerArgs...)
+		managerOpts := managerOptions("", args...)
+		managerOpts.WebhookPort = port
+		return managerOpts
 	}
 	leader := framework.StartBosunControllerManager(t, e.CP, replica(ports[0]))
-	err = framework.WaitFor(e.Ctx, waitTimeout, "the first replica to lead", func(context.Context) (bool, error) {
-		_, body := framework.GetEndpoint(leader.Port, "/healthz?verbose", "")
-		return strings.Contains(body, "[+]"+pubController+" ok"), nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	waitForLeader(t, e, leader, "the first replica to lead")
 	standby := framework.StartBosunControllerManager(t, e.CP, replica(ports[1]))
-	if _, body := framework.GetEndpoint(standby.Port, "/healthz?verbose", ""); strings.Contains(body, pubController) {
-		t.Fatalf("the second replica runs the controller, so it is not a standby:\n%s", body)
+	if leads(standby) {
+		t.Fatalf("the second replica runs the controller, so it is not a standby")
 	}
 	e.waitForAdmission(t, leader, standby)
 
@@ -124,15 +170,24 @@ func TestEvictionStorm(t *testing.T) {
 	e.waitForTagged(t, "storm", originals...)
 	e.waitForSettled(t, "storm", counts{total: stormPods, desired: stormPods - stormMaxUnavailable, current: stormPods, allowed: stormMaxUnavailable})
 
+	phase("replicas and pods ready")
 	// Record every change from now on, and replace every original pod that goes.
 	history := e.recordHistory(t)
 	owners := e.startOwner(t, sets.New(originals...), labels, owner)
 
-	// The storm.
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("storm seed %d", seed)
-	outcomes := e.storm(t, seed, originals)
+	// The storm, and the kills during it.
+	seed := framework.FaultSeed(t)
+	t.Logf("storm seed %d (%s=%d replays it)", seed, framework.FaultSeedEnv, seed)
+	var answered atomic.Int64
+	waitStorm := e.storm(t, seed, originals, opts, &answered)
+	var kills []replicaKill
+	if opts.replicaKills {
+		kills = killReplicas(t, e, seed, opts.requests, &answered, leader, standby)
+	}
+	outcomes := waitStorm()
 	admitted, denied, gone := sets.New[string](), 0, 0
+	// failedAtFault are the pods of requests whose webhook call a kill cut off.
+	failedAtFault, failedAnswers := sets.New[string](), map[string]int{}
 	budgetDenials := 0
 	goneAnswers := map[string]int{}
 	first, last := time.Time{}, time.Time{}
@@ -157,21 +212,35 @@ func TestEvictionStorm(t *testing.T) {
 		case outcomeGone:
 			gone++
 			goneAnswers[fmt.Sprintf("%s: HTTP %d", o.op, o.code)]++
+		case outcomeWebhookFailed:
+			if duringKill(kills, o) {
+				failedAtFault.Insert(o.pod)
+				failedAnswers[fmt.Sprintf("%s: HTTP %d", o.op, o.code)]++
+				continue
+			}
+			t.Errorf("%s of pod %s by client %d failed with no kill near (%s to %s): HTTP %d %s", o.op, o.pod, o.client,
+				o.start.Format("15:04:05.000"), o.answer.Format("15:04:05.000"), o.code, o.message)
 		default:
 			t.Errorf("%s of pod %s by client %d: HTTP %d %s", o.op, o.pod, o.client, o.code, o.message)
 		}
 	}
-	t.Logf("%d requests in %v: %d admitted (%d pods), %d denied (%d for the budget), %d for pods already gone %v",
-		len(outcomes), last.Sub(first).Round(time.Millisecond), countKind(outcomes, outcomeAdmitted), admitted.Len(), denied, budgetDenials, gone, goneAnswers)
+	t.Logf("%d requests in %v: %d admitted (%d pods), %d denied (%d for the budget), %d for pods already gone %v, %d failed at a kill %v",
+		len(outcomes), last.Sub(first).Round(time.Millisecond), countKind(outcomes, outcomeAdmitted), admitted.Len(), denied, budgetDenials, gone, goneAnswers,
+		countKind(outcomes, outcomeWebhookFailed), failedAnswers)
+	if opts.replicaKills && len(kills) != 2 {
+		t.Errorf("%d replica kills during the storm, want 2", len(kills))
+	}
 	if admitted.Len() < stormMaxUnavailable || budgetDenials == 0 {
 		t.Errorf("the storm did not use up the budget: %d pods admitted, %d budget denials", admitted.Len(), budgetDenials)
 	}
 
 	// Wait for the owner's replacements and for the budget to be whole again, then for the
 	// recorded history to have caught up with what the API server now holds.
+	phase("storm over")
 	owners.wait(t)
 	e.waitForSettled(t, "storm", counts{total: stormPods, desired: stormPods - stormMaxUnavailable, current: stormPods, allowed: stormMaxUnavailable})
 	history.waitCaughtUp(t, e)
+	phase("budget settled and history caught up")
 
 	// Replay.
 	replay := history.replay(labels)
@@ -182,9 +251,14 @@ func TestEvictionStorm(t *testing.T) {
 	for _, msg := range replay.unrecorded {
 		t.Errorf("pod went without being recorded in the budget first: %s", msg)
 	}
-	if !replay.recorded.Equal(admitted) {
+	// A replica may record a pod and die before it answers: that request failed at a kill.
+	recordedAtFault := replay.recorded.Difference(admitted).Intersection(failedAtFault)
+	if recordedAtFault.Len() > 0 {
+		t.Logf("recorded in disruptedPods but not admitted, their request cut off by a kill: %v", sets.List(recordedAtFault))
+	}
+	if recorded := replay.recorded.Difference(recordedAtFault); !recorded.Equal(admitted) {
 		t.Errorf("disruptedPods recorded %d pods, %d were admitted: recorded but not admitted %v, admitted but never recorded %v",
-			replay.recorded.Len(), admitted.Len(), sets.List(replay.recorded.Difference(admitted)), sets.List(admitted.Difference(replay.recorded)))
+			recorded.Len(), admitted.Len(), sets.List(recorded.Difference(admitted)), sets.List(admitted.Difference(recorded)))
 	}
 	final, err := e.Client.CoreV1().Pods(e.Namespace).List(e.Ctx, metav1.ListOptions{})
 	if err != nil {
@@ -196,7 +270,7 @@ func TestEvictionStorm(t *testing.T) {
 	}
 	for _, name := range originals {
 		if present.Has(name) == admitted.Has(name) {
-			t.Errorf("pod %s: present at the end %v, admitted %v", name, present.Has(name), admitted.Has(name))
+			t.Errorf("pod %s: present at the end %v, admitted %v; its requests: %s", name, present.Has(name), admitted.Has(name), requestsOf(outcomes, name))
 		}
 	}
 
@@ -208,8 +282,9 @@ func TestEvictionStorm(t *testing.T) {
 			t.Fatal(err)
 		}
 		served := framework.WebhookRequests(metrics, webhookPodValidation) + framework.WebhookRequests(metrics, webhookEvictionValidation)
-		t.Logf("replica on webhook port %d answered %v pod deletes and evictions", cm.WebhookPort, served)
-		if served == 0 {
+		t.Logf("replica on webhook port %d answered %v pod deletes and evictions (since its last start)", cm.WebhookPort, served)
+		// A replica restarted late in the storm may have answered none since.
+		if served == 0 && !opts.replicaKills {
 			t.Errorf("the replica on webhook port %d answered no pod delete or eviction", cm.WebhookPort)
 		}
 	}
@@ -255,6 +330,9 @@ const (
 	outcomeAdmitted outcomeKind = iota
 	outcomeDenied
 	outcomeGone
+	// outcomeWebhookFailed is an answer naming a webhook call that failed: the pod was not
+	// deleted.
+	outcomeWebhookFailed
 	outcomeUnexpected
 )
 
@@ -269,6 +347,18 @@ type outcome struct {
 	message       string
 }
 
+// requestsOf describes the storm's requests for the pod, for a failure message.
+func requestsOf(outcomes []outcome, pod string) string {
+	var described []string
+	for _, o := range outcomes {
+		if o.pod == pod {
+			described = append(described, fmt.Sprintf("%s by client %d %s to %s: HTTP %d %q", o.op, o.client,
+				o.start.Format("15:04:05.000"), o.answer.Format("15:04:05.000"), o.code, o.message))
+		}
+	}
+	return strings.Join(described, "; ")
+}
+
 func countKind(outcomes []outcome, kind outcomeKind) int {
 	n := 0
 	for _, o := range outcomes {
@@ -279,11 +369,13 @@ func countKind(outcomes []outcome, kind outcomeKind) int {
 	return n
 }
 
-// storm sends stormRequests requests from stormClients clients at once, each client with a
-// connection of its own, half evictions and half deletes of random original pods, and
-// returns every outcome. Neither is retried by the client: client-go would repeat some
-// answers by itself.
-func (e *testEnv) storm(t *testing.T, seed uint64, pods []string) []outcome {
+// storm sends opts.requests requests from stormClients clients at once, each client with a
+// connection of its own, half evictions and half deletes of random original pods, each
+// client pausing up to opts.pause at random before each request, and counts in answered
+// the requests answered so far. It returns at once; the function it returns waits for the
+// storm to end and returns every outcome. Neither request is retried by the client:
+// client-go would repeat some answers by itself.
+func (e *testEnv) storm(t *testing.T, seed uint64, pods []string, opts stormOptions, answered *atomic.Int64) func() []outcome {
 	t.Helper()
 	clients := make([]kubernetes.Interface, stormClients)
 	for i := range clients {
@@ -297,8 +389,8 @@ func (e *testEnv) storm(t *testing.T, seed uint64, pods []string) []outcome {
 		}
 		clients[i] = client
 	}
-	perClient := stormRequests / stormClients
-	outcomes := make([]outcome, 0, stormRequests)
+	perClient := opts.requests / stormClients
+	outcomes := make([]outcome, 0, opts.requests)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	start := make(chan struct{})
@@ -309,6 +401,9 @@ func (e *testEnv) storm(t *testing.T, seed uint64, pods []string) []outcome {
 			r := rand.New(rand.NewPCG(seed, uint64(i)))
 			<-start
 			for range perClient {
+				if opts.pause > 0 {
+					time.Sleep(time.Duration(r.Int64N(int64(opts.pause))))
+				}
 				o := outcome{client: i, op: "delete", pod: pods[r.IntN(len(pods))], start: time.Now()}
 				var err error
 				rest := client.CoreV1().RESTClient()
@@ -332,18 +427,105 @@ func (e *testEnv) storm(t *testing.T, seed uint64, pods []string) []outcome {
 					o.kind = outcomeDenied
 				case apierrors.IsNotFound(err), strings.Contains(o.message, "not found"):
 					o.kind = outcomeGone
+				case strings.Contains(o.message, "failed calling webhook"):
+					o.kind = outcomeWebhookFailed
 				default:
 					o.kind = outcomeUnexpected
 				}
 				mu.Lock()
 				outcomes = append(outcomes, o)
 				mu.Unlock()
+				answered.Add(1)
 			}
 		}()
 	}
 	close(start)
-	wg.Wait()
-	return outcomes
+	return func() []outcome {
+		wg.Wait()
+		return outcomes
+	}
+}
+
+// ---- The kills ----
+
+// killSlack widens a kill's window when requests are matched to it: a request's answer
+// may trail the kill by the time the API server takes to give up on the webhook call.
+const killSlack = 500 * time.Millisecond
+
+// replicaKill is one SIGKILL of a replica during the storm.
+type replicaKill struct {
+	webhookPort int
+	// answered is how many storm requests had been answered at the kill.
+	answered int
+	// at is just before the signal, back when the restarted replica was ready again.
+	at, back time.Time
+	// takeover is how long after the kill the other replica ran the controller.
+	takeover time.Duration
+}
+
+// duringKill reports whether the request overlapped a kill: from its signal until the
+// killed replica was back, widened by killSlack.
+func duringKill(kills []replicaKill, o outcome) bool {
+	return slices.ContainsFunc(kills, func(k replicaKill) bool {
+		return !o.start.After(k.back.Add(killSlack)) && !o.answer.Before(k.at.Add(-killSlack))
+	})
+}
+
+// killReplicas SIGKILLs the leader once a random 5% to 30% of the storm's requests are
+// answered, waits for the standby to take over, restarts the killed replica, then does the
+// same to the new leader once a random 60% to 85% are answered. The restart waits for the
+// takeover so that leadership has to move rather than come back to the restarted replica.
+// It fails the test when the storm ends before both kills.
+func killReplicas(t *testing.T, e *testEnv, seed uint64, requests int, answered *atomic.Int64, leader, standby *framework.ControllerManager) []replicaKill {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, seed))
+	points := []int{requests * (5 + rng.IntN(26)) / 100, requests * (60 + rng.IntN(26)) / 100}
+	t.Logf("kill plan: the leader at %d, then the new leader at %d of %d requests answered", points[0], points[1], requests)
+	var kills []replicaKill
+	for i, point := range points {
+		err := framework.WaitFor(e.Ctx, waitTimeout, fmt.Sprintf("%d of %d storm requests to be answered", point, requests), func(context.Context) (bool, error) {
+			n := int(answered.Load())
+			if n >= requests {
+				return false, fmt.Errorf("the storm ended before kill %d: make it longer", i+1)
+			}
+			return n >= point, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !leads(leader) {
+			t.Fatalf("the replica on webhook port %d, about to be killed as the leader, does not run the controller", leader.WebhookPort)
+		}
+		k := replicaKill{webhookPort: leader.WebhookPort, answered: int(answered.Load()), at: time.Now()}
+		leader.Kill()
+		waitForLeader(t, e, standby, fmt.Sprintf("the replica on webhook port %d to take over from the killed leader", standby.WebhookPort))
+		k.takeover = time.Since(k.at)
+		leader.Restart()
+		k.back = time.Now()
+		if leads(leader) {
+			t.Errorf("the restarted replica on webhook port %d runs the controller while the other one leads", leader.WebhookPort)
+		}
+		t.Logf("SIGKILLed the leader (webhook port %d) with %d of %d requests answered; the other replica led after %v, the killed one was back after %v",
+			k.webhookPort, k.answered, requests, k.takeover.Round(time.Millisecond), k.back.Sub(k.at).Round(time.Millisecond))
+		kills = append(kills, k)
+		leader, standby = standby, leader
+	}
+	return kills
+}
+
+// leads reports whether the manager runs the budget's controller, as its /healthz lists it
+// only then.
+func leads(cm *framework.ControllerManager) bool {
+	_, body := framework.GetEndpoint(cm.Port, "/healthz?verbose", "")
+	return strings.Contains(body, "[+]"+pubController+" ok")
+}
+
+// waitForLeader waits until the manager runs the budget's controller.
+func waitForLeader(t *testing.T, e *testEnv, cm *framework.ControllerManager, what string) {
+	t.Helper()
+	if err := framework.WaitFor(e.Ctx, waitTimeout, what, func(context.Context) (bool, error) { return leads(cm), nil }); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // evictionOf is the Eviction of the named pod.
