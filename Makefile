@@ -22,7 +22,7 @@ TAKEOVER_FLAGS ?=
 
 # Stamped into the binaries; `--version` prints it.
 VERSION ?= v0.1.0-dev
-GIT_COMMIT := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+GIT_COMMIT := $(shell git rev-parse --verify --quiet HEAD 2>/dev/null || echo unknown)
 VERSION_PKG := k8s.io/component-base/version
 LDFLAGS := -X $(VERSION_PKG).gitVersion=$(VERSION) -X $(VERSION_PKG).gitCommit=$(GIT_COMMIT) \
 	-X $(VERSION_PKG).buildDate=$(shell date -u +%Y-%m-%dT%H:%M:%SZ) \
