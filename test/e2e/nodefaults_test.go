@@ -306,7 +306,7 @@ func countersProblem(ni *appsv1alpha1.NodeImage) string {
 	return ""
 }
 
-// pullThroughFault pulls the large web server image through the slow registry with a
+// pullThroughFault pulls the large web server image of the fault cases through the slow registry with a
 // NodeImage, kills the named component once the tag reports progress between 0 and 100,
 // and checks that the tag ends Succeeded once, with progress 100, an image ID and true
 // counters, and that the image is on the node.
@@ -315,13 +315,13 @@ func pullThroughFault(t *testing.T, component string, backoffLimit int32) {
 	requireCluster(t)
 	began := time.Now()
 	images := imageService(t)
-	image := cluster.SlowWebserverImage(cluster.LargeWebserverTag)
+	image := cluster.SlowWebserverImage(cluster.LargeFaultsWebserverTag)
 	removeImage(t, images, image)
 	secret := registrySecret(t, appsv1alpha1.DefaultImagePullSecretNamespace, "e2e-node-fault-"+component, cluster.PrivateRegistryPassword)
 	name := nodeImage(t).Name
-	history := watchNodeImageTag(t, name, slowWebserverName, cluster.LargeWebserverTag)
+	history := watchNodeImageTag(t, name, slowWebserverName, cluster.LargeFaultsWebserverTag)
 
-	requestPull(t, slowWebserverName, secret.Name, cluster.LargeWebserverTag, backoffLimit)
+	requestPull(t, slowWebserverName, secret.Name, cluster.LargeFaultsWebserverTag, backoffLimit)
 	var inFlight appsv1alpha1.ImageTagStatus
 	waitFor(t, pullTimeout, "the pull of "+image+" to be under way", func(context.Context) (bool, error) {
 		history.mu.Lock()
@@ -340,9 +340,9 @@ func pullThroughFault(t *testing.T, component string, backoffLimit int32) {
 	t.Logf("pull at %d%% when %s is killed", inFlight.Progress, component)
 	restartComponent(t, component)
 
-	final := waitForTag(t, slowWebserverName, cluster.LargeWebserverTag)
+	final := waitForTag(t, slowWebserverName, cluster.LargeFaultsWebserverTag)
 	if final.Phase != appsv1alpha1.ImagePhaseSucceeded || final.Progress != 100 || !strings.HasPrefix(final.ImageID, slowWebserverName+"@") || final.Message != "" {
-		t.Fatalf("tag %s ended %+v; want Succeeded, progress 100, an image ID", cluster.LargeWebserverTag, final)
+		t.Fatalf("tag %s ended %+v; want Succeeded, progress 100, an image ID", cluster.LargeFaultsWebserverTag, final)
 	}
 	present, err := imagePresent(testContext(t), images, image)
 	if err != nil || !present {
@@ -373,7 +373,7 @@ func pullThroughFault(t *testing.T, component string, backoffLimit int32) {
 	for _, problem := range history.wrong {
 		t.Errorf("NodeImage counters disagree with the tags: %s", problem)
 	}
-	t.Logf("tag %s went: %s; the case took %v", cluster.LargeWebserverTag, strings.Join(steps, ", "), time.Since(began).Round(100*time.Millisecond))
+	t.Logf("tag %s went: %s; the case took %v", cluster.LargeFaultsWebserverTag, strings.Join(steps, ", "), time.Since(began).Round(100*time.Millisecond))
 }
 
 // bosun-daemon is killed while a NodeImage pull comes through the slow registry, and

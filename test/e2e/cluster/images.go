@@ -24,10 +24,13 @@ const (
 
 // LargeWebserverTag is a tag of the test web server, in the private registry only, that
 // also holds LargeWebserverPadding bytes of incompressible data: through SlowRegistryHost
-// its pull takes about ten seconds.
+// its pull takes about ten seconds. LargeFaultsWebserverTag is the same with other data,
+// for the cases that break a pull midway: containerd may keep what a broken pull
+// downloaded, which would let a later pull of LargeWebserverTag finish at once.
 const (
-	LargeWebserverTag     = "large"
-	LargeWebserverPadding = 8 << 20
+	LargeWebserverTag       = "large"
+	LargeFaultsWebserverTag = "large-faults"
+	LargeWebserverPadding   = 8 << 20
 )
 
 // WebserverVersions are the tags of the test web server (test/images/webserver) in both
@@ -78,17 +81,22 @@ func (c *Cluster) pushImages(ctx context.Context) error {
 			return err
 		}
 	}
-	// The padding comes from a fixed seed, so that the image's digest never changes.
-	padding := make([]byte, LargeWebserverPadding)
-	_, _ = rand.NewChaCha8([32]byte{}).Read(padding)
-	large, err := c.buildImage(ctx, "webserver", LargeWebserverTag, ociimage.Config{
-		Entrypoint:   []string{"/webserver"},
-		ExposedPorts: []string{fmt.Sprintf("%d/tcp", WebserverPort)},
-	}, ociimage.File{Path: "/padding", Data: padding})
-	if err != nil {
-		return err
+	// The padding comes from a fixed seed per tag, so that the images' digests never change.
+	for i, tag := range []string{LargeWebserverTag, LargeFaultsWebserverTag} {
+		padding := make([]byte, LargeWebserverPadding)
+		_, _ = rand.NewChaCha8([32]byte{byte(i)}).Read(padding)
+		large, err := c.buildImage(ctx, "webserver", tag, ociimage.Config{
+			Entrypoint:   []string{"/webserver"},
+			ExposedPorts: []string{fmt.Sprintf("%d/tcp", WebserverPort)},
+		}, ociimage.File{Path: "/padding", Data: padding})
+		if err != nil {
+			return err
+		}
+		if err := ociimage.Push(ctx, PrivateRegistryHost, webserverRepository, tag, large, private); err != nil {
+			return err
+		}
 	}
-	return ociimage.Push(ctx, PrivateRegistryHost, webserverRepository, LargeWebserverTag, large, private)
+	return nil
 }
 
 // buildImage compiles test/images/<name> as a static binary (its main.version set to
