@@ -1,13 +1,11 @@
 package noderestriction
 
 import (
-	"encoding/json"
 	"slices"
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/component-base/featuregate"
 
 	"github.com/bosun-dev/bosun/pkg/webhook"
@@ -30,28 +28,21 @@ func FuzzNodeRestrictionWebhooks(f *testing.F) {
 			nodeImageRequest(user, admissionv1.Update, "status", "node-b"),
 			nodeImageRequest(user, admissionv1.Delete, "", "node-a"),
 		} {
-			f.Add(i%2 == 1, NodeImagePath, review(f, req))
+			f.Add(i%2 == 1, NodeImagePath, reviewOf(f, req))
 		}
 		for _, req := range []*admissionv1.AdmissionRequest{
 			crrRequest(user, admissionv1.Update, "status", "node-a", "node-a"),
 			crrRequest(user, admissionv1.Update, "status", "node-b", "node-a"),
 			crrRequest(user, admissionv1.Create, "", "", "node-a"),
 		} {
-			f.Add(i%2 == 0, ContainerRecreateRequestPath, review(f, req))
+			f.Add(i%2 == 0, ContainerRecreateRequestPath, reviewOf(f, req))
 		}
 	}
 	f.Fuzz(fuzzer.Fuzz)
 }
 
-// review is the AdmissionReview body of req.
-func review(f *testing.F, req *admissionv1.AdmissionRequest) []byte {
+// reviewOf is the AdmissionReview body of req, under the UID the seeds share.
+func reviewOf(f *testing.F, req *admissionv1.AdmissionRequest) []byte {
 	req.UID = "seed"
-	body, err := json.Marshal(admissionv1.AdmissionReview{
-		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-		Request:  req,
-	})
-	if err != nil {
-		f.Fatal(err)
-	}
-	return body
+	return webhooktest.ReviewBody(f, req)
 }

@@ -225,6 +225,13 @@ func seedReview(t testing.TB, op admissionv1.Operation, gvk schema.GroupVersionK
 	case admissionv1.Delete:
 		req.OldObject.Raw = object
 	}
+	return ReviewBody(t, req)
+}
+
+// ReviewBody is the admission.k8s.io/v1 AdmissionReview that carries req, as the API
+// server sends it.
+func ReviewBody(t testing.TB, req *admissionv1.AdmissionRequest) []byte {
+	t.Helper()
 	body, err := json.Marshal(admissionv1.AdmissionReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
 		Request:  req,
