@@ -92,18 +92,25 @@ func (c *Controller) updateNextBatch(ctx context.Context, v *view, pod *corev1.P
 }
 
 // markInPlaceUpdateReady turns pod's InPlaceUpdateReady condition True and, unless next is
-// empty, moves the pod to lifecycle state next in the same write; it reports whether it
-// moved the pod. A conflict is retried against the live pod, which gets the condition if it
-// still lacks it and the state only if it is still in the one the move was decided from.
+// empty, moves the pod to lifecycle state next in the same write; it reports whether the
+// pod's lifecycle state is no longer the cached one: moved by this write, or found moved
+// already when a conflict was retried against the live pod. Such a pod is left alone: the
+// cached copy the decision came from is stale (a moved pod would otherwise get its state
+// written a second time from that copy), and the event of the newer version queues the
+// CloneSet again.
 func (c *Controller) markInPlaceUpdateReady(ctx context.Context, v *view, pod *corev1.Pod, next appsv1beta1.LifecycleStateType) (bool, error) {
 	from := clonesetutil.LifecycleState(pod)
 	updater := podcontrol.StatusUpdater{Client: c.kubeClient}
 	var written *corev1.Pod
-	moved := false
+	moved, movedAlready := false, false
 	_, err := updater.Rewrite(ctx, pod, func(p *corev1.Pod) (*corev1.Pod, error) {
-		written, moved = nil, false
+		written, moved, movedAlready = nil, false, false
+		if clonesetutil.LifecycleState(p) != from {
+			movedAlready = true
+			return nil, nil
+		}
 		changed := kruisepod.MarkInPlaceUpdateReady(p, v.now)
-		if next != "" && clonesetutil.LifecycleState(p) == from {
+		if next != "" {
 			kruisepod.SetLifecycleState(p, next, v.now.Time)
 			changed, moved = true, true
 		}
@@ -122,6 +129,10 @@ func (c *Controller) markInPlaceUpdateReady(ctx context.Context, v *view, pod *c
 			return false, nil
 		}
 		return false, fmt.Errorf("setting the InPlaceUpdateReady condition of pod %s: %w", klog.KObj(pod), err)
+	}
+	if movedAlready {
+		klog.FromContext(ctx).V(4).Info("Pod left its lifecycle state since the cache showed it; looking at it again later", "pod", klog.KObj(pod), "cachedState", from)
+		return true, nil
 	}
 	if written == nil {
 		return false, nil

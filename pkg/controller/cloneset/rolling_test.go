@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clienttesting "k8s.io/client-go/testing"
@@ -418,6 +419,40 @@ func TestInPlaceUpdateReadyWriteRetriesAConflict(t *testing.T) {
 	if c := kruisepod.PodCondition(last, appsv1beta1.InPlaceUpdateReady); c == nil || c.Status != corev1.ConditionTrue ||
 		last.Labels[appsv1beta1.LifecycleStateKey] != string(appsv1beta1.LifecycleStateNormal) {
 		t.Errorf("retried write: %+v, state %q; want InPlaceUpdateReady True and Normal", c, last.Labels[appsv1beta1.LifecycleStateKey])
+	}
+}
+
+// A pod the cache shows from before this controller's last write to it (the sync's list
+// and the write's event can race) is not moved a second time: the conflicted write finds
+// the live pod Normal already and the pod is left alone, neither rewritten nor patched.
+func TestPodMovedSinceItWasCachedIsLeftAlone(t *testing.T) {
+	cs := newCS(1)
+	revision := revisionOf(t, cs, 1)
+	cached := newPod(cs, "aaaaa", revision)
+	cached.Labels[appsv1beta1.LifecycleStateKey] = string(appsv1beta1.LifecycleStatePreparingNormal)
+	cached.Status.Conditions = cached.Status.Conditions[:2]
+	f := newFixture(t, fixtureOption{}, cs, revision, cached)
+
+	live := cached.DeepCopy()
+	live.ResourceVersion = "999"
+	kruisepod.MarkInPlaceUpdateReady(live, metav1.Now())
+	kruisepod.SetLifecycleState(live, appsv1beta1.LifecycleStateNormal, time.Now())
+	if err := f.kubeClient.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), live, live.Namespace); err != nil {
+		t.Fatal(err)
+	}
+	f.kubeClient.PrependReactor("update", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		sent := action.(clienttesting.UpdateAction).GetObject().(*corev1.Pod)
+		if sent.ResourceVersion == live.ResourceVersion {
+			return false, nil, nil
+		}
+		return true, nil, apierrors.NewConflict(corev1.Resource("pods"), sent.Name, errors.New("the object has been modified"))
+	})
+	f.sync(cs)
+	if patches := f.podPatches(); len(patches) != 0 {
+		t.Errorf("pods patched: %v; want none, the pod is Normal already", patches)
+	}
+	if writes := f.podStatusUpdates(); len(writes) != 1 {
+		t.Errorf("%d pod status writes, want only the one the conflict refused", len(writes))
 	}
 }
 

@@ -101,6 +101,15 @@ func (c *Controller) syncCloneSet(ctx context.Context, key string) error {
 		return nil
 	}
 
+	// A pod this controller updated and the cache does not show so yet would be acted on
+	// twice. Read before the pods are listed too: an update shown in between would meet
+	// its expectation and leave the list with the copy from before it.
+	if wait, pending := c.podUpdates.Pending(key); pending {
+		logger.V(4).Info("Waiting for pod updates to show in the cache", "atMost", wait)
+		c.queue.AddAfter(key, wait)
+		return nil
+	}
+
 	v := &view{key: key, cs: cs, now: metav1.NewTime(c.clock.Now())}
 	active, inactive, err := c.ownedPods(cs)
 	if err != nil {
@@ -122,13 +131,6 @@ func (c *Controller) syncCloneSet(ctx context.Context, key string) error {
 	}
 	if err := c.activeRevisions(ctx, v); err != nil {
 		return fmt.Errorf("finding the current and update revisions: %w", err)
-	}
-	// A pod this controller updated and the cache does not show so yet would be acted on
-	// twice.
-	if wait, pending := c.podUpdates.Pending(key); pending {
-		logger.V(4).Info("Waiting for pod updates to show in the cache", "atMost", wait)
-		c.queue.AddAfter(key, wait)
-		return nil
 	}
 	// Before scaling, so that the jobs for a new revision exist before the first pod is
 	// updated. Its failures do not hold the rollout back.

@@ -17,7 +17,10 @@ import (
 //
 // An update event can reach the informer before the writer has recorded what it expects
 // (the write's response and the watch race), so Pending also asks the cache directly:
-// an expectation the cache already meets is dropped there, never left to time out.
+// an expectation the cache already meets is dropped there, never left to time out. That
+// is why a sync calls Pending before it reads the objects from the cache, never after: an
+// update shown in between would meet the expectation while the sync holds the copy from
+// before it.
 //
 // Expectations expire after ExpectationsTimeout, as Store's do, unless the store was made
 // with another timeout.

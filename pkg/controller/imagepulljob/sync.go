@@ -28,17 +28,10 @@ func (c *Controller) syncJob(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	job, err := c.jobs.ImagePullJobs(namespace).Get(name)
-	if apierrors.IsNotFound(err) {
-		c.forget(key)
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("reading ImagePullJob %s from the cache: %w", key, err)
-	}
-
 	// Acting on caches that do not show this controller's last writes yet would add a tag
-	// to a second node, copy a secret twice or write a status from stale counts.
+	// to a second node, copy a secret twice or write a status from stale counts. Read
+	// before the caches are: a write shown in between would meet its expectation and
+	// leave this sync with the copy from before it.
 	for _, store := range []interface {
 		Pending(key string) (time.Duration, bool)
 	}{c.jobVersions, c.secretVersions, c.nodeImageVersions} {
@@ -47,6 +40,15 @@ func (c *Controller) syncJob(ctx context.Context, key string) error {
 			c.queue.AddAfter(key, ExpectationRequeue)
 			return nil
 		}
+	}
+
+	job, err := c.jobs.ImagePullJobs(namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		c.forget(key)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading ImagePullJob %s from the cache: %w", key, err)
 	}
 
 	if job.DeletionTimestamp != nil {

@@ -214,7 +214,7 @@ func allAfter(batch, earlier []framework.Request) bool {
 func describeRequests(reqs []framework.Request) string {
 	parts := make([]string, 0, len(reqs))
 	for _, r := range reqs {
-		parts = append(parts, fmt.Sprintf("%s %s %s..%s", r.Verb, r.Name, r.Received.Format("15:04:05.000000"), r.Completed.Format("15:04:05.000000")))
+		parts = append(parts, fmt.Sprintf("%s %s %s..%s by %q", r.Verb, r.Name, r.Received.Format("15:04:05.000000"), r.Completed.Format("15:04:05.000000"), r.UserAgent))
 	}
 	return strings.Join(parts, "; ")
 }

@@ -190,6 +190,8 @@ func (e *Env) WaitForNoWrites(t testing.TB, period time.Duration) {
 // Request is one completed API request, as the audit log saw it.
 type Request struct {
 	Verb, Resource, Subresource, Name string
+	// UserAgent is the client's, which tells the controllers of one manager apart.
+	UserAgent string
 	// Code and Message are the response's status.
 	Code    int32
 	Message string
@@ -208,7 +210,7 @@ func (e *Env) Requests(match func(*auditv1.Event) bool) ([]Request, error) {
 	requests := make([]Request, 0, len(events))
 	for i := range events {
 		ev := &events[i]
-		r := Request{Verb: ev.Verb, Received: ev.RequestReceivedTimestamp.Time, Completed: ev.StageTimestamp.Time}
+		r := Request{Verb: ev.Verb, UserAgent: ev.UserAgent, Received: ev.RequestReceivedTimestamp.Time, Completed: ev.StageTimestamp.Time}
 		if ev.ObjectRef != nil {
 			r.Resource, r.Subresource, r.Name = ev.ObjectRef.Resource, ev.ObjectRef.Subresource, ev.ObjectRef.Name
 		}

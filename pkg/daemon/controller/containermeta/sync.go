@@ -43,6 +43,15 @@ func (c *Controller) syncPod(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
+	// Read before the pod is: a report shown in between would meet its expectation and
+	// leave this sync with the copy from before it. (A pod that is gone meets it too.)
+	if wait, pending := c.written.Pending(key); pending {
+		// The update event of the write normally arrives within moments and queues the pod;
+		// the delayed requeue makes sure it is looked at again even if it never does.
+		logger.V(4).Info("Waiting for the informer to show this agent's last report", "wait", wait)
+		c.queue.AddAfter(key, wait)
+		return nil
+	}
 	pod, err := c.pods.Pods(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
 		c.written.Forget(key)
@@ -52,13 +61,6 @@ func (c *Controller) syncPod(ctx context.Context, key string) error {
 		return fmt.Errorf("reading pod %s from the cache: %w", key, err)
 	}
 	if pod.DeletionTimestamp != nil || len(pod.Status.ContainerStatuses) == 0 || !reportedOn(pod) {
-		return nil
-	}
-	if wait, pending := c.written.Pending(key); pending {
-		// The update event of the write normally arrives within moments and queues the pod;
-		// the delayed requeue makes sure it is looked at again even if it never does.
-		logger.V(4).Info("Waiting for the informer to show this agent's last report", "wait", wait)
-		c.queue.AddAfter(key, wait)
 		return nil
 	}
 	rt := c.runtime.Runtime()

@@ -70,10 +70,10 @@ type Controller struct {
 	pods         corelisters.PodLister
 	cachesSynced []cache.InformerSynced
 
-	// written holds, by request key, the resource version of this agent's last write to
-	// each request until the informer shows it. Until then the cached request predates the
-	// write (its phase or container states are stale), and acting on it would repeat the
-	// work the write recorded, such as stopping a container a second time.
+	// written holds, by pod key, the resource version of this agent's last write to each
+	// of the pod's requests until the informer shows it. Until then the cached request
+	// predates the write (its phase or container states are stale), and acting on it would
+	// repeat the work the write recorded, such as stopping a container a second time.
 	written *expectations.VersionStore
 
 	queue workqueue.TypedRateLimitingInterface[string]
@@ -169,18 +169,13 @@ func (c *Controller) deleteRequest(ctx context.Context, obj any) {
 		return
 	}
 	klog.FromContext(ctx).V(4).Info("ContainerRecreateRequest gone from this node's active requests", "containerRecreateRequest", klog.KObj(crr))
-	c.written.Forget(requestKey(crr))
+	c.written.Gone(podKey(crr), crr)
 	c.queue.Add(podKey(crr))
 }
 
 // writtenVersionWait is how long a request whose cached copy is older than this agent's
 // last write to it holds its pod back. After that the write is taken as lost or overtaken.
 const writtenVersionWait = 10 * time.Second
-
-// requestKey is the key of a request in the written-versions store: namespace/name.
-func requestKey(crr *appsv1beta1.ContainerRecreateRequest) string {
-	return cache.MetaObjectToName(crr).String()
-}
 
 // cachedVersion is the UID and resource version of the request the informer holds under
 // namespace and name (expectations.CachedVersion).

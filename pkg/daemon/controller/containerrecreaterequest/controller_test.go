@@ -58,12 +58,12 @@ func TestDeleteForgetsWrittenVersion(t *testing.T) {
 	}
 	written := crr.DeepCopy()
 	written.ResourceVersion = "20"
-	f.c.written.Expect(requestKey(written), written)
-	if _, pending := f.c.written.Pending(requestKey(crr)); !pending {
+	f.c.written.Expect(podKey(written), written)
+	if _, pending := f.c.written.Pending(podKey(crr)); !pending {
 		t.Fatal("an older cached copy must be waited for")
 	}
 	f.c.deleteRequest(f.ctx, crr)
-	if _, pending := f.c.written.Pending(requestKey(crr)); pending {
+	if _, pending := f.c.written.Pending(podKey(crr)); pending {
 		t.Error("a deleted request must not be waited for")
 	}
 }
@@ -94,7 +94,7 @@ func TestWrittenVersions(t *testing.T) {
 	if err := f.requests.Add(crr); err != nil {
 		t.Fatal(err)
 	}
-	key := requestKey(crr)
+	key := podKey(crr)
 	written := crr.DeepCopy()
 	written.ResourceVersion = "9"
 	w.Expect(key, written)

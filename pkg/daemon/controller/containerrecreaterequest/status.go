@@ -96,7 +96,7 @@ func (c *Controller) updatePhase(ctx context.Context, crr *appsv1beta1.Container
 	if err != nil {
 		return fmt.Errorf("setting the phase of ContainerRecreateRequest %s/%s to %s: %w", crr.Namespace, crr.Name, phase, err)
 	}
-	c.written.Expect(requestKey(written), written)
+	c.written.Expect(podKey(written), written)
 	return nil
 }
 
@@ -112,7 +112,7 @@ func (c *Controller) complete(ctx context.Context, key string, crr *appsv1beta1.
 		return fmt.Errorf("completing ContainerRecreateRequest %s/%s: %w", crr.Namespace, crr.Name, err)
 	}
 	klog.FromContext(ctx).V(2).Info("Completed ContainerRecreateRequest", "message", message)
-	c.written.Expect(requestKey(written), written)
+	c.written.Expect(podKey(written), written)
 	c.queue.Add(key)
 	return nil
 }
@@ -129,6 +129,6 @@ func (c *Controller) patchStates(ctx context.Context, crr *appsv1beta1.Container
 		return fmt.Errorf("writing the container states of ContainerRecreateRequest %s/%s: %w", crr.Namespace, crr.Name, err)
 	}
 	klog.FromContext(ctx).V(2).Info("Updated container states", "states", states)
-	c.written.Expect(requestKey(written), written)
+	c.written.Expect(podKey(written), written)
 	return nil
 }

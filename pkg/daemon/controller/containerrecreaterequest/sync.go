@@ -41,6 +41,16 @@ func (c *Controller) syncPod(ctx context.Context, key string) error {
 	if _, _, err := queue.SplitKey(key); err != nil {
 		return err
 	}
+	// Read before the requests are listed: a write shown in between would meet its
+	// expectation and leave the list with the copy from before it, which would run a step
+	// a second time.
+	if wait, pending := c.written.Pending(key); pending {
+		// The update event normally arrives within moments and queues the pod; the delayed
+		// requeue makes sure the pod is looked at again even if it never does.
+		logger.V(4).Info("Waiting for the informer to show this agent's last write", "wait", wait)
+		c.queue.AddAfter(key, wait)
+		return nil
+	}
 	objs, err := c.requests.ByIndex(podIndex, key)
 	if err != nil {
 		return fmt.Errorf("listing the ContainerRecreateRequests of pod %s: %w", key, err)
@@ -57,14 +67,6 @@ func (c *Controller) syncPod(ctx context.Context, key string) error {
 	for _, crr := range requests {
 		if finished(crr) {
 			continue
-		}
-		if wait, pending := c.written.Pending(requestKey(crr)); pending {
-			// The cache does not show this agent's last write yet. The update event normally
-			// arrives within moments and queues the pod; the delayed requeue makes sure the
-			// pod is looked at again even if it never does.
-			logger.V(4).Info("Waiting for the informer to show this agent's last write", "containerRecreateRequest", klog.KObj(crr), "wait", wait)
-			c.queue.AddAfter(key, wait)
-			return nil
 		}
 		if picked == nil {
 			picked = crr

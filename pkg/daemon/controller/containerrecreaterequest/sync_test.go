@@ -149,7 +149,7 @@ func TestWaitsForOwnWrites(t *testing.T) {
 	}
 	written := crr.DeepCopy()
 	written.ResourceVersion = "11"
-	f.c.written.Expect(requestKey(written), written)
+	f.c.written.Expect(podKey(written), written)
 	f.clock.Step(3 * time.Second)
 
 	before := f.writes()
