@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -14,9 +15,15 @@ import (
 // builds remembers the binaries built by this test binary, so that each is built once.
 var builds struct {
 	mu      sync.Mutex
-	dir     string // made on first use; removed by Main
+	dir     string // made on first use
 	results map[string]*buildResult
 }
+
+// testBinDir is where BuildGoBinary puts binaries, under the repository root. It outlives
+// the test binaries on purpose: the go command does not link again a binary that is up to
+// date at its output path, which saves every test package after the first the ten seconds
+// or so a link of bosun-controller-manager takes.
+const testBinDir = "_output/test-bin"
 
 type buildResult struct {
 	once   sync.Once
@@ -27,7 +34,7 @@ type buildResult struct {
 
 // BuildBosunBinary builds ./cmd/<name> of the bosun repository (bosun-controller-manager,
 // bosun-daemon) and returns the path of the binary. Every test of a package gets the
-// same binary, built by the first one that asks; Main removes it when the tests end.
+// same binary, built by the first one that asks.
 func BuildBosunBinary(t testing.TB, name string) string {
 	t.Helper()
 	return BuildGoBinary(t, "./cmd/"+name)
@@ -68,6 +75,12 @@ func buildGoBinary(pkg string) (path, output string, err error) {
 	}
 	// Tests may build both ./cmd/x and ./other/x; keep their binaries apart.
 	path = filepath.Join(dir, strings.NewReplacer("/", "_", ".", "_").Replace(strings.Trim(pkg, "./")))
+	// Test packages that run at once (go test -p) build the same binaries: one at a time.
+	unlock, err := lockFile(filepath.Join(dir, ".lock"))
+	if err != nil {
+		return "", "", err
+	}
+	defer unlock()
 	// `go test` puts the go command that runs it first in PATH.
 	cmd := exec.Command("go", "build", "-o", path, pkg)
 	cmd.Dir = root
@@ -83,8 +96,12 @@ func buildDir() (string, error) {
 	builds.mu.Lock()
 	defer builds.mu.Unlock()
 	if builds.dir == "" {
-		dir, err := os.MkdirTemp("", "bosun-integration-bin-")
+		root, err := RepoRoot()
 		if err != nil {
+			return "", err
+		}
+		dir := filepath.Join(root, testBinDir)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return "", fmt.Errorf("creating a directory for test binaries: %w", err)
 		}
 		builds.dir = dir
@@ -92,13 +109,23 @@ func buildDir() (string, error) {
 	return builds.dir, nil
 }
 
-// removeBuiltBinaries deletes what BuildGoBinary built.
-func removeBuiltBinaries() {
+// lockFile takes an exclusive lock on path, made if missing, and returns its release.
+func lockFile(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("opening lock file %s: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("locking %s: %w", path, err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// forgetBuiltBinaries forgets what BuildGoBinary built; the binaries stay for the next
+// test binary's go build to find up to date.
+func forgetBuiltBinaries() {
 	builds.mu.Lock()
 	defer builds.mu.Unlock()
-	if builds.dir != "" {
-		_ = os.RemoveAll(builds.dir)
-		builds.dir = ""
-		builds.results = nil
-	}
+	builds.results = nil
 }

@@ -55,7 +55,7 @@ func teardownShared() error {
 	shared.mu.Lock()
 	cp := shared.cp
 	shared.mu.Unlock()
-	removeBuiltBinaries()
+	forgetBuiltBinaries()
 	if cp == nil {
 		return nil
 	}
