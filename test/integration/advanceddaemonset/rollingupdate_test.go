@@ -434,14 +434,19 @@ func TestPreDeleteHookHoldsPodUntilLabelRemoved(t *testing.T) {
 
 // ---- Beyond OpenKruise: strict maxUnavailable ----
 
-// quickSecondUpdate settles 4 pods with minReadySeconds, changes the template, waits for the
+// quickUpdateMinReady is the minReadySeconds of the quick-update scenario: the second change
+// has to land within it of the first new pod's readiness, which takes milliseconds, while
+// every node's rollout waits it out once.
+const quickUpdateMinReady = 8
+
+// quickSecondUpdate settles 3 pods with minReadySeconds, changes the template, waits for the
 // first new pod to be Ready (not yet available), and changes the template again. It
 // returns the DaemonSet, its nodes and the recorder of nodes without an available pod,
 // which started before the first change.
 func (e *testEnv) quickSecondUpdate(t *testing.T, minReady int32) (*appsv1alpha1.DaemonSet, []string, *framework.Peak) {
 	t.Helper()
 	e.startKubelet(t)
-	nodes := e.createNodes(t, "a", "b", "c", "d")
+	nodes := e.createNodes(t, "a", "b", "c")
 	ds := newDS("agent")
 	ds.Spec.MinReadySeconds = minReady
 	rollingUpdate(ds).MaxUnavailable = ptr.To(intstr.FromInt32(1))
@@ -476,7 +481,7 @@ func (e *testEnv) quickSecondUpdate(t *testing.T, minReady int32) (*appsv1alpha1
 func TestStrictMaxUnavailableHoldsAcrossQuickUpdates(t *testing.T) {
 	e := setup(t)
 	e.startManager(t, strictMaxUnavailableGate+"=true")
-	ds, nodes, unavailable := e.quickSecondUpdate(t, 15)
+	ds, nodes, unavailable := e.quickSecondUpdate(t, quickUpdateMinReady)
 
 	e.waitForSettled(t, ds.Name, nodes)
 	if peak, when := unavailable.Get(); peak > 1 {
@@ -490,7 +495,7 @@ func TestStrictMaxUnavailableHoldsAcrossQuickUpdates(t *testing.T) {
 func TestWithoutStrictGateQuickUpdatesExceedMaxUnavailable(t *testing.T) {
 	e := setup(t)
 	e.startManager(t, "")
-	_, _, unavailable := e.quickSecondUpdate(t, 15)
+	_, _, unavailable := e.quickSecondUpdate(t, quickUpdateMinReady)
 
 	err := framework.WaitFor(e.Ctx, waitTimeout, "two nodes without an available pod at once", func(context.Context) (bool, error) {
 		peak, _ := unavailable.Get()

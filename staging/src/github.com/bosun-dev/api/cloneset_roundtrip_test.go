@@ -215,7 +215,7 @@ func carryBetaCloneSet(r *rand.Rand, obj runtime.Object) {
 func TestCloneSetDefaultingCommutesWithConversion(t *testing.T) {
 	scheme := newConversionScheme(t)
 	src := newFuzzSource(t, scheme, seedFor("CloneSet", "defaulting"))
-	n := objectCount()
+	n := objectCount(t)
 	for i := 0; i < n && !t.Failed(); i++ {
 		a := src.object(func() runtime.Object { return &appsv1alpha1.CloneSet{} }, carryAlphaCloneSet).(*appsv1alpha1.CloneSet)
 
