@@ -89,7 +89,7 @@ type testEnv struct{ *framework.Env }
 // managers of later tests, which watch the whole cluster, do not work on them: without a
 // namespace controller or garbage collector they would stay.
 var envOptions = framework.EnvOptions{
-	Timeout: testTimeout, WaitTimeout: waitTimeout, RemoveWebhookConfigurations: true,
+	Timeout: testTimeout, WaitTimeout: waitTimeout, RemoveWebhookConfigurations: true, Audit: true,
 	Remove: []string{
 		"podunavailablebudgets.policy.kruise.io", "deployments.apps", "replicasets.apps",
 		"daemonsets.apps.kruise.io", "poddisruptionbudgets.policy", "pods",

@@ -26,5 +26,5 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	framework.Main(m, framework.Options{BosunCRDs: true})
+	framework.Main(m, framework.Options{BosunCRDs: true, AuditPolicy: framework.MetadataAuditPolicy})
 }

@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/watch"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/bosun-dev/bosun/test/integration/framework"
@@ -275,7 +276,8 @@ func runEvictionStorm(t *testing.T, opts stormOptions) {
 	}
 	for _, name := range originals {
 		if present.Has(name) == admitted.Has(name) {
-			t.Errorf("pod %s: present at the end %v, admitted %v; its requests: %s", name, present.Has(name), admitted.Has(name), requestsOf(outcomes, name))
+			t.Errorf("pod %s: present at the end %v, admitted %v; its requests: %s; as the API server answered them: %s",
+				name, present.Has(name), admitted.Has(name), requestsOf(outcomes, name), e.answersTo(name))
 		}
 	}
 
@@ -360,6 +362,33 @@ func requestsOf(outcomes []outcome, pod string) string {
 			described = append(described, fmt.Sprintf("%s by client %d %s to %s: HTTP %d %q", o.op, o.client,
 				o.start.Format("15:04:05.000"), o.answer.Format("15:04:05.000"), o.code, o.message))
 		}
+	}
+	return strings.Join(described, "; ")
+}
+
+// answersTo describes, from the API server's audit log, every request that deleted or
+// evicted the pod: who sent it, when, and the status it was answered with. It tells a
+// client's view of a request from what the server did.
+func (e *testEnv) answersTo(pod string) string {
+	events, err := e.AuditEvents(func(ev *auditv1.Event) bool {
+		ref := ev.ObjectRef
+		return ref != nil && ref.Resource == "pods" && ref.Namespace == e.Namespace && ref.Name == pod &&
+			(ev.Verb == "delete" || ref.Subresource == "eviction")
+	})
+	if err != nil {
+		return "reading the audit log: " + err.Error()
+	}
+	var described []string
+	for _, ev := range events {
+		code, message := int32(0), ""
+		if ev.ResponseStatus != nil {
+			code, message = ev.ResponseStatus.Code, ev.ResponseStatus.Message
+		}
+		described = append(described, fmt.Sprintf("%s %s by %q %s to %s: HTTP %d %q", ev.Verb, ev.ObjectRef.Subresource, ev.UserAgent,
+			ev.RequestReceivedTimestamp.Format("15:04:05.000"), ev.StageTimestamp.Format("15:04:05.000"), code, message))
+	}
+	if len(described) == 0 {
+		return "none"
 	}
 	return strings.Join(described, "; ")
 }
