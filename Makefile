@@ -70,7 +70,11 @@ fuzz: ## Run every Go fuzz target (func Fuzz* under cmd/ and pkg/) for FUZZTIME 
 
 .PHONY: test-integration
 test-integration: test-servers ## Integration tests against a real etcd + kube-apiserver.
-	BOSUN_INTEGRATION=1 $(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) -p $(INTEGRATION_PARALLEL) $$($(GO) list ./test/... | grep -v /test/e2e)
+	BOSUN_INTEGRATION=1 $(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) -p $(INTEGRATION_PARALLEL) $$($(GO) list ./test/... | grep -v -e /test/e2e -e /test/verify)
+
+.PHONY: test-verify-scripts
+test-verify-scripts: ## Check that each verify script fails on a scratch copy of the tree with its input made stale (not in `make test`: it runs code generation four times; run it after changing hack/verify-*).
+	BOSUN_INTEGRATION=1 $(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) ./test/verify/
 
 .PHONY: test-e2e
 test-e2e: test-servers build ## End-to-end tests on a local cluster with a real node (as root; skipped with the reason otherwise).
