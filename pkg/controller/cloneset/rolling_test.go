@@ -367,13 +367,7 @@ func TestNewPodsBecomeNormalOnceScheduled(t *testing.T) {
 func TestNewPodIsReadiedAndNormalInOneWrite(t *testing.T) {
 	cs := newCS(1)
 	revision := revisionOf(t, cs, 1)
-	fresh := func(id string) *corev1.Pod {
-		pod := newPod(cs, id, revision)
-		pod.Labels[appsv1beta1.LifecycleStateKey] = string(appsv1beta1.LifecycleStatePreparingNormal)
-		pod.Status.Conditions = pod.Status.Conditions[:2]
-		return pod
-	}
-	unscheduled := fresh("bbbbb")
+	unscheduled := newPreparingPod(cs, "bbbbb", revision)
 	unscheduled.Spec.NodeName = ""
 	f := newFixture(t, fixtureOption{}, cs, revision, unscheduled)
 	f.sync(cs)
@@ -386,18 +380,25 @@ func TestNewPodIsReadiedAndNormalInOneWrite(t *testing.T) {
 		t.Errorf("status %+v, want the one pod counted: the sync got to its end", status)
 	}
 
-	f = newFixture(t, fixtureOption{}, cs, revision, fresh("aaaaa"))
+	f = newFixture(t, fixtureOption{}, cs, revision, newPreparingPod(cs, "aaaaa", revision))
 	f.sync(cs)
 	f.wantInPlaceUpdateDone(t)
+}
+
+// newPreparingPod is a new pod of cs at revision that a node has taken: PreparingNormal,
+// without the InPlaceUpdateReady condition newPod gives it.
+func newPreparingPod(cs *appsv1beta1.CloneSet, id string, revision *appsv1.ControllerRevision) *corev1.Pod {
+	pod := newPod(cs, id, revision)
+	pod.Labels[appsv1beta1.LifecycleStateKey] = string(appsv1beta1.LifecycleStatePreparingNormal)
+	pod.Status.Conditions = pod.Status.Conditions[:2]
+	return pod
 }
 
 // A conflict on that write is retried against the live pod, once.
 func TestInPlaceUpdateReadyWriteRetriesAConflict(t *testing.T) {
 	cs := newCS(1)
 	revision := revisionOf(t, cs, 1)
-	pod := newPod(cs, "aaaaa", revision)
-	pod.Labels[appsv1beta1.LifecycleStateKey] = string(appsv1beta1.LifecycleStatePreparingNormal)
-	pod.Status.Conditions = pod.Status.Conditions[:2]
+	pod := newPreparingPod(cs, "aaaaa", revision)
 	f := newFixture(t, fixtureOption{}, cs, revision, pod)
 	conflicts := 0
 	f.kubeClient.PrependReactor("update", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
@@ -428,9 +429,7 @@ func TestInPlaceUpdateReadyWriteRetriesAConflict(t *testing.T) {
 func TestPodMovedSinceItWasCachedIsLeftAlone(t *testing.T) {
 	cs := newCS(1)
 	revision := revisionOf(t, cs, 1)
-	cached := newPod(cs, "aaaaa", revision)
-	cached.Labels[appsv1beta1.LifecycleStateKey] = string(appsv1beta1.LifecycleStatePreparingNormal)
-	cached.Status.Conditions = cached.Status.Conditions[:2]
+	cached := newPreparingPod(cs, "aaaaa", revision)
 	f := newFixture(t, fixtureOption{}, cs, revision, cached)
 
 	live := cached.DeepCopy()

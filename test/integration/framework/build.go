@@ -121,11 +121,3 @@ func lockFile(path string) (func(), error) {
 	}
 	return func() { f.Close() }, nil
 }
-
-// forgetBuiltBinaries forgets what BuildGoBinary built; the binaries stay for the next
-// test binary's go build to find up to date.
-func forgetBuiltBinaries() {
-	builds.mu.Lock()
-	defer builds.mu.Unlock()
-	builds.results = nil
-}

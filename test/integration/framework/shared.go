@@ -23,7 +23,8 @@ var shared struct {
 // Main runs the tests of a package that shares one control plane, configured by opts,
 // between its tests, and exits. Call it from TestMain. The control plane starts when
 // the first test asks for it (a run that selects no integration test starts nothing)
-// and stops after the last test; binaries built by BuildBosunBinary are removed too.
+// and stops after the last test. Binaries built by BuildBosunBinary stay in
+// _output/test-bin, for the next package's build to find up to date.
 func Main(m *testing.M, opts Options) {
 	shared.mu.Lock()
 	shared.opts = &opts
@@ -55,7 +56,6 @@ func teardownShared() error {
 	shared.mu.Lock()
 	cp := shared.cp
 	shared.mu.Unlock()
-	forgetBuiltBinaries()
 	if cp == nil {
 		return nil
 	}
