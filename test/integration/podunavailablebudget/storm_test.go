@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/bosun-dev/bosun/test/integration/framework"
 )
@@ -241,7 +242,20 @@ func runEvictionStorm(t *testing.T, opts stormOptions) {
 	// recorded history to have caught up with what the API server now holds.
 	phase("storm over")
 	owners.wait(t)
-	e.waitForSettled(t, "storm", counts{total: stormPods, desired: stormPods - stormMaxUnavailable, current: stormPods, allowed: stormMaxUnavailable})
+	settled := counts{total: stormPods, desired: stormPods - stormMaxUnavailable, current: stormPods, allowed: stormMaxUnavailable}
+	var lastSeen *pub
+	err = framework.WaitFor(e.Ctx, waitTimeout, "the budget to settle at "+settled.String(), func(ctx context.Context) (bool, error) {
+		b, err := e.Bosun.PolicyV1alpha1().PodUnavailableBudgets(e.Namespace).Get(ctx, "storm", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		lastSeen = b
+		return settledAt(settled)(b), nil
+	})
+	if err != nil {
+		// Said while the replicas still run: their state is what the budget waits on.
+		t.Fatalf("%v; last seen: %s\n%s", err, describeBudget(lastSeen), e.stormDiagnosis(lease, leader, standby))
+	}
 	history.waitCaughtUp(t, e)
 	phase("budget settled and history caught up")
 
@@ -557,6 +571,62 @@ func waitForLeader(t *testing.T, e *testEnv, cm *framework.ControllerManager, wh
 	if err := framework.WaitFor(e.Ctx, waitTimeout, what, func(context.Context) (bool, error) { return leads(cm), nil }); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// stormDiagnosis describes, for a failed storm, what a budget that did not settle depends
+// on: each replica's process and leadership, the Lease, the pods that are not Ready, and the
+// last writes to the budget's status as the audit log records them.
+func (e *testEnv) stormDiagnosis(lease string, replicas ...*framework.ControllerManager) string {
+	var lines []string
+	for _, cm := range replicas {
+		state := fmt.Sprintf("running, runs the controller: %v", leads(cm))
+		if cm.Exited() {
+			state = fmt.Sprintf("exited with status %d", cm.ExitCode())
+		}
+		log, _ := cm.Log()
+		var election []string
+		for line := range strings.Lines(log) {
+			if strings.Contains(line, "Started leading") || strings.Contains(line, "Leader election lost") {
+				election = append(election, strings.TrimSpace(line))
+			}
+		}
+		lines = append(lines, fmt.Sprintf("replica on webhook port %d (pid %d): %s; leadership lines in its log: %q", cm.WebhookPort, cm.Pid(), state, election))
+	}
+	if l, err := e.Client.CoordinationV1().Leases("kube-system").Get(context.Background(), lease, metav1.GetOptions{}); err != nil {
+		lines = append(lines, fmt.Sprintf("Lease %s: %v", lease, err))
+	} else {
+		lines = append(lines, fmt.Sprintf("Lease %s: holder %q, renewed %v", lease, ptr.Deref(l.Spec.HolderIdentity, ""), l.Spec.RenewTime))
+	}
+	if pods, err := e.Client.CoreV1().Pods(e.Namespace).List(context.Background(), metav1.ListOptions{}); err != nil {
+		lines = append(lines, fmt.Sprintf("listing the pods: %v", err))
+	} else {
+		var notReady []string
+		for i := range pods.Items {
+			if pod := &pods.Items[i]; !isActiveReady(pod) {
+				notReady = append(notReady, fmt.Sprintf("%s (phase %s, deleting %v)", pod.Name, pod.Status.Phase, pod.DeletionTimestamp != nil))
+			}
+		}
+		lines = append(lines, fmt.Sprintf("%d pods, not active and Ready: %v", len(pods.Items), notReady))
+	}
+	writes, err := e.AuditEvents(func(ev *auditv1.Event) bool {
+		ref := ev.ObjectRef
+		return ref != nil && ref.Resource == "podunavailablebudgets" && ref.Namespace == e.Namespace && ev.Verb != "get" &&
+			ev.Verb != "list" && ev.Verb != "watch"
+	})
+	if err != nil {
+		lines = append(lines, "reading the audit log: "+err.Error())
+	} else {
+		lines = append(lines, fmt.Sprintf("%d writes to the budget; the last ones:", len(writes)))
+		for _, ev := range writes[max(len(writes)-8, 0):] {
+			code := int32(0)
+			if ev.ResponseStatus != nil {
+				code = ev.ResponseStatus.Code
+			}
+			lines = append(lines, fmt.Sprintf("  %s %s by %q at %s: HTTP %d", ev.Verb, ev.ObjectRef.Subresource, ev.UserAgent,
+				ev.RequestReceivedTimestamp.Format("15:04:05.000"), code))
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // evictionOf is the Eviction of the named pod.
