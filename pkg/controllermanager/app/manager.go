@@ -57,6 +57,9 @@ type controllerManager struct {
 	rootBuilder   clientbuilder.Builder
 	clientBuilder clientbuilder.Builder
 	rootClient    kubernetes.Interface
+	// typedInformers is the process's typed informer factory, which the webhooks share (see
+	// newProcessInformers).
+	typedInformers informers.SharedInformerFactory
 	// kruiseClientLimits replace the base client limits for the controllers whose
 	// Descriptor asks for KruiseClientLimits.
 	kruiseClientLimits clientbuilder.Limits
@@ -82,7 +85,21 @@ type builtController struct {
 	controller registry.Controller
 }
 
-// sharedFactories are the informer factories of one leadership term.
+// newProcessInformers returns the typed informer factory of the whole process: the
+// admission webhooks read their pods and nodes from it on every replica, and the leader's
+// controllers share it, so that the leader caches each pod once. It outlives a leadership
+// term, which is safe because a process leads at most once: it exits when it loses the
+// Lease, and a term otherwise ends only with the process.
+func newProcessInformers(rootBuilder clientbuilder.Builder, minResync time.Duration) (informers.SharedInformerFactory, error) {
+	client, err := rootBuilder.Client(sharedInformersClientName)
+	if err != nil {
+		return nil, err
+	}
+	return toolkitinformers.NewSharedInformerFactory(client, minResync), nil
+}
+
+// sharedFactories are the informer factories of one leadership term; the typed one is the
+// process's (newProcessInformers).
 type sharedFactories struct {
 	typed    informers.SharedInformerFactory
 	metadata metadatainformer.SharedInformerFactory
@@ -165,10 +182,6 @@ type leaderContext struct {
 func (m *controllerManager) newControllerContext(ctx context.Context) (leaderContext, *sharedFactories, error) {
 	minResync := m.config.MinResyncPeriod
 
-	informerClient, err := m.rootBuilder.Client(sharedInformersClientName)
-	if err != nil {
-		return leaderContext{}, nil, err
-	}
 	metadataConfig, err := m.rootBuilder.Config(metadataInformersClientName)
 	if err != nil {
 		return leaderContext{}, nil, err
@@ -182,7 +195,7 @@ func (m *controllerManager) newControllerContext(ctx context.Context) (leaderCon
 		return leaderContext{}, nil, err
 	}
 	factories := &sharedFactories{
-		typed:    toolkitinformers.NewSharedInformerFactory(informerClient, minResync),
+		typed:    m.typedInformers,
 		metadata: toolkitinformers.NewMetadataInformerFactory(metadataClient, toolkitinformers.ResyncPeriod(minResync)),
 		bosun: bosuninformers.NewSharedInformerFactoryWithOptions(bosunClient, toolkitinformers.ResyncPeriod(minResync),
 			bosuninformers.WithTransform(toolkitinformers.StripManagedFields)),

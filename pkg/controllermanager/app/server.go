@@ -88,12 +88,18 @@ func Run(ctx context.Context, o *options.Options, reg *registry.Registry) error 
 	defer stopServing()
 
 	enabled := reg.Enabled(o.Controllers)
+	// One typed informer factory per process, shared by the admission webhooks and the
+	// controllers: on the leader every pod (and node) is then cached once, not once for each.
+	typedInformers, err := newProcessInformers(rootBuilder, o.ControllerConfiguration().MinResyncPeriod)
+	if err != nil {
+		return err
+	}
 	// Step 4: what runs on every replica, leader or not: the admission webhooks.
 	webhookFailed := func(err error) {
 		logger.Error(err, "Admission webhooks stopped working")
 		klog.FlushAndExit(klog.ExitFlushTimeout, 1)
 	}
-	if err := serveWebhooks(ctx, o, rootClient, rootBuilder, reg, enabled, events.RecorderFor, health.Readyz, webhookFailed); err != nil {
+	if err := serveWebhooks(ctx, o, rootClient, rootBuilder, typedInformers, reg, enabled, events.RecorderFor, health.Readyz, webhookFailed); err != nil {
 		return err
 	}
 	health.readinessChecksWired()
@@ -104,6 +110,7 @@ func Run(ctx context.Context, o *options.Options, reg *registry.Registry) error 
 		rootBuilder:        rootBuilder,
 		clientBuilder:      builder,
 		rootClient:         rootClient,
+		typedInformers:     typedInformers,
 		kruiseClientLimits: o.KruiseClientLimits(),
 		config:             o.ControllerConfiguration(),
 		featureGate:        o.FeatureGate,

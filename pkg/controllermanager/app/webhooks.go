@@ -58,10 +58,11 @@ func webhookRegistrations(reg *registry.Registry, enabled []string, wc *registry
 }
 
 // newWebhookContext returns the context the enabled controllers' webhooks are built from,
-// with informer factories of its own that live as long as the process. Every webhook
-// belongs to an OpenKruise-compatible resource (the pod webhook spends
-// PodUnavailableBudgets), so its clients have those controllers' limits.
-func newWebhookContext(ctx context.Context, builder clientbuilder.Builder, limits clientbuilder.Limits,
+// with the process's typed informer factory (see newProcessInformers) and a bosun informer
+// factory of its own, both living as long as the process. Every webhook belongs to an
+// OpenKruise-compatible resource (the pod webhook spends PodUnavailableBudgets), so its
+// clients have those controllers' limits.
+func newWebhookContext(ctx context.Context, builder clientbuilder.Builder, typedInformers informers.SharedInformerFactory, limits clientbuilder.Limits,
 	recorders registry.EventRecorderFactory, gates featuregate.FeatureGate, nodeAgents noderestriction.Identities) (*registry.WebhookContext, error) {
 	builder = clientbuilder.WithLimitsPerResource(builder, limits)
 	client, err := builder.Client(webhookClientName)
@@ -79,7 +80,7 @@ func newWebhookContext(ctx context.Context, builder clientbuilder.Builder, limit
 		ClientBuilder:   builder,
 		Client:          client,
 		BosunClient:     bosunClient,
-		InformerFactory: toolkitinformers.NewSharedInformerFactory(client, 0),
+		InformerFactory: typedInformers,
 		BosunInformerFactory: bosuninformers.NewSharedInformerFactoryWithOptions(bosunClient, 0,
 			bosuninformers.WithTransform(toolkitinformers.StripManagedFields)),
 		RESTMapper:    restMapper,
@@ -261,11 +262,12 @@ func resyncOnCertificateChange(ctx context.Context, provider certs.Provider, wri
 // startWebhooks. Webhooks that read the cluster may look at discovery while they are built,
 // so it first waits for the API server when any enabled controller has webhooks.
 func serveWebhooks(ctx context.Context, o *options.Options, rootClient kubernetes.Interface, builder clientbuilder.Builder,
-	reg *registry.Registry, enabled []string, recorders registry.EventRecorderFactory, readyz *serving.CheckSet, fail func(error)) error {
+	typedInformers informers.SharedInformerFactory, reg *registry.Registry, enabled []string, recorders registry.EventRecorderFactory,
+	readyz *serving.CheckSet, fail func(error)) error {
 	if !o.Webhook.Enabled() {
 		return startWebhooks(ctx, o.Webhook, rootClient, nil, nil, nil, readyz, fail)
 	}
-	wc, err := newWebhookContext(ctx, builder, o.KruiseClientLimits(), recorders, o.FeatureGate,
+	wc, err := newWebhookContext(ctx, builder, typedInformers, o.KruiseClientLimits(), recorders, o.FeatureGate,
 		noderestriction.Identities{ServiceAccounts: o.Webhook.DaemonServiceAccounts})
 	if err != nil {
 		return fmt.Errorf("building the admission webhooks' clients: %w", err)

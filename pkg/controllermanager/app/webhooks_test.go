@@ -49,7 +49,7 @@ func TestWebhookContextClientLimits(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	base := clientbuilder.NewSimpleBuilder(&rest.Config{Host: "https://127.0.0.1:1", QPS: 20, Burst: 30})
-	wc, err := newWebhookContext(ctx, base, clientbuilder.Limits{QPS: 50, Burst: 100}, nil, features.NewFeatureGate(), noderestriction.Identities{})
+	wc, err := newWebhookContext(ctx, base, nil, clientbuilder.Limits{QPS: 50, Burst: 100}, nil, features.NewFeatureGate(), noderestriction.Identities{})
 	if err != nil {
 		t.Fatal(err)
 	}
