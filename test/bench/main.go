@@ -149,6 +149,7 @@ type options struct {
 	imagePullJobManagers []string
 	conversion           conversionOptions
 	cloneSet             cloneSetOptions
+	cluster              clusterOptions
 	kruiseFeatureGates   string
 	kruiseCRDs           string
 }
@@ -173,7 +174,9 @@ func parseFlags() (*options, error) {
 		"imagepulljob (bosun alone: one ImagePullJob over --imagepulljob-nodes simulated NodeImages), "+
 		"conversion (bosun's /convert answering large ConversionReviews, and DaemonSet LISTs through it against LISTs of the stored version), "+
 		"cloneset (the CloneSet controllers of bosun and kruise-manager, and upstream's ReplicaSet controller, at --cloneset-kube-api-qps: "+
-		"scale, in-place and recreate rollouts, and the writes of a steady state; --cloneset-runs runs)")
+		"scale, in-place and recreate rollouts, and the writes of a steady state; --cloneset-runs runs), "+
+		"cluster (not run by default: an hour at 50,000 pods; bosun --controllers=* against kube-controller-manager plus kruise-manager on "+
+		"--bench-pods pods over simulated nodes: start-up, steady memory, idle CPU and a rolling update of every workload)")
 	flag.StringVar(&o.bosunControllers, "bosun-controllers", defaultControllers, "--controllers of bosun-controller-manager in the side-by-side "+
 		"workloads and the unlimited part; its garbage collector removes the pods of the deleted objects")
 	flag.StringVar(&o.upstreamControllers, "upstream-controllers", defaultControllers, "--controllers of the measured upstream "+
@@ -205,6 +208,7 @@ func parseFlags() (*options, error) {
 	o.imagePullJob.register(flag.CommandLine)
 	o.conversion.register(flag.CommandLine)
 	o.cloneSet.register(flag.CommandLine)
+	o.cluster.register(flag.CommandLine)
 	kruiseCRDs := flag.String("kruise-crds", kruiseCRDsNeeded, "OpenKruise CRDs installed for kruise-manager: needed (the part's kinds and "+
 		"those kruise-manager cannot run them without, so that its other controllers and pod webhooks idle), all (every OpenKruise CRD, as its "+
 		"installation applies them: every controller runs, and its pod webhooks are called)")
@@ -235,7 +239,7 @@ func parseFlags() (*options, error) {
 	}
 	for _, run := range strings.Split(*runs, ",") {
 		switch run = strings.TrimSpace(run); run {
-		case managerUpstream, managerBosun, partUnlimited, partGC, partDaemonSet, partWebhook, partPUB, partImagePullJob, partConversion, partCloneSet:
+		case managerUpstream, managerBosun, partUnlimited, partGC, partDaemonSet, partWebhook, partPUB, partImagePullJob, partConversion, partCloneSet, partCluster:
 			o.runs = append(o.runs, run)
 		default:
 			return nil, fmt.Errorf("--runs: unknown part %q", run)
@@ -289,6 +293,11 @@ func parseFlags() (*options, error) {
 	if err := o.cloneSet.validate(); err != nil {
 		return nil, err
 	}
+	if o.wants(partCluster) {
+		if err := o.cluster.validate(); err != nil {
+			return nil, err
+		}
+	}
 	if o.repeat < 1 {
 		return nil, fmt.Errorf("--repeat must be at least 1")
 	}
@@ -337,7 +346,8 @@ func (o *options) needsBosun() bool {
 		(o.wants(partGC) && slices.Contains(o.gcManagers, managerBosun)) ||
 		(o.wants(partDaemonSet) && slices.Contains(o.daemonSetManagers, managerBosun)) ||
 		(o.wants(partPUB) && slices.Contains(o.pubManagers, managerBosun)) ||
-		(o.wants(partCloneSet) && slices.Contains(o.cloneSet.managers, managerBosun))
+		(o.wants(partCloneSet) && slices.Contains(o.cloneSet.managers, managerBosun)) ||
+		(o.wants(partCluster) && slices.Contains(o.cluster.sides, clusterSideBosun))
 }
 
 // needsKruise reports whether any chosen part runs kruise-manager.
@@ -345,7 +355,8 @@ func (o *options) needsKruise() bool {
 	return (o.wants(partDaemonSet) && slices.Contains(o.daemonSetManagers, managerKruise)) ||
 		(o.wants(partPUB) && slices.Contains(o.pubManagers, managerKruise)) ||
 		(o.wants(partImagePullJob) && slices.Contains(o.imagePullJobManagers, managerKruise)) ||
-		(o.wants(partCloneSet) && slices.Contains(o.cloneSet.managers, managerKruise))
+		(o.wants(partCloneSet) && slices.Contains(o.cloneSet.managers, managerKruise)) ||
+		(o.wants(partCluster) && slices.Contains(o.cluster.sides, clusterSideUpstream))
 }
 
 func main() {
@@ -391,6 +402,7 @@ func run(ctx context.Context, o *options) error {
 	ipjRes := newImagePullJobResults()
 	convRes := newConversionResults()
 	csRes := newCloneSetResults()
+	clusterRes := newClusterResults()
 	for rep := 1; rep <= o.repeat; rep++ {
 		for _, name := range []string{managerUpstream, managerBosun} {
 			if !o.wants(name) {
@@ -449,6 +461,11 @@ func run(ctx context.Context, o *options) error {
 				return err
 			}
 		}
+		if o.wants(partCluster) {
+			if err := runClusterPart(ctx, o, clusterRes, upstreamBinary, logRoot, rep); err != nil {
+				return err
+			}
+		}
 	}
 	// The cloneset part has its own number of runs (--cloneset-runs), for its percentiles.
 	if o.wants(partCloneSet) {
@@ -458,7 +475,7 @@ func run(ctx context.Context, o *options) error {
 	}
 	res.duration = time.Since(began)
 
-	report := res.markdown() + pubRes.markdown(o) + ipjRes.markdown(o) + convRes.markdown(o) + csRes.markdown(o)
+	report := res.markdown() + pubRes.markdown(o) + ipjRes.markdown(o) + convRes.markdown(o) + csRes.markdown(o) + clusterRes.markdown(o)
 	fmt.Print(report)
 	path := filepath.Join(o.outDir, "results.md")
 	if err := os.WriteFile(path, []byte(report), 0o644); err != nil {

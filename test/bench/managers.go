@@ -109,7 +109,7 @@ func (o *options) kruiseGates(part string) string {
 	if o.kruiseFeatureGates != "" {
 		return o.kruiseFeatureGates
 	}
-	if part == partImagePullJob {
+	if part == partImagePullJob || part == partCluster {
 		return kruiseImagePullJobGates
 	}
 	return ""

@@ -149,7 +149,7 @@ func (s *nodeStub) sync(ctx context.Context, key string) error {
 	case pod.Spec.NodeName == "":
 		binding := &corev1.Binding{
 			ObjectMeta: metav1.ObjectMeta{Name: name, UID: pod.UID},
-			Target:     corev1.ObjectReference{Kind: "Node", Name: s.nodeFor(name)},
+			Target:     corev1.ObjectReference{Kind: "Node", Name: s.nodeFor(pod)},
 		}
 		err := pods.Bind(ctx, binding, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
@@ -170,11 +170,14 @@ func (s *nodeStub) sync(ctx context.Context, key string) error {
 	return nil
 }
 
-// nodeFor spreads pods over the nodes by their names' hash, as a scheduler spreads the
-// pods of one workload.
-func (s *nodeStub) nodeFor(pod string) string {
+// nodeFor is the node a pod's required node affinity names (a DaemonSet's pod), else one
+// spread by the pod's name's hash, as a scheduler spreads the pods of one workload.
+func (s *nodeStub) nodeFor(pod *corev1.Pod) string {
+	if node := podTargetNode(pod); node != "" {
+		return node
+	}
 	h := fnv.New32a()
-	_, _ = h.Write([]byte(pod))
+	_, _ = h.Write([]byte(pod.Name))
 	return s.nodes[int(h.Sum32()%uint32(len(s.nodes)))]
 }
 

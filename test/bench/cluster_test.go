@@ -1,0 +1,124 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bosun-dev/bosun/test/integration/framework"
+)
+
+func TestPlanClusterRunsExactlyThePodsAsked(t *testing.T) {
+	for _, tc := range []struct {
+		pods, nodes                  int
+		wantNodes, wantCS, wantDepls int
+	}{
+		// The issue's size: 2,000 nodes, 20 CloneSets of 500, 36,000 pods in Deployments
+		// (25 cycles of 1,000+300+100+30+10).
+		{pods: 50000, wantNodes: 2000, wantCS: 20, wantDepls: 125},
+		{pods: 10000, wantNodes: 400, wantCS: 4, wantDepls: 25},
+		// The last Deployment is cut to fit.
+		{pods: 1000, wantNodes: 40, wantCS: 1, wantDepls: 1},
+		{pods: 3000, nodes: 100, wantNodes: 100, wantCS: 2, wantDepls: 6},
+	} {
+		p, err := planCluster(tc.pods, tc.nodes)
+		if err != nil {
+			t.Fatalf("planCluster(%d, %d): %v", tc.pods, tc.nodes, err)
+		}
+		if got := p.pods(); got != tc.pods {
+			t.Errorf("planCluster(%d, %d) runs %d pods", tc.pods, tc.nodes, got)
+		}
+		if p.nodes != tc.wantNodes || len(p.cloneSets) != tc.wantCS || len(p.deployments) != tc.wantDepls {
+			t.Errorf("planCluster(%d, %d): %d nodes, %d CloneSets, %d Deployments; want %d, %d, %d", tc.pods, tc.nodes,
+				p.nodes, len(p.cloneSets), len(p.deployments), tc.wantNodes, tc.wantCS, tc.wantDepls)
+		}
+		for _, r := range append(p.cloneSets, p.deployments...) {
+			if r < 1 {
+				t.Errorf("planCluster(%d, %d) plans a workload of %d replicas", tc.pods, tc.nodes, r)
+			}
+		}
+	}
+}
+
+func TestPlanClusterRefusesTooFewPodsForTheDaemonSets(t *testing.T) {
+	_, err := planCluster(100, 100)
+	if err == nil || !strings.Contains(err.Error(), "--bench-pods") {
+		t.Fatalf("planCluster(100 pods, 100 nodes) = %v, want an error naming --bench-pods", err)
+	}
+}
+
+func TestClusterWorkloadsBudgetEveryOtherAndSpreadOverNamespaces(t *testing.T) {
+	p, err := planCluster(10000, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := p.workloads()
+	if len(ws) != p.daemonSets+len(p.cloneSets)+len(p.deployments) {
+		t.Fatalf("%d workloads for a plan of %d", len(ws), p.daemonSets+len(p.cloneSets)+len(p.deployments))
+	}
+	budgets, namespaces := map[string]int{}, map[string]bool{}
+	for _, w := range ws {
+		namespaces[w.namespace] = true
+		if w.budget {
+			budgets[w.kind]++
+		}
+		if w.kind == kindDaemonSet && w.budget {
+			t.Errorf("DaemonSet %s has a budget", w.name)
+		}
+	}
+	if budgets[kindCloneSet] != (len(p.cloneSets)+1)/2 || budgets[kindDeployment] != (len(p.deployments)+1)/2 {
+		t.Errorf("budgets %v for %d CloneSets and %d Deployments, want every other one", budgets, len(p.cloneSets), len(p.deployments))
+	}
+	if len(namespaces) != clusterNamespaces {
+		t.Errorf("workloads in %d namespaces, want %d", len(namespaces), clusterNamespaces)
+	}
+}
+
+func TestClusterReportComparesTheSidesAgainstTheTargets(t *testing.T) {
+	o := &options{}
+	o.cluster.pods, o.cluster.idle = 1000, time.Minute
+	o.limits.QPS, o.limits.Burst = 500, 500
+	res := newClusterResults()
+	res.runs[clusterSideUpstream] = []clusterRun{{Side: clusterSideUpstream, Pods: 1000, Nodes: 40, Synced: 10 * time.Second,
+		Rollout: 100 * time.Second, Processes: []processFigures{
+			{Label: "kube-controller-manager", SteadyRSS: 100 << 20, RolloutCPU: 50},
+			{Label: "kruise-manager", SteadyRSS: 100 << 20, RolloutCPU: 50},
+		}}}
+	res.runs[clusterSideBosun] = []clusterRun{{Side: clusterSideBosun, Pods: 1000, Nodes: 40, Synced: 5 * time.Second,
+		Rollout: 120 * time.Second, Processes: []processFigures{{Label: "bosun-controller-manager", SteadyRSS: 80 << 20, RolloutCPU: 40}}}}
+	report := res.markdown(o)
+	for _, want := range []string{
+		"| steady RSS (MiB) | 100 | 100 | 200 | 80 | 0.40× | ≤ 0.5× met |",
+		"| rolling update of everything: CPU-s | 50.00 | 50.00 | 100.00 | 40.00 | 0.40× | ≤ 0.6× met |",
+		"| rolling update of everything: wall | – | – | 100.0 s | 120.0 s | 1.20× | ≤ 1.0× **missed** |",
+		"| start-up to synced caches | 0.0 s | 0.0 s | 10.0 s | 5.0 s | 0.50× | ≤ 1.0× met |",
+	} {
+		if !strings.Contains(report, want) {
+			t.Errorf("the report lacks %q:\n%s", want, report)
+		}
+	}
+}
+
+func TestMarkersLoggedAtTakesTheLatestMarkerLine(t *testing.T) {
+	ref := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+	log := `I1127 08:44:09.032257   27949 garbagecollector.go:166] "Garbage collector: all resource monitors have synced"
+I1127 08:44:11.942192   27950 controller.go:242] "msg"="Starting workers" "controller"="cloneset-controller" "worker count"=3
+I1127 08:44:10.000000   27950 controller.go:242] "msg"="Starting workers" "controller"="daemonset-controller" "worker count"=3
+`
+	spec := managerSpec{Kruise: &framework.KruiseManagerOptions{WaitForControllers: []string{"cloneset-controller", "daemonset-controller"}}}
+	at, ok, err := markersLoggedAt(log, syncedMarkers(spec), ref)
+	if err != nil || !ok || !at.Equal(time.Date(2026, 11, 27, 8, 44, 11, 942192000, time.UTC)) {
+		t.Errorf("kruise-manager synced at %v (ok %v, err %v), want 08:44:11.942192", at, ok, err)
+	}
+	at, ok, err = markersLoggedAt(log, syncedMarkers(managerSpec{Label: "kube-controller-manager"}), ref)
+	if err != nil || !ok || !at.Equal(time.Date(2026, 11, 27, 8, 44, 9, 32257000, time.UTC)) {
+		t.Errorf("kube-controller-manager synced at %v (ok %v, err %v), want 08:44:09.032257", at, ok, err)
+	}
+	spec.Kruise.WaitForControllers = append(spec.Kruise.WaitForControllers, "nodeimage-controller")
+	if _, ok, err := markersLoggedAt(log, syncedMarkers(spec), ref); ok || err != nil {
+		t.Errorf("synced with a controller's workers not started (ok %v, err %v)", ok, err)
+	}
+	if markers := syncedMarkers(managerSpec{ReadyPath: "/readyz"}); markers != nil {
+		t.Errorf("bosun's start is timed by its logs %q, want by /healthz and /readyz", markers)
+	}
+}
