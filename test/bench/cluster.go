@@ -177,48 +177,15 @@ func runClusterSide(ctx context.Context, o *options, side, upstreamBinary, logDi
 func (s *clusterSide) run(ctx context.Context, upstreamBinary string) (clusterRun, error) {
 	logger := klog.FromContext(ctx)
 	run := clusterRun{Side: s.side, Pods: s.plan.pods(), Nodes: s.plan.nodes, Workloads: len(s.workloads)}
-	if s.side == clusterSideUpstream {
-		// Every OpenKruise CRD, as OpenKruise's installation applies them.
-		if err := framework.InstallKruiseManifests(ctx, s.cp.Config()); err != nil {
-			return run, err
-		}
-	}
-	for i := range clusterNamespaces {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clusterNamespace(i)}}
-		if _, err := s.client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-			return run, fmt.Errorf("creating namespace %s: %w", ns.Name, err)
-		}
-	}
-	nodes, err := createNodes(ctx, benchClientConfig(s.cp), s.plan.nodes)
+	nodes, err := s.prepare(ctx)
 	if err != nil {
 		return run, err
 	}
-
-	// The stand-ins for the scheduler, the kubelets and the node agents.
-	stubConfig := benchClientConfig(s.cp)
-	stubConfig.UserAgent = agentUserAgent
-	stubClient, err := kubernetes.NewForConfig(stubConfig)
-	if err != nil {
-		return run, fmt.Errorf("creating the node stub's client: %w", err)
-	}
-	stub := newNodeStub(stubClient, metav1.NamespaceAll, nodes)
-	agentClient, err := bosunClientFor(stubConfig)
+	standIns, err := startStandIns(ctx, s.cp, nodes, s.o.cluster.stubWorkers)
 	if err != nil {
 		return run, err
 	}
-	agents := newSimulatedAgents(agentClient, 200*time.Millisecond)
-	standIns, stopStandIns := context.WithCancel(ctx)
-	var standInsDone sync.WaitGroup
-	standInsDone.Go(func() { stub.run(standIns, s.o.cluster.stubWorkers) })
-	agentErr := make(chan error, 1)
-	standInsDone.Go(func() { agentErr <- agents.run(standIns, 64) })
-	defer func() {
-		stopStandIns()
-		standInsDone.Wait()
-	}()
-	if err := stub.waitForCache(ctx); err != nil {
-		return run, err
-	}
+	defer standIns.stop()
 
 	if s.specs, err = s.managerSpecs(upstreamBinary); err != nil {
 		return run, err
@@ -234,19 +201,12 @@ func (s *clusterSide) run(ctx context.Context, upstreamBinary string) (clusterRu
 	}
 
 	// Fill: every workload created at once, as a cluster restored from a backup.
-	meters, err := s.startMeters()
-	if err != nil {
-		return run, err
-	}
-	began := time.Now()
-	if err := s.createAll(ctx); err != nil {
-		return run, err
-	}
-	if err := s.waitSettled(ctx, "v1", "the cluster to fill"); err != nil {
-		return run, err
-	}
-	run.Fill = time.Since(began)
-	fill, err := stopMeters(meters)
+	fill, err := s.measure(ctx, &run.Fill, func(ctx context.Context) error {
+		if err := s.createAll(ctx); err != nil {
+			return err
+		}
+		return s.waitSettled(ctx, "v1", "the cluster to fill")
+	})
 	if err != nil {
 		return run, err
 	}
@@ -259,77 +219,159 @@ func (s *clusterSide) run(ctx context.Context, upstreamBinary string) (clusterRu
 		return run, err
 	}
 	time.Sleep(30 * time.Second) // their first syncs of every object, then steady
-	run.Processes = make([]processFigures, len(s.managers))
-	for i, m := range s.managers {
-		p := &run.Processes[i]
-		p.Label, p.Synced, p.FillCPU = s.specs[i].Label, synced[i], fill[i].CPUSeconds
+	if run.Processes, err = s.steady(ctx, synced); err != nil {
+		return run, err
+	}
+	for i := range run.Processes {
+		run.Processes[i].FillCPU = fill[i].CPUSeconds
 		run.Synced = max(run.Synced, synced[i])
-		if p.SteadyRSS, err = currentRSS(m.Pid()); err != nil {
-			return run, err
-		}
-		if p.HeapInUse, err = s.heapInUse(m); err != nil {
-			return run, err
-		}
-		heap := filepath.Join(s.logDir, fmt.Sprintf("heap-%s.pb.gz", p.Label))
-		if err := m.profiler(s.cp.Config().BearerToken, 0, s.logDir).fetch(ctx, "/debug/pprof/heap", heap); err != nil {
-			logger.Error(err, "No heap profile", "process", p.Label)
-		}
 	}
 
-	// Idle.
-	if meters, err = s.startMeters(); err != nil {
-		return run, err
-	}
 	run.LoadAverage = loadAverage()
-	select {
-	case <-ctx.Done():
-		return run, ctx.Err()
-	case <-time.After(s.o.cluster.idle):
-	}
-	idle, err := stopMeters(meters)
+	var idleFor time.Duration
+	idle, err := s.measure(ctx, &idleFor, func(ctx context.Context) error {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(s.o.cluster.idle):
+			return nil
+		}
+	})
 	if err != nil {
 		return run, err
-	}
-	for i := range run.Processes {
-		run.Processes[i].IdleCPU = idle[i].CPUSeconds
 	}
 
-	// Rollout of every workload.
-	if meters, err = s.startMeters(); err != nil {
-		return run, err
-	}
-	began = time.Now()
-	if err := s.rollAll(ctx, "v2"); err != nil {
-		return run, err
-	}
-	if err := s.waitSettled(ctx, "v2", "every workload to roll"); err != nil {
-		return run, err
-	}
-	run.Rollout = time.Since(began)
-	rolled, err := stopMeters(meters)
+	rolled, err := s.measure(ctx, &run.Rollout, func(ctx context.Context) error {
+		if err := s.rollAll(ctx, "v2"); err != nil {
+			return err
+		}
+		return s.waitSettled(ctx, "v2", "every workload to roll")
+	})
 	if err != nil {
 		return run, err
 	}
 	for i := range run.Processes {
-		run.Processes[i].RolloutCPU, run.Processes[i].RolloutPeakRSS = rolled[i].CPUSeconds, rolled[i].PeakRSS
+		p := &run.Processes[i]
+		p.IdleCPU, p.RolloutCPU, p.RolloutPeakRSS = idle[i].CPUSeconds, rolled[i].CPUSeconds, rolled[i].PeakRSS
 	}
 	for _, m := range s.managers {
 		if err := m.checkAlive(); err != nil {
 			return run, err
 		}
 	}
-	select {
-	case err := <-agentErr:
-		if err != nil {
-			return run, fmt.Errorf("the simulated node agents: %w", err)
-		}
-	default:
-	}
-	if errs := stub.errors(); len(errs) > 0 {
-		logger.Info("The node stub retried writes", "errors", len(errs), "first", errs[0].Error())
+	if err := standIns.check(ctx); err != nil {
+		return run, err
 	}
 	logger.Info("Measured the cluster", "side", s.side, "synced", run.Synced.Round(time.Millisecond), "rollout", run.Rollout.Round(time.Second))
 	return run, nil
+}
+
+// prepare installs what the side's managers need besides the control plane (kruise-manager:
+// every OpenKruise CRD, as its installation applies them), the namespaces and the simulated
+// nodes, whose names it returns.
+func (s *clusterSide) prepare(ctx context.Context) ([]string, error) {
+	if s.side == clusterSideUpstream {
+		if err := framework.InstallKruiseManifests(ctx, s.cp.Config()); err != nil {
+			return nil, err
+		}
+	}
+	for i := range clusterNamespaces {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clusterNamespace(i)}}
+		if _, err := s.client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+			return nil, fmt.Errorf("creating namespace %s: %w", ns.Name, err)
+		}
+	}
+	return createNodes(ctx, benchClientConfig(s.cp), s.plan.nodes)
+}
+
+// measure runs work and returns what each of the side's processes used meanwhile, setting
+// took to how long work ran.
+func (s *clusterSide) measure(ctx context.Context, took *time.Duration, work func(context.Context) error) ([]usage, error) {
+	meters, err := s.startMeters()
+	if err != nil {
+		return nil, err
+	}
+	began := time.Now()
+	err = work(ctx)
+	*took = time.Since(began)
+	used, stopErr := stopMeters(meters)
+	return used, errors.Join(err, stopErr)
+}
+
+// steady reads each process's figures once it has settled after its restart: its resident
+// set, its Go heap in use, and a heap profile into the log directory.
+func (s *clusterSide) steady(ctx context.Context, synced []time.Duration) ([]processFigures, error) {
+	figures := make([]processFigures, len(s.managers))
+	for i, m := range s.managers {
+		p := &figures[i]
+		p.Label, p.Synced = s.specs[i].Label, synced[i]
+		var err error
+		if p.SteadyRSS, err = currentRSS(m.Pid()); err != nil {
+			return nil, err
+		}
+		if p.HeapInUse, err = s.heapInUse(m); err != nil {
+			return nil, err
+		}
+		heap := filepath.Join(s.logDir, fmt.Sprintf("heap-%s.pb.gz", p.Label))
+		if err := m.profiler(s.cp.Config().BearerToken, 0, s.logDir).fetch(ctx, "/debug/pprof/heap", heap); err != nil {
+			klog.FromContext(ctx).Error(err, "No heap profile", "process", p.Label)
+		}
+	}
+	return figures, nil
+}
+
+// standIns play what the bench has no real process for: the scheduler and the kubelets of
+// the simulated nodes (a node stub over every namespace) and their node agents' image pulls.
+type standIns struct {
+	stub       *nodeStub
+	agentErr   chan error
+	cancel     context.CancelFunc
+	wg sync.WaitGroup
+}
+
+func startStandIns(ctx context.Context, cp *framework.ControlPlane, nodes []string, stubWorkers int) (*standIns, error) {
+	// Their writes are charged to the simulated agents, as in the other parts.
+	config := benchClientConfig(cp)
+	config.UserAgent = agentUserAgent
+	stubClient, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return nil, fmt.Errorf("creating the node stub's client: %w", err)
+	}
+	agentClient, err := bosunClientFor(config)
+	if err != nil {
+		return nil, err
+	}
+	s := &standIns{stub: newNodeStub(stubClient, metav1.NamespaceAll, nodes), agentErr: make(chan error, 1)}
+	agents := newSimulatedAgents(agentClient, 200*time.Millisecond)
+	runCtx, cancel := context.WithCancel(ctx)
+	s.cancel = cancel
+	s.wg.Go(func() { s.stub.run(runCtx, stubWorkers) })
+	s.wg.Go(func() { s.agentErr <- agents.run(runCtx, 64) })
+	if err := s.stub.waitForCache(ctx); err != nil {
+		s.stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// check fails if the agents stopped with an error, and logs the stub's retried writes.
+func (s *standIns) check(ctx context.Context) error {
+	select {
+	case err := <-s.agentErr:
+		if err != nil {
+			return fmt.Errorf("the simulated node agents: %w", err)
+		}
+	default:
+	}
+	if errs := s.stub.errors(); len(errs) > 0 {
+		klog.FromContext(ctx).Info("The node stub retried writes", "errors", len(errs), "first", errs[0].Error())
+	}
+	return nil
+}
+
+func (s *standIns) stop() {
+	s.cancel()
+	s.wg.Wait()
 }
 
 // managerSpecs are the side's processes.
