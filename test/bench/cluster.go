@@ -323,10 +323,10 @@ func (s *clusterSide) steady(ctx context.Context, synced []time.Duration) ([]pro
 // standIns play what the bench has no real process for: the scheduler and the kubelets of
 // the simulated nodes (a node stub over every namespace) and their node agents' image pulls.
 type standIns struct {
-	stub       *nodeStub
-	agentErr   chan error
-	cancel     context.CancelFunc
-	wg sync.WaitGroup
+	stub     *nodeStub
+	agentErr chan error
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
 }
 
 func startStandIns(ctx context.Context, cp *framework.ControlPlane, nodes []string, stubWorkers int) (*standIns, error) {
