@@ -98,14 +98,13 @@ type processFigures struct {
 
 // clusterRun is one side's run.
 type clusterRun struct {
-	Side            string
-	Pods, Nodes     int
-	Workloads       int
-	Fill, Rollout   time.Duration
-	Synced          time.Duration // the slowest process's
-	Processes       []processFigures
-	LoadAverage     float64
-	RolloutPodCount int
+	Side          string
+	Pods, Nodes   int
+	Workloads     int
+	Fill, Rollout time.Duration
+	Synced        time.Duration // the slowest process's
+	Processes     []processFigures
+	LoadAverage   float64
 }
 
 func (r clusterRun) sum(f func(processFigures) float64) float64 {
@@ -470,22 +469,24 @@ func syncedMarkers(spec managerSpec) []string {
 		}
 		return markers
 	case spec.ReadyPath == "":
-		return []string{"all resource monitors have synced"}
+		return []string{syncedMessage}
 	}
 	return nil
 }
 
 // loggedAt waits until the manager's log holds a line with each of markers and returns the
-// time of the latest of those lines.
+// time of the latest of those lines. It reads only what the log gained since its last look.
 func loggedAt(ctx context.Context, m *manager, timeout time.Duration, markers []string, ref time.Time) (time.Time, error) {
+	scanner := &logScanner{path: m.LogPath()}
+	seen := map[string]time.Time{}
 	var last time.Time
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		log, err := m.Log()
+		lines, err := scanner.next()
 		if err != nil {
 			return false, err
 		}
 		var ok bool
-		last, ok, err = markersLoggedAt(log, markers, ref)
+		last, ok, err = markersLoggedAt(lines, markers, seen, ref)
 		return ok, err
 	})
 	if err != nil {
@@ -494,18 +495,26 @@ func loggedAt(ctx context.Context, m *manager, timeout time.Duration, markers []
 	return last, nil
 }
 
-// markersLoggedAt returns the time of the latest of the first lines of log that hold each
-// of markers; ok is false while one is missing.
-func markersLoggedAt(log string, markers []string, ref time.Time) (last time.Time, ok bool, err error) {
-	for _, marker := range markers {
-		i := strings.Index(log, marker)
-		if i < 0 {
-			return time.Time{}, false, nil
+// markersLoggedAt records in seen, for each of markers not seen before, the time of the
+// first of lines that holds it, and returns the latest of those times once every marker has
+// been seen (ok is false until then).
+func markersLoggedAt(lines, markers []string, seen map[string]time.Time, ref time.Time) (last time.Time, ok bool, err error) {
+	for _, line := range lines {
+		for _, marker := range markers {
+			if _, done := seen[marker]; done || !strings.Contains(line, marker) {
+				continue
+			}
+			at, found := logLineTime(line, ref)
+			if !found {
+				return time.Time{}, false, fmt.Errorf("no time in the log line %q", line)
+			}
+			seen[marker] = at
 		}
-		lineStart := strings.LastIndexByte(log[:i], '\n') + 1
-		at, found := logLineTime(log[lineStart:], ref)
-		if !found {
-			return time.Time{}, false, fmt.Errorf("no time in the log line %q", log[lineStart:i+len(marker)])
+	}
+	for _, marker := range markers {
+		at, done := seen[marker]
+		if !done {
+			return time.Time{}, false, nil
 		}
 		if at.After(last) {
 			last = at

@@ -101,22 +101,28 @@ func TestClusterReportComparesTheSidesAgainstTheTargets(t *testing.T) {
 
 func TestMarkersLoggedAtTakesTheLatestMarkerLine(t *testing.T) {
 	ref := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
-	log := `I1127 08:44:09.032257   27949 garbagecollector.go:166] "Garbage collector: all resource monitors have synced"
+	lines := strings.Split(`I1127 08:44:09.032257   27949 garbagecollector.go:166] "Garbage collector: all resource monitors have synced"
 I1127 08:44:11.942192   27950 controller.go:242] "msg"="Starting workers" "controller"="cloneset-controller" "worker count"=3
-I1127 08:44:10.000000   27950 controller.go:242] "msg"="Starting workers" "controller"="daemonset-controller" "worker count"=3
-`
+I1127 08:44:10.000000   27950 controller.go:242] "msg"="Starting workers" "controller"="daemonset-controller" "worker count"=3`, "\n")
 	spec := managerSpec{Kruise: &framework.KruiseManagerOptions{WaitForControllers: []string{"cloneset-controller", "daemonset-controller"}}}
-	at, ok, err := markersLoggedAt(log, syncedMarkers(spec), ref)
+	at, ok, err := markersLoggedAt(lines, syncedMarkers(spec), map[string]time.Time{}, ref)
 	if err != nil || !ok || !at.Equal(time.Date(2026, 11, 27, 8, 44, 11, 942192000, time.UTC)) {
 		t.Errorf("kruise-manager synced at %v (ok %v, err %v), want 08:44:11.942192", at, ok, err)
 	}
-	at, ok, err = markersLoggedAt(log, syncedMarkers(managerSpec{Label: "kube-controller-manager"}), ref)
+	at, ok, err = markersLoggedAt(lines, syncedMarkers(managerSpec{Label: "kube-controller-manager"}), map[string]time.Time{}, ref)
 	if err != nil || !ok || !at.Equal(time.Date(2026, 11, 27, 8, 44, 9, 32257000, time.UTC)) {
 		t.Errorf("kube-controller-manager synced at %v (ok %v, err %v), want 08:44:09.032257", at, ok, err)
 	}
 	spec.Kruise.WaitForControllers = append(spec.Kruise.WaitForControllers, "nodeimage-controller")
-	if _, ok, err := markersLoggedAt(log, syncedMarkers(spec), ref); ok || err != nil {
+	seen := map[string]time.Time{}
+	if _, ok, err := markersLoggedAt(lines, syncedMarkers(spec), seen, ref); ok || err != nil {
 		t.Errorf("synced with a controller's workers not started (ok %v, err %v)", ok, err)
+	}
+	// The lines read on a later look complete what the earlier ones began.
+	later := []string{`I1127 08:44:12.500000   27950 controller.go:242] "msg"="Starting workers" "controller"="nodeimage-controller" "worker count"=3`}
+	at, ok, err = markersLoggedAt(later, syncedMarkers(spec), seen, ref)
+	if err != nil || !ok || !at.Equal(time.Date(2026, 11, 27, 8, 44, 12, 500000000, time.UTC)) {
+		t.Errorf("kruise-manager synced at %v (ok %v, err %v) once its last controller started, want 08:44:12.5", at, ok, err)
 	}
 	if markers := syncedMarkers(managerSpec{ReadyPath: "/readyz"}); markers != nil {
 		t.Errorf("bosun's start is timed by its logs %q, want by /healthz and /readyz", markers)

@@ -87,6 +87,7 @@ func (r *clusterResults) markdown(o *options) string {
 	var b strings.Builder
 	b.WriteString("## One manager for a large cluster\n\n")
 	first := append(slices.Clone(upstream), bosun...)[0]
+	plan := planMust(o)
 	fmt.Fprintf(&b, "%d pods on %d simulated nodes in %d workloads over %d namespaces: %d Advanced DaemonSets over every node, "+
 		"%d CloneSets (in-place updates), %d Deployments of sizes cycling %v, a PodUnavailableBudget (maxUnavailable %s) on every other "+
 		"CloneSet and Deployment, and one ImagePullJob over every node (its NodeImages' agents played by the bench). A node stub plays the "+
@@ -96,7 +97,7 @@ func (r *clusterResults) markdown(o *options) string {
 		"each has synced its caches (the slowest process), steady figures 30 s later, idle CPU over %v, then every workload's image "+
 		"changes at once and the rollout lasts until every workload reports all pods updated and available. Median of %d run(s). "+
 		"Targets: bosun at most the given ratio of upstream+kruise.\n\n",
-		first.Pods, first.Nodes, first.Workloads, clusterNamespaces, clusterDaemonSets, len(planMust(o).cloneSets), len(planMust(o).deployments),
+		first.Pods, first.Nodes, first.Workloads, clusterNamespaces, clusterDaemonSets, len(plan.cloneSets), len(plan.deployments),
 		deploymentSizes, budgetMaxUnavailable, o.limits.QPS, o.limits.Burst, upstreamClusterControllers, o.kruiseGatesLabel(partCluster),
 		o.cluster.idle, max(len(upstream), len(bosun)))
 

@@ -88,9 +88,10 @@ func Run(ctx context.Context, o *options.Options, reg *registry.Registry) error 
 	defer stopServing()
 
 	enabled := reg.Enabled(o.Controllers)
+	config := o.ControllerConfiguration()
 	// One typed informer factory per process, shared by the admission webhooks and the
 	// controllers: on the leader every pod (and node) is then cached once, not once for each.
-	typedInformers, err := newProcessInformers(rootBuilder, o.ControllerConfiguration().MinResyncPeriod)
+	typedInformers, err := newProcessInformers(rootBuilder, config.MinResyncPeriod)
 	if err != nil {
 		return err
 	}
@@ -112,7 +113,7 @@ func Run(ctx context.Context, o *options.Options, reg *registry.Registry) error 
 		rootClient:         rootClient,
 		typedInformers:     typedInformers,
 		kruiseClientLimits: o.KruiseClientLimits(),
-		config:             o.ControllerConfiguration(),
+		config:             config,
 		featureGate:        o.FeatureGate,
 		eventRecorder:      events.RecorderFor,
 		health:             health,
