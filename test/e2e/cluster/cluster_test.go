@@ -40,7 +40,7 @@ func TestWatchReportsAComponentThatExits(t *testing.T) {
 	if err := c.Err(); err != nil {
 		t.Fatalf("Err() with every component running = %v", err)
 	}
-	time.Sleep(100 * time.Millisecond) // let the log line land
+	waitForLogLines(t, kubelet, "serving", 1) // the error must be able to show it
 	kubelet.Kill()
 	select {
 	case <-c.Failed():
@@ -71,6 +71,8 @@ func TestRestartComponentIsNoFailureButItsNewProcessIsWatched(t *testing.T) {
 		return p
 	}
 	containerd, daemon := start("containerd"), start("bosun-daemon")
+	// Killed before its shell wrote the first line, the log would never hold two starts.
+	waitForLogLines(t, daemon, "serving as", 1)
 	readyCalls := 0
 	c := &Cluster{
 		failed: make(chan struct{}), stopping: make(chan struct{}),
@@ -189,5 +191,17 @@ func TestUnescapeMountPath(t *testing.T) {
 		if got := unescapeMountPath(in); got != want {
 			t.Errorf("unescapeMountPath(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// waitForLogLines waits until p's log holds want lines containing text.
+func waitForLogLines(t *testing.T, p *framework.Process, text string, want int) {
+	t.Helper()
+	err := framework.WaitFor(context.Background(), 10*time.Second, "the log of "+p.Config().Name, func(context.Context) (bool, error) {
+		log, err := p.Log()
+		return strings.Count(log, text) >= want, err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
