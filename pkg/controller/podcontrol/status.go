@@ -2,12 +2,16 @@ package podcontrol
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/bosun-dev/bosun/pkg/controller/podcache"
 )
 
 // StatusUpdater writes pod status through Client: the kruisepod.PodStatusUpdater a
@@ -25,8 +29,12 @@ func (s StatusUpdater) UpdatePodStatus(ctx context.Context, pod *corev1.Pod) (*c
 	return s.Client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
 }
 
-// UpdatePod writes pod and returns the pod the server stored.
+// UpdatePod writes pod and returns the pod the server stored. A trimmed cached copy is not
+// sent: it fails with podcache.ErrTrimmed, on which Rewrite writes the live pod instead.
 func (s StatusUpdater) UpdatePod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
+	if podcache.Trimmed(pod) {
+		return nil, fmt.Errorf("updating pod %s/%s: %w", pod.Namespace, pod.Name, podcache.ErrTrimmed)
+	}
 	return s.Client.CoreV1().Pods(pod.Namespace).Update(ctx, pod, metav1.UpdateOptions{})
 }
 
@@ -38,7 +46,9 @@ func (s StatusUpdater) GetPod(ctx context.Context, namespace, name string) (*cor
 // Rewrite changes pod through write, which is given a copy of the pod to change and write
 // (with UpdatePod or UpdatePodStatus), and returns the pod the server stored, or nil when
 // the pod it was given needs no write. When the server reports a conflict, the live pod is
-// read and write runs again on a copy of it, with client-go's default backoff. Rewrite
+// read and write runs again on a copy of it, with client-go's default backoff; when write
+// was given a trimmed cached copy to write whole (podcache.ErrTrimmed), it runs again at
+// once on the live pod. Rewrite
 // returns the pod as last stored, or as last read when the last write call wrote nothing.
 func (s StatusUpdater) Rewrite(ctx context.Context, pod *corev1.Pod, write func(pod *corev1.Pod) (*corev1.Pod, error)) (*corev1.Pod, error) {
 	return RewritePod(ctx, s.GetPod, pod, write)
@@ -54,6 +64,14 @@ func RewritePod(ctx context.Context, get LivePodGetter, pod *corev1.Pod, write f
 	current := pod
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		stored, err := write(current.DeepCopy())
+		if errors.Is(err, podcache.ErrTrimmed) {
+			live, getErr := get(ctx, current.Namespace, current.Name)
+			if getErr != nil {
+				return getErr
+			}
+			current = live
+			stored, err = write(current.DeepCopy())
+		}
 		if err == nil {
 			if stored != nil {
 				current = stored

@@ -3,6 +3,7 @@ package podcontrol
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/bosun-dev/bosun/pkg/controller/podcache"
 )
 
 func TestStatusUpdaterWritesStatusAndReadsLive(t *testing.T) {
@@ -117,5 +120,54 @@ func TestStatusUpdaterRewriteStopsOnOtherErrors(t *testing.T) {
 		})
 	if !apierrors.IsNotFound(err) || calls != 1 {
 		t.Errorf("Rewrite = %v after %d calls, want NotFound after one", err, calls)
+	}
+}
+
+// A trimmed cached pod is never sent whole: UpdatePod refuses it without a request, and
+// Rewrite writes the live pod instead, keeping what the cache had dropped.
+func TestStatusUpdaterWritesTheLivePodForATrimmedOne(t *testing.T) {
+	ctx := context.Background()
+	live := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", ResourceVersion: "1"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "app", Image: "app:1", TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+			ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}},
+		}}},
+	}
+	client := fake.NewClientset(live)
+	updater := StatusUpdater{Client: client}
+	obj, err := podcache.Trim(live.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached := obj.(*corev1.Pod)
+
+	if _, err := updater.UpdatePod(ctx, cached); !errors.Is(err, podcache.ErrTrimmed) {
+		t.Errorf("UpdatePod of a trimmed pod = %v, want ErrTrimmed", err)
+	}
+	if n := len(client.Actions()); n != 0 {
+		t.Errorf("UpdatePod of a trimmed pod sent %d requests", n)
+	}
+
+	written, err := updater.Rewrite(ctx, cached, func(pod *corev1.Pod) (*corev1.Pod, error) {
+		pod.Spec.Containers[0].Image = "app:2"
+		return updater.UpdatePod(ctx, pod)
+	})
+	if err != nil {
+		t.Fatalf("Rewrite: %v", err)
+	}
+	stored, _ := updater.GetPod(ctx, "ns", "p")
+	if c := stored.Spec.Containers[0]; c.Image != "app:2" || c.ReadinessProbe == nil || c.TerminationMessagePolicy != corev1.TerminationMessageReadFile {
+		t.Errorf("stored container = %+v, want the live one with the new image", c)
+	}
+	if written.Spec.Containers[0].Image != "app:2" {
+		t.Errorf("Rewrite returned %+v, want the stored pod", written)
+	}
+	var verbs []string
+	for _, action := range client.Actions() {
+		verbs = append(verbs, action.GetVerb())
+	}
+	if want := []string{"get", "update", "get"}; !slices.Equal(verbs, want) {
+		t.Errorf("requests = %v, want %v (the live read, the write, the test's read)", verbs, want)
 	}
 }

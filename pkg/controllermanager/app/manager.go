@@ -23,6 +23,7 @@ import (
 
 	"github.com/bosun-dev/bosun/pkg/clientbuilder"
 	toolkitinformers "github.com/bosun-dev/bosun/pkg/controller/informers"
+	"github.com/bosun-dev/bosun/pkg/controller/podcache"
 	"github.com/bosun-dev/bosun/pkg/controllermanager/config"
 	"github.com/bosun-dev/bosun/pkg/controllermanager/registry"
 	"github.com/bosun-dev/bosun/pkg/serving"
@@ -89,13 +90,14 @@ type builtController struct {
 // admission webhooks read their pods and nodes from it on every replica, and the leader's
 // controllers share it, so that the leader caches each pod once. It outlives a leadership
 // term, which is safe because a process leads at most once: it exits when it loses the
-// Lease, and a term otherwise ends only with the process.
+// Lease, and a term otherwise ends only with the process. Its pods are trimmed to what the
+// manager reads (podcache.Trim).
 func newProcessInformers(rootBuilder clientbuilder.Builder, minResync time.Duration) (informers.SharedInformerFactory, error) {
 	client, err := rootBuilder.Client(sharedInformersClientName)
 	if err != nil {
 		return nil, err
 	}
-	return toolkitinformers.NewSharedInformerFactory(client, minResync), nil
+	return toolkitinformers.NewSharedInformerFactory(client, minResync, informers.WithTransform(podcache.Trim)), nil
 }
 
 // sharedFactories are the informer factories of one leadership term; the typed one is the
