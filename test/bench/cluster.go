@@ -58,6 +58,8 @@ type clusterOptions struct {
 	stubWorkers int
 	sides       []string
 	sidesFlag   string
+	// rolloutProfile is how long each manager's CPU is profiled from the rollout's start.
+	rolloutProfile time.Duration
 }
 
 func (o *clusterOptions) register(fs *flag.FlagSet) {
@@ -66,6 +68,8 @@ func (o *clusterOptions) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.idle, "cluster-idle", 5*time.Minute, "cluster part: how long the settled cluster is watched for idle CPU")
 	fs.DurationVar(&o.timeout, "cluster-timeout", 60*time.Minute, "cluster part: how long filling the cluster, or rolling every workload, may take")
 	fs.IntVar(&o.stubWorkers, "cluster-stub-workers", 64, "cluster part: parallel writers of the node stub (the scheduler and kubelets it plays)")
+	fs.DurationVar(&o.rolloutProfile, "cluster-rollout-profile", 0, "cluster part: profile each manager's CPU for this long from the rollout's start, "+
+		"into cpu-rollout-<process>.pb.gz in the log directory (a profile costs the process a few percent; 0 for none)")
 	fs.StringVar(&o.sidesFlag, "cluster-sides", clusterSideUpstream+","+clusterSideBosun, "cluster part: comma-separated sides: "+
 		clusterSideBosun+" (bosun-controller-manager --controllers=* with its webhooks), "+clusterSideUpstream+" (kube-controller-manager --controllers="+
 		upstreamClusterControllers+" and kruise-manager v1.9.0 with every OpenKruise CRD, measured together)")
@@ -76,8 +80,8 @@ func (o *clusterOptions) validate() error {
 	if o.sides, err = parseNames("--cluster-sides", o.sidesFlag, clusterSideBosun, clusterSideUpstream); err != nil {
 		return err
 	}
-	if o.pods < 1 || o.nodes < 0 || o.stubWorkers < 1 || o.idle < 0 || o.timeout <= 0 {
-		return errors.New("--bench-pods and --cluster-stub-workers must be at least 1, --cluster-nodes and --cluster-idle at least 0, --cluster-timeout positive")
+	if o.pods < 1 || o.nodes < 0 || o.stubWorkers < 1 || o.idle < 0 || o.timeout <= 0 || o.rolloutProfile < 0 || o.rolloutProfile%time.Second != 0 {
+		return errors.New("--bench-pods and --cluster-stub-workers must be at least 1, --cluster-nodes and --cluster-idle at least 0, --cluster-timeout positive, --cluster-rollout-profile whole seconds, at least 0")
 	}
 	_, err = planCluster(o.pods, o.nodes)
 	return err
@@ -240,12 +244,14 @@ func (s *clusterSide) run(ctx context.Context, upstreamBinary string) (clusterRu
 		return run, err
 	}
 
+	profiled := s.profileRollout(ctx)
 	rolled, err := s.measure(ctx, &run.Rollout, func(ctx context.Context) error {
 		if err := s.rollAll(ctx, "v2"); err != nil {
 			return err
 		}
 		return s.waitSettled(ctx, "v2", "every workload to roll")
 	})
+	profiled()
 	if err != nil {
 		return run, err
 	}
@@ -317,6 +323,26 @@ func (s *clusterSide) steady(ctx context.Context, synced []time.Duration) ([]pro
 		}
 	}
 	return figures, nil
+}
+
+// profileRollout starts a CPU profile of every manager over --cluster-rollout-profile and
+// returns a function that waits for them. A profile that cannot be fetched is logged: it
+// explains figures, it is none.
+func (s *clusterSide) profileRollout(ctx context.Context) (wait func()) {
+	seconds := int(s.o.cluster.rolloutProfile / time.Second)
+	if seconds == 0 {
+		return func() {}
+	}
+	var wg sync.WaitGroup
+	for i, m := range s.managers {
+		path := filepath.Join(s.logDir, fmt.Sprintf("cpu-rollout-%s.pb.gz", s.specs[i].Label))
+		wg.Go(func() {
+			if err := m.profiler(s.cp.Config().BearerToken, seconds, s.logDir).fetch(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", seconds), path); err != nil {
+				klog.FromContext(ctx).Error(err, "No CPU profile of the rollout", "process", s.specs[i].Label)
+			}
+		})
+	}
+	return wg.Wait
 }
 
 // standIns play what the bench has no real process for: the scheduler and the kubelets of
