@@ -42,6 +42,9 @@ const (
 	clusterSideUpstream = "upstream+kruise"
 )
 
+// kubeControllerManagerLabel names kube-controller-manager among the other side's processes.
+const kubeControllerManagerLabel = "kube-controller-manager"
+
 // upstreamClusterControllers are kube-controller-manager's controllers that bosun's
 // --controllers=* replaces.
 const upstreamClusterControllers = "replicaset,deployment,garbagecollector"
@@ -304,7 +307,8 @@ func (s *clusterSide) measure(ctx context.Context, took *time.Duration, work fun
 }
 
 // steady reads each process's figures once it has settled after its restart: its resident
-// set, its Go heap in use, and a heap profile into the log directory.
+// set, a heap profile into the log directory, and its Go heap in use right after the
+// garbage collection that profile asked for.
 func (s *clusterSide) steady(ctx context.Context, synced []time.Duration) ([]processFigures, error) {
 	figures := make([]processFigures, len(s.managers))
 	for i, m := range s.managers {
@@ -314,12 +318,14 @@ func (s *clusterSide) steady(ctx context.Context, synced []time.Duration) ([]pro
 		if p.SteadyRSS, err = currentRSS(m.Pid()); err != nil {
 			return nil, err
 		}
+		// gc=1 collects before profiling, so that the heap in use read after it is what the
+		// process keeps, not how much garbage it happened to carry at that moment.
+		heap := filepath.Join(s.logDir, fmt.Sprintf("heap-%s.pb.gz", p.Label))
+		if err := m.profiler(s.cp.Config().BearerToken, 0, s.logDir).fetch(ctx, "/debug/pprof/heap?gc=1", heap); err != nil {
+			return nil, fmt.Errorf("collecting garbage in %s before reading its heap: %w", p.Label, err)
+		}
 		if p.HeapInUse, err = s.heapInUse(m); err != nil {
 			return nil, err
-		}
-		heap := filepath.Join(s.logDir, fmt.Sprintf("heap-%s.pb.gz", p.Label))
-		if err := m.profiler(s.cp.Config().BearerToken, 0, s.logDir).fetch(ctx, "/debug/pprof/heap", heap); err != nil {
-			klog.FromContext(ctx).Error(err, "No heap profile", "process", p.Label)
 		}
 	}
 	return figures, nil
@@ -403,7 +409,7 @@ func (s *standIns) stop() {
 func (s *clusterSide) managerSpecs(upstreamBinary string) ([]managerSpec, error) {
 	o := s.o
 	if s.side == clusterSideUpstream {
-		kcm := upstreamManager(upstreamBinary, s.cp, "kube-controller-manager", upstreamClusterControllers, o.limits, o.verbosity)
+		kcm := upstreamManager(upstreamBinary, s.cp, kubeControllerManagerLabel, upstreamClusterControllers, o.limits, o.verbosity)
 		kruise, err := kruiseManager(o, s.cp, partCluster, o.limits, framework.KruiseControllersOfBosunKinds...)
 		if err != nil {
 			return nil, err

@@ -81,17 +81,20 @@ func TestClusterReportComparesTheSidesAgainstTheTargets(t *testing.T) {
 	res := newClusterResults()
 	res.runs[clusterSideUpstream] = []clusterRun{{Side: clusterSideUpstream, Pods: 1000, Nodes: 40, Synced: 10 * time.Second,
 		Rollout: 100 * time.Second, Processes: []processFigures{
-			{Label: "kube-controller-manager", SteadyRSS: 100 << 20, RolloutCPU: 50},
-			{Label: "kruise-manager", SteadyRSS: 100 << 20, RolloutCPU: 50},
+			{Label: "kube-controller-manager", SteadyRSS: 100 << 20, RolloutCPU: 50, HeapInUse: 10 << 20},
+			{Label: "kruise-manager", SteadyRSS: 100 << 20, RolloutCPU: 50, HeapInUse: 30 << 20},
 		}}}
 	res.runs[clusterSideBosun] = []clusterRun{{Side: clusterSideBosun, Pods: 1000, Nodes: 40, Synced: 5 * time.Second,
-		Rollout: 120 * time.Second, Processes: []processFigures{{Label: "bosun-controller-manager", SteadyRSS: 80 << 20, RolloutCPU: 40}}}}
+		Rollout: 120 * time.Second, Processes: []processFigures{{Label: "bosun-controller-manager", SteadyRSS: 80 << 20, RolloutCPU: 40, HeapInUse: 6 << 20}}}}
 	report := res.markdown(o)
 	for _, want := range []string{
 		"| steady RSS (MiB) | 100 | 100 | 200 | 80 | 0.40× | ≤ 0.5× met |",
 		"| rolling update of everything: CPU-s | 50.00 | 50.00 | 100.00 | 40.00 | 0.40× | ≤ 0.6× met |",
 		"| rolling update of everything: wall | – | – | 100.0 s | 120.0 s | 1.20× | ≤ 1.0× **missed** |",
 		"| start-up to synced caches | 0.0 s | 0.0 s | 10.0 s | 5.0 s | 0.50× | ≤ 1.0× met |",
+		// The heap per pod is held against kube-controller-manager's alone: 6 KiB against 10.
+		"| heap per pod (KiB) | 10.2 | 30.7 | 41.0 | 6.1 | 0.15× |  |",
+		"| heap per pod against kube-controller-manager's (KiB) | – | – | 10.2 | 6.1 | 0.60× | ≤ 0.5× **missed** |",
 	} {
 		if !strings.Contains(report, want) {
 			t.Errorf("the report lacks %q:\n%s", want, report)

@@ -25,6 +25,8 @@ type clusterFigure struct {
 	format  func(float64) string
 	// target, when above 0, is the largest bosun/upstream+kruise ratio the part aims for.
 	target float64
+	// upstream, when set, is the other side's figure instead of side.
+	upstream func(clusterRun) float64
 }
 
 var clusterRows = []clusterFigure{
@@ -36,16 +38,30 @@ var clusterRows = []clusterFigure{
 			return r.sum(func(p processFigures) float64 { return float64(p.SteadyRSS) })
 		},
 		process: func(p processFigures, _ clusterRun) float64 { return float64(p.SteadyRSS) }},
-	{name: "Go heap in use, steady (MiB)", format: formatMiB,
+	{name: "Go heap in use after a GC, steady (MiB)", format: formatMiB,
 		side: func(r clusterRun) float64 {
 			return r.sum(func(p processFigures) float64 { return float64(p.HeapInUse) })
 		},
 		process: func(p processFigures, _ clusterRun) float64 { return float64(p.HeapInUse) }},
-	{name: "heap per pod (KiB)", format: func(v float64) string { return fmt.Sprintf("%.1f", v/1024) },
+	{name: "heap per pod (KiB)", format: formatKiB,
 		side: func(r clusterRun) float64 {
 			return r.sum(func(p processFigures) float64 { return float64(p.HeapInUse) }) / float64(r.Pods)
 		},
 		process: func(p processFigures, r clusterRun) float64 { return float64(p.HeapInUse) / float64(r.Pods) }},
+	// Every process of either side caches every pod: bosun's heap per pod is held against
+	// kube-controller-manager's alone.
+	{name: "heap per pod against kube-controller-manager's (KiB)", format: formatKiB, target: 0.5,
+		side: func(r clusterRun) float64 {
+			return r.sum(func(p processFigures) float64 { return float64(p.HeapInUse) }) / float64(r.Pods)
+		},
+		upstream: func(r clusterRun) float64 {
+			for _, p := range r.Processes {
+				if p.Label == kubeControllerManagerLabel {
+					return float64(p.HeapInUse) / float64(r.Pods)
+				}
+			}
+			return 0
+		}},
 	{name: "idle CPU-s", format: formatCPU,
 		side:    func(r clusterRun) float64 { return r.sum(func(p processFigures) float64 { return p.IdleCPU }) },
 		process: func(p processFigures, _ clusterRun) float64 { return p.IdleCPU }},
@@ -124,7 +140,11 @@ func (r *clusterResults) markdown(o *options) string {
 			}
 			fmt.Fprintf(&b, " %s |", cell)
 		}
-		u, uok := medianOf(upstream, f.side)
+		upstreamSide := f.side
+		if f.upstream != nil {
+			upstreamSide = f.upstream
+		}
+		u, uok := medianOf(upstream, upstreamSide)
 		bo, bok := medianOf(bosun, f.side)
 		fmt.Fprintf(&b, " %s | %s | %s | %s |\n", cellIf(uok, f.format(u)), cellIf(bok, f.format(bo)), ratioCell(uok && bok, bo, u), targetCell(f.target, uok && bok, bo, u))
 	}
@@ -138,6 +158,8 @@ func (r *clusterResults) markdown(o *options) string {
 	b.WriteString("\n")
 	return b.String()
 }
+
+func formatKiB(v float64) string { return fmt.Sprintf("%.1f", v/1024) }
 
 func planMust(o *options) clusterPlan {
 	p, _ := planCluster(o.cluster.pods, o.cluster.nodes)
