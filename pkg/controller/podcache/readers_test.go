@@ -76,10 +76,11 @@ func TestNoManagerCodeReadsATrimmedField(t *testing.T) {
 				if !ok || fn.Body == nil {
 					continue
 				}
-				name := strings.TrimPrefix(pkg.PkgPath, "github.com/bosun-dev/bosun/") + "." + fn.Name.Name
+				function := fn.Name.Name
 				if fn.Recv != nil {
-					name = strings.TrimPrefix(pkg.PkgPath, "github.com/bosun-dev/bosun/") + "." + typeName(pkg.TypesInfo.TypeOf(fn.Recv.List[0].Type))[len(pkg.PkgPath)+1:] + "." + fn.Name.Name
+					function = strings.TrimPrefix(typeName(pkg.TypesInfo.TypeOf(fn.Recv.List[0].Type)), pkg.PkgPath+".") + "." + function
 				}
+				name := strings.TrimPrefix(pkg.PkgPath, "github.com/bosun-dev/bosun/") + "." + function
 				ast.Inspect(fn.Body, func(n ast.Node) bool {
 					sel, ok := n.(*ast.SelectorExpr)
 					if !ok {
@@ -89,7 +90,7 @@ func TestNoManagerCodeReadsATrimmedField(t *testing.T) {
 					if selection == nil || selection.Kind() != types.FieldVal {
 						return true
 					}
-					f := trimmedField{typ: typeName(selection.Recv()), field: sel.Sel.Name}
+					f := trimmedField{typ: typeName(declaringStruct(selection)), field: sel.Sel.Name}
 					if trimmed[f] && !slices.Contains(readers[name], f.String()) {
 						readers[name] = append(readers[name], f.String())
 					}
@@ -108,6 +109,26 @@ func TestNoManagerCodeReadsATrimmedField(t *testing.T) {
 			t.Errorf("readersOfTrimmedFields lists %s, which reads no trimmed field: drop it", name)
 		}
 	}
+}
+
+// declaringStruct is the struct type that declares the field selection selects, which for
+// a promoted field (a Volume's ConfigMap, declared by its embedded VolumeSource) is not the
+// type selected from.
+func declaringStruct(selection *types.Selection) types.Type {
+	t := selection.Recv()
+	path := selection.Index()
+	for _, i := range path[:len(path)-1] {
+		t = structOf(t).Field(i).Type()
+	}
+	return t
+}
+
+// structOf is the struct behind t, through pointers and names.
+func structOf(t types.Type) *types.Struct {
+	if p, ok := t.Underlying().(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	return t.Underlying().(*types.Struct)
 }
 
 // typeName names the struct type behind t (through pointers), as reflect names it.
