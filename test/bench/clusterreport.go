@@ -44,16 +44,12 @@ var clusterRows = []clusterFigure{
 		},
 		process: func(p processFigures, _ clusterRun) float64 { return float64(p.HeapInUse) }},
 	{name: "heap per pod (KiB)", format: formatKiB,
-		side: func(r clusterRun) float64 {
-			return r.sum(func(p processFigures) float64 { return float64(p.HeapInUse) }) / float64(r.Pods)
-		},
+		side:    heapPerPod,
 		process: func(p processFigures, r clusterRun) float64 { return float64(p.HeapInUse) / float64(r.Pods) }},
 	// Every process of either side caches every pod: bosun's heap per pod is held against
 	// kube-controller-manager's alone.
 	{name: "heap per pod against kube-controller-manager's (KiB)", format: formatKiB, target: 0.5,
-		side: func(r clusterRun) float64 {
-			return r.sum(func(p processFigures) float64 { return float64(p.HeapInUse) }) / float64(r.Pods)
-		},
+		side: heapPerPod,
 		upstream: func(r clusterRun) float64 {
 			for _, p := range r.Processes {
 				if p.Label == kubeControllerManagerLabel {
@@ -112,7 +108,7 @@ func (r *clusterResults) markdown(o *options) string {
 		"OpenKruise CRD and %s, summed. The cluster is filled with the managers running, then they are restarted: start-up is until "+
 		"each has synced its caches (the slowest process), steady figures 30 s later, idle CPU over %v, then every workload's image "+
 		"changes at once and the rollout lasts until every workload reports all pods updated and available. Median of %d run(s). "+
-		"Targets: bosun at most the given ratio of upstream+kruise.\n\n",
+		"Targets: bosun at most the given ratio of upstream+kruise (the heap per pod: of kube-controller-manager's).\n\n",
 		first.Pods, first.Nodes, first.Workloads, clusterNamespaces, clusterDaemonSets, len(plan.cloneSets), len(plan.deployments),
 		deploymentSizes, budgetMaxUnavailable, o.limits.QPS, o.limits.Burst, upstreamClusterControllers, o.kruiseGatesLabel(partCluster),
 		o.cluster.idle, max(len(upstream), len(bosun)))
@@ -157,6 +153,11 @@ func (r *clusterResults) markdown(o *options) string {
 	}
 	b.WriteString("\n")
 	return b.String()
+}
+
+// heapPerPod is a side's Go heap in use, summed over its processes, per pod of the cluster.
+func heapPerPod(r clusterRun) float64 {
+	return r.sum(func(p processFigures) float64 { return float64(p.HeapInUse) }) / float64(r.Pods)
 }
 
 func formatKiB(v float64) string { return fmt.Sprintf("%.1f", v/1024) }
