@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
@@ -41,7 +42,7 @@ func servedPod(name string) *corev1.Pod {
 	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: "team-a", UID: "uid-" + "name", ResourceVersion: "42",
+			Name: name, Namespace: "team-a", UID: types.UID("uid-" + name), ResourceVersion: "42",
 			Labels:          map[string]string{"app": "web", "rev": "r1", "pod-template-hash": "5d8f7c"},
 			Annotations:     map[string]string{"apps.kruise.io/inplace-update-state": `{"revision":"r1"}`},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-5d8f7c", UID: "rs-uid", Controller: ptr.To(true)}},
