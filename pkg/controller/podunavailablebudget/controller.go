@@ -92,8 +92,11 @@ type Controller struct {
 	// resyncPeriod is the longest a budget goes without a sync; 0 means only events sync it.
 	resyncPeriod time.Duration
 
-	budgets      policylisters.PodUnavailableBudgetLister
-	pods         corelisters.PodLister
+	budgets policylisters.PodUnavailableBudgetLister
+	pods    corelisters.PodLister
+	// podIndexer is the pod informer's store, with podutil.PodControllerIndex and
+	// sharedOwnerIndex, so that a targetRef budget's pods are found by owner.
+	podIndexer   cache.Indexer
 	cachesSynced []cache.InformerSynced
 
 	// noPodsMu guards noPods, which holds, by key, the UID of each budget a NoPods event
@@ -140,6 +143,7 @@ func NewController(ctx context.Context,
 		resyncPeriod: settings.ResyncPeriod,
 		budgets:      budgets.Lister(),
 		pods:         pods.Lister(),
+		podIndexer:   pods.Informer().GetIndexer(),
 		cachesSynced: []cache.InformerSynced{
 			budgets.Informer().HasSynced, pods.Informer().HasSynced,
 			deployments.Informer().HasSynced, replicaSets.Informer().HasSynced, statefulSets.Informer().HasSynced,
@@ -149,6 +153,9 @@ func NewController(ctx context.Context,
 		chains: queue.New[chainLookup](queue.NamePodUnavailableBudgetChains),
 	}
 	c.syncHandler = c.syncBudget
+	if err := addPodIndexes(pods.Informer()); err != nil {
+		return nil, err
+	}
 
 	type registration struct {
 		informer cache.SharedIndexInformer

@@ -3,6 +3,7 @@ package podunavailablebudget
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +16,7 @@ import (
 	policyv1beta1 "github.com/bosun-dev/api/policy/v1beta1"
 
 	"github.com/bosun-dev/bosun/pkg/controller/podunavailablebudget/pubutil"
+	"github.com/bosun-dev/bosun/pkg/controller/podutil"
 	"github.com/bosun-dev/bosun/pkg/controller/workload"
 )
 
@@ -101,38 +103,73 @@ func (c *Controller) targetCoverage(ctx context.Context, pub *policyv1beta1.PodU
 // ReplicaSets, and with feature PodUnavailableBudgetOwnerChain any workload at any depth.
 // A pod whose chain passes through a workload being deleted before reaching target is not
 // covered: it goes with that workload (the ReplicaSets of an old revision, say).
+//
+// Every pod change of a covered workload queues the budget, so during a rollout this runs
+// for nearly every pod write; it visits the namespace's controllers, each decided once,
+// and reads the pods of the covered ones only, instead of every pod of the namespace.
 func (c *Controller) podsControlledBy(ctx context.Context, namespace string, target *workload.Workload) ([]*corev1.Pod, error) {
-	all, err := c.pods.Pods(namespace).List(labels.Everything())
-	if err != nil {
-		return nil, fmt.Errorf("listing the pods of namespace %s: %w", namespace, err)
-	}
-	// Pods share few controllers; each is looked up once.
-	viaController := map[types.UID]bool{}
 	var pods []*corev1.Pod
-	for _, pod := range all {
-		if !pubutil.IsActive(pod) {
-			continue
-		}
-		if ownedBy(pod, target.UID) {
-			pods = append(pods, pod)
-			continue
-		}
-		ref := metav1.GetControllerOfNoCopy(pod)
-		if ref == nil || !c.followsChain(ref) {
-			continue
-		}
-		covered, known := viaController[ref.UID]
-		if !known {
-			if covered, err = c.chainReaches(ctx, namespace, ref, target); err != nil {
-				return nil, err
+	// A pod controlled through the chain may also name target in another reference.
+	added := map[types.UID]bool{}
+	addActive := func(objs []any) {
+		for _, obj := range objs {
+			pod, ok := obj.(*corev1.Pod)
+			if !ok || added[pod.UID] || !pubutil.IsActive(pod) {
+				continue
 			}
-			viaController[ref.UID] = covered
+			added[pod.UID] = true
+			pods = append(pods, pod)
+		}
+	}
+
+	shared, err := c.podIndexer.ByIndex(sharedOwnerIndex, sharedOwnerKey(namespace, target.UID))
+	if err != nil {
+		return nil, fmt.Errorf("listing the pods of namespace %s that %s %s owns: %w", namespace, target.Kind, target.Name, err)
+	}
+	addActive(shared)
+
+	// The controller index holds one key per controller of a namespace ("<ns>/<kind>/…")
+	// and one for its orphans ("<ns>"), which the prefix leaves out.
+	prefix := namespace + "/"
+	for _, key := range c.podIndexer.ListIndexFuncValues(podutil.PodControllerIndex) {
+		if !strings.HasPrefix(key, prefix) {
+			continue
+		}
+		controlled, err := c.podIndexer.ByIndex(podutil.PodControllerIndex, key)
+		if err != nil {
+			return nil, fmt.Errorf("listing the pods of controller %s: %w", key, err)
+		}
+		covered, err := c.controllerCovered(ctx, namespace, controlled, target)
+		if err != nil {
+			return nil, err
 		}
 		if covered {
-			pods = append(pods, pod)
+			addActive(controlled)
 		}
 	}
 	return pods, nil
+}
+
+// controllerCovered reports whether target covers the pods of one controller, given those
+// pods (all of one controller reference, read from the first).
+func (c *Controller) controllerCovered(ctx context.Context, namespace string, controlled []any, target *workload.Workload) (bool, error) {
+	if len(controlled) == 0 {
+		return false, nil
+	}
+	pod, ok := controlled[0].(*corev1.Pod)
+	if !ok {
+		return false, nil
+	}
+	ref := metav1.GetControllerOfNoCopy(pod)
+	switch {
+	case ref == nil:
+		return false, nil
+	case ref.UID == target.UID:
+		return true, nil
+	case !c.followsChain(ref):
+		return false, nil
+	}
+	return c.chainReaches(ctx, namespace, ref, target)
 }
 
 // chainReaches reports whether target is in the controller chain starting at ref, with no
@@ -151,16 +188,6 @@ func (c *Controller) chainReaches(ctx context.Context, namespace string, ref *me
 		}
 	}
 	return false, nil
-}
-
-// ownedBy reports whether any owner reference of pod is to the object with uid.
-func ownedBy(pod *corev1.Pod, uid types.UID) bool {
-	for _, ref := range pod.OwnerReferences {
-		if ref.UID == uid {
-			return true
-		}
-	}
-	return false
 }
 
 // selectorCoverage resolves a selector budget: the active pods its selector matches, and

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -67,6 +68,20 @@ func TestTargetCoverage(t *testing.T) {
 	// A pod owned, but not controlled, by the Widget.
 	adopted := newPod("w-owned", nil, nil)
 	adopted.OwnerReferences = []metav1.OwnerReference{{APIVersion: widgetRef.APIVersion, Kind: widgetRef.Kind, Name: "w", UID: "uid-w"}}
+	// A pod of the Deployment's ReplicaSet that also names the Deployment as a plain
+	// owner: covered once.
+	alsoOwned := newPod("new-also-owned", nil, ref(current))
+	alsoOwned.OwnerReferences = append(alsoOwned.OwnerReferences,
+		metav1.OwnerReference{APIVersion: webRef.APIVersion, Kind: webRef.Kind, Name: web.Name, UID: web.UID})
+	// Pods of other namespaces with the same owner references, whose namespace name
+	// starts like the budget's: never covered.
+	var elsewhere []runtime.Object
+	for _, namespace := range []string{testNamespace + "2", testNamespace + "-b"} {
+		for _, pod := range []*corev1.Pod{newPod("new-0", nil, ref(current)), newPod("db-0", nil, &dbRef), adopted.DeepCopy()} {
+			pod.Namespace, pod.UID = namespace, pod.UID+types.UID(namespace)
+			elsewhere = append(elsewhere, pod)
+		}
+	}
 
 	objects := []runtime.Object{
 		web, current, old, retired, empty, zero, leaving, db,
@@ -75,7 +90,7 @@ func TestTargetCoverage(t *testing.T) {
 		newPod("direct", nil, &emptyRef), newPod("zero-0", nil, &zeroRef), newPod("leaving-0", nil, &leavingRef),
 		newPod("db-0", nil, &dbRef), newPod("db-1", nil, &dbRef),
 		newPod("sel-0", map[string]string{"app": "sel"}, nil), newPod("sel-1", map[string]string{"app": "sel"}, nil),
-		adopted,
+		adopted, alsoOwned,
 		targetBudget("web", deploymentGVK, "web", intstr.FromInt32(1)),
 		targetBudget("web-v1beta1", appsv1beta1Deployment, "web", intstr.FromInt32(1)),
 		targetBudget("rs", replicaSetGVK, "web-new", intstr.FromInt32(1)),
@@ -92,7 +107,7 @@ func TestTargetCoverage(t *testing.T) {
 	f := newFixture(t, fixtureOption{
 		live:   []*metav1.PartialObjectMetadata{liveWidget("w"), liveWidget("sw")},
 		scales: map[string]*autoscalingv1.Scale{"w": scaleOf(5, "app=sel"), "sw": scaleOf(2, "app=sel")},
-	}, objects...)
+	}, append(objects, elsewhere...)...)
 
 	for _, tc := range []struct {
 		budget   string
@@ -101,9 +116,9 @@ func TestTargetCoverage(t *testing.T) {
 	}{
 		// Pods of the Deployment's ReplicaSets that are not being deleted, scaled to zero
 		// or not; whatever apiVersion the budget names the Deployment with.
-		{"web", []string{"new-0", "new-1", "old-0"}, 3},
-		{"web-v1beta1", []string{"new-0", "new-1", "old-0"}, 3},
-		{"rs", []string{"new-0", "new-1"}, 3},
+		{"web", []string{"new-0", "new-1", "new-also-owned", "old-0"}, 3},
+		{"web-v1beta1", []string{"new-0", "new-1", "new-also-owned", "old-0"}, 3},
+		{"rs", []string{"new-0", "new-1", "new-also-owned"}, 3},
 		// A Deployment without ReplicaSets covers the pods it controls itself.
 		{"empty", []string{"direct"}, 2},
 		{"zero", nil, 0},
