@@ -101,6 +101,9 @@ type processFigures struct {
 	IdleCPU              float64
 	FillCPU, RolloutCPU  float64
 	RolloutPeakRSS       uint64
+	// CachedPod is what one cached pod holds by the steady heap profile, in bytes; 0 when
+	// the profile cannot tell (a process that decodes pods from JSON).
+	CachedPod float64
 }
 
 // clusterRun is one side's run.
@@ -112,6 +115,9 @@ type clusterRun struct {
 	Synced        time.Duration // the slowest process's
 	Processes     []processFigures
 	LoadAverage   float64
+	// LogDir holds the run's logs and profiles; Profiles is the top of each profile.
+	LogDir   string
+	Profiles string
 }
 
 func (r clusterRun) sum(f func(processFigures) float64) float64 {
@@ -182,7 +188,7 @@ func runClusterSide(ctx context.Context, o *options, side, upstreamBinary, logDi
 
 func (s *clusterSide) run(ctx context.Context, upstreamBinary string) (clusterRun, error) {
 	logger := klog.FromContext(ctx)
-	run := clusterRun{Side: s.side, Pods: s.plan.pods(), Nodes: s.plan.nodes, Workloads: len(s.workloads)}
+	run := clusterRun{Side: s.side, Pods: s.plan.pods(), Nodes: s.plan.nodes, Workloads: len(s.workloads), LogDir: s.logDir}
 	nodes, err := s.prepare(ctx)
 	if err != nil {
 		return run, err
@@ -270,6 +276,9 @@ func (s *clusterSide) run(ctx context.Context, upstreamBinary string) (clusterRu
 	if err := standIns.check(ctx); err != nil {
 		return run, err
 	}
+	if run.Profiles, err = profileTops(ctx, run); err != nil {
+		return run, err
+	}
 	logger.Info("Measured the cluster", "side", s.side, "synced", run.Synced.Round(time.Millisecond), "rollout", run.Rollout.Round(time.Second))
 	return run, nil
 }
@@ -320,12 +329,15 @@ func (s *clusterSide) steady(ctx context.Context, synced []time.Duration) ([]pro
 		}
 		// gc=1 collects before profiling, so that the heap in use read after it is what the
 		// process keeps, not how much garbage it happened to carry at that moment.
-		heap := filepath.Join(s.logDir, fmt.Sprintf("heap-%s.pb.gz", p.Label))
+		heap := heapProfilePath(s.logDir, p.Label)
 		if err := m.profiler(s.cp.Config().BearerToken, 0, s.logDir).fetch(ctx, "/debug/pprof/heap?gc=1", heap); err != nil {
 			return nil, fmt.Errorf("collecting garbage in %s before reading its heap: %w", p.Label, err)
 		}
 		if p.HeapInUse, err = s.heapInUse(m); err != nil {
 			return nil, err
+		}
+		if p.CachedPod, _, err = cachedPodBytes(ctx, heap, s.plan.pods()); err != nil {
+			return nil, fmt.Errorf("reading what a cached pod holds in %s: %w", p.Label, err)
 		}
 	}
 	return figures, nil
@@ -341,7 +353,7 @@ func (s *clusterSide) profileRollout(ctx context.Context) (wait func()) {
 	}
 	var wg sync.WaitGroup
 	for i, m := range s.managers {
-		path := filepath.Join(s.logDir, fmt.Sprintf("cpu-rollout-%s.pb.gz", s.specs[i].Label))
+		path := rolloutProfilePath(s.logDir, s.specs[i].Label)
 		wg.Go(func() {
 			if err := m.profiler(s.cp.Config().BearerToken, seconds, s.logDir).fetch(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", seconds), path); err != nil {
 				klog.FromContext(ctx).Error(err, "No CPU profile of the rollout", "process", s.specs[i].Label)

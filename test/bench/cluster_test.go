@@ -1,9 +1,15 @@
 package main
 
 import (
+	"os"
+	"runtime"
+	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/bosun-dev/bosun/test/integration/framework"
 )
@@ -81,11 +87,11 @@ func TestClusterReportComparesTheSidesAgainstTheTargets(t *testing.T) {
 	res := newClusterResults()
 	res.runs[clusterSideUpstream] = []clusterRun{{Side: clusterSideUpstream, Pods: 1000, Nodes: 40, Synced: 10 * time.Second,
 		Rollout: 100 * time.Second, Processes: []processFigures{
-			{Label: "kube-controller-manager", SteadyRSS: 100 << 20, RolloutCPU: 50, HeapInUse: 10 << 20},
+			{Label: "kube-controller-manager", SteadyRSS: 100 << 20, RolloutCPU: 50, HeapInUse: 10 << 20, CachedPod: 5 << 10},
 			{Label: "kruise-manager", SteadyRSS: 100 << 20, RolloutCPU: 50, HeapInUse: 30 << 20},
-		}}}
+		}, Profiles: "kube-controller-manager, live heap: …\n"}}
 	res.runs[clusterSideBosun] = []clusterRun{{Side: clusterSideBosun, Pods: 1000, Nodes: 40, Synced: 5 * time.Second,
-		Rollout: 120 * time.Second, Processes: []processFigures{{Label: "bosun-controller-manager", SteadyRSS: 80 << 20, RolloutCPU: 40, HeapInUse: 6 << 20}}}}
+		Rollout: 120 * time.Second, Processes: []processFigures{{Label: "bosun-controller-manager", SteadyRSS: 80 << 20, RolloutCPU: 40, HeapInUse: 6 << 20, CachedPod: 2 << 10}}}}
 	report := res.markdown(o)
 	for _, want := range []string{
 		"| steady RSS (MiB) | 100 | 100 | 200 | 80 | 0.40× | ≤ 0.5× met |",
@@ -95,10 +101,96 @@ func TestClusterReportComparesTheSidesAgainstTheTargets(t *testing.T) {
 		// The heap per pod is held against kube-controller-manager's alone: 6 KiB against 10.
 		"| heap per pod (KiB) | 10.2 | 30.7 | 41.0 | 6.1 | 0.15× |  |",
 		"| heap per pod against kube-controller-manager's (KiB) | – | – | 10.2 | 6.1 | 0.60× | ≤ 0.5× **missed** |",
+		// kruise-manager decodes pods from JSON: its profile has no figure, shown as such.
+		"| a cached pod in the steady heap profile, with its Pod struct, against kube-controller-manager's (KiB) | 5.0 | – | 5.0 | 2.0 | 0.40× | ≤ 0.5× met |",
+		"Where it goes, upstream+kruise (the last run's profiles):\n\nkube-controller-manager, live heap: …",
 	} {
 		if !strings.Contains(report, want) {
 			t.Errorf("the report lacks %q:\n%s", want, report)
 		}
+	}
+}
+
+// The cached-pod figure is read from a real heap profile through `go tool pprof`: pods
+// decoded from protobuf and kept, as an informer keeps them, must show up at about the
+// bytes they hold.
+func TestCachedPodBytesReadsWhatDecodedPodsHold(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go tool pprof")
+	}
+	defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
+	runtime.MemProfileRate = 1
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "default", Labels: map[string]string{"app": "web", "tier": "front"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.example/web:v1",
+			Env: []corev1.EnvVar{{Name: "MODE", Value: "production"}}}}},
+	}
+	data, err := pod.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const pods = 2000
+	kept := make([]*corev1.Pod, pods)
+	for i := range kept {
+		kept[i] = &corev1.Pod{}
+		if err := kept[i].Unmarshal(data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.GC()
+	dir := t.TempDir()
+	path := heapProfilePath(dir, "bosun-controller-manager")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := cachedPodBytes(t.Context(), path, pods)
+	runtime.KeepAlive(kept)
+	if err != nil || !ok {
+		t.Fatalf("cachedPodBytes: %v (ok %v)", err, ok)
+	}
+	// The fields of such a pod take a few hundred bytes (its strings, maps and slices);
+	// the struct comes on top.
+	fields := got - podStructBytes
+	t.Logf("a decoded pod holds %.0f bytes besides its %.0f-byte struct", fields, podStructBytes)
+	if fields < 100 || fields > 2000 {
+		t.Errorf("a decoded pod holds %.0f bytes besides its struct by the profile, want a few hundred", fields)
+	}
+	if _, ok, err := cachedPodBytes(t.Context(), path, 0); ok || err != nil {
+		t.Errorf("a figure for zero pods (ok %v, err %v)", ok, err)
+	}
+
+	// The report shows the top of the profile the run left, without its file header.
+	tops, err := profileTops(t.Context(), clusterRun{LogDir: dir, Processes: []processFigures{{Label: "bosun-controller-manager"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(tops, "bosun-controller-manager, live heap after a collection, steady (`go tool pprof -top -sample_index=inuse_space "+path+"`)") ||
+		!strings.Contains(tops, "Showing nodes accounting for") || !strings.Contains(tops, "flat%") || strings.Contains(tops, "Type: inuse_space") {
+		t.Errorf("profile tops:\n%s", tops)
+	}
+}
+
+func TestTopCumBytesReadsTheFirstNode(t *testing.T) {
+	out := `File: bosun-controller-manager
+Type: inuse_space
+Active filters:
+   focus=v1\.\(\*Pod\)\.Unmarshal
+Showing nodes accounting for 0, 0% of 131072000B total
+      flat  flat%   sum%        cum   cum%
+         0     0%     0%  69500000B 53.02%  runtime.goexit
+`
+	if v, ok := topCumBytes(out); !ok || v != 69500000 {
+		t.Errorf("topCumBytes = %v, %v; want 69500000", v, ok)
+	}
+	if _, ok := topCumBytes("Showing nodes accounting for 0, 0% of 0 total\n"); ok {
+		t.Error("a figure from output without nodes")
 	}
 }
 

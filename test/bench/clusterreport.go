@@ -27,6 +27,15 @@ type clusterFigure struct {
 	target float64
 	// upstream, when set, is the other side's figure instead of side.
 	upstream func(clusterRun) float64
+	// zeroUnknown says a figure of 0 is one the run could not read.
+	zeroUnknown bool
+}
+
+// median is f's median over runs; ok is false without runs, or when the figure is
+// unknown.
+func (f clusterFigure) median(runs []clusterRun, read func(clusterRun) float64) (float64, bool) {
+	v, ok := medianOf(runs, read)
+	return v, ok && !(f.zeroUnknown && v == 0)
 }
 
 var clusterRows = []clusterFigure{
@@ -58,6 +67,12 @@ var clusterRows = []clusterFigure{
 			}
 			return 0
 		}},
+	// The same target by the heap profile: what a cached pod holds, without the process's
+	// fixed heap. Only the processes that decode pods from protobuf have the figure.
+	{name: "a cached pod in the steady heap profile, with its Pod struct, against kube-controller-manager's (KiB)", format: formatKiB, target: 0.5, zeroUnknown: true,
+		side:     func(r clusterRun) float64 { return cachedPodOf(r, "") },
+		upstream: func(r clusterRun) float64 { return cachedPodOf(r, kubeControllerManagerLabel) },
+		process:  func(p processFigures, _ clusterRun) float64 { return p.CachedPod }},
 	{name: "idle CPU-s", format: formatCPU,
 		side:    func(r clusterRun) float64 { return r.sum(func(p processFigures) float64 { return p.IdleCPU }) },
 		process: func(p processFigures, _ clusterRun) float64 { return p.IdleCPU }},
@@ -130,7 +145,7 @@ func (r *clusterResults) markdown(o *options) string {
 		for i := range labels {
 			cell := "–"
 			if f.process != nil {
-				if v, ok := medianOf(upstream, func(r clusterRun) float64 { return f.process(r.Processes[i], r) }); ok {
+				if v, ok := f.median(upstream, func(r clusterRun) float64 { return f.process(r.Processes[i], r) }); ok {
 					cell = f.format(v)
 				}
 			}
@@ -140,8 +155,8 @@ func (r *clusterResults) markdown(o *options) string {
 		if f.upstream != nil {
 			upstreamSide = f.upstream
 		}
-		u, uok := medianOf(upstream, upstreamSide)
-		bo, bok := medianOf(bosun, f.side)
+		u, uok := f.median(upstream, upstreamSide)
+		bo, bok := f.median(bosun, f.side)
 		fmt.Fprintf(&b, " %s | %s | %s | %s |\n", cellIf(uok, f.format(u)), cellIf(bok, f.format(bo)), ratioCell(uok && bok, bo, u), targetCell(f.target, uok && bok, bo, u))
 	}
 	b.WriteString("\n")
@@ -152,7 +167,24 @@ func (r *clusterResults) markdown(o *options) string {
 		}
 	}
 	b.WriteString("\n")
+	for _, runs := range [][]clusterRun{upstream, bosun} {
+		if len(runs) > 0 && runs[len(runs)-1].Profiles != "" {
+			last := runs[len(runs)-1]
+			fmt.Fprintf(&b, "Where it goes, %s (the last run's profiles):\n\n%s", last.Side, last.Profiles)
+		}
+	}
 	return b.String()
+}
+
+// cachedPodOf is what a cached pod holds in the process labelled label of r, or in its
+// only process when label is empty; 0 when unknown.
+func cachedPodOf(r clusterRun, label string) float64 {
+	for _, p := range r.Processes {
+		if p.Label == label || (label == "" && len(r.Processes) == 1) {
+			return p.CachedPod
+		}
+	}
+	return 0
 }
 
 // heapPerPod is a side's Go heap in use, summed over its processes, per pod of the cluster.
