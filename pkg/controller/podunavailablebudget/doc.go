@@ -18,9 +18,11 @@
 //  1. a budget that is gone or being deleted is dropped from the write-through cache the
 //     controller shares with the pod webhook (budget.Cache), and nothing else happens;
 //  2. the covered pods and the expected pod count are resolved (pods.go): for a targetRef,
-//     the pods of the workload (through its ReplicaSets for a Deployment) and its replica
-//     count; for a selector, the active pods it matches and the sum of their owners'
-//     replica counts. spec.protectTotalReplicas (or its annotation) replaces the count;
+//     the pods of the workload (through its ReplicaSets for a Deployment, found through
+//     the pod informer's indexes by owner, podindex.go, so that a sync costs the
+//     namespace's controllers rather than its pods) and its replica count; for a
+//     selector, the active pods it matches and the sum of their owners' replica counts.
+//     spec.protectTotalReplicas (or its annotation) replaces the count;
 //  3. covered pods without a related-pub annotation get both spellings of it, by a
 //     strategic-merge patch; a budget covering no pod gets a NoPods event instead;
 //  4. desiredAvailable is computed from maxUnavailable or minAvailable and the count; a
