@@ -101,7 +101,7 @@ func TestClusterReportComparesTheSidesAgainstTheTargets(t *testing.T) {
 		// The heap per pod is held against kube-controller-manager's alone: 6 KiB against 10.
 		"| heap per pod (KiB) | 10.2 | 30.7 | 41.0 | 6.1 | 0.15× |  |",
 		"| heap per pod against kube-controller-manager's (KiB) | – | – | 10.2 | 6.1 | 0.60× | ≤ 0.5× **missed** |",
-		// kruise-manager decodes pods from JSON: its profile has no figure, shown as such.
+		// A process whose profile has no figure (kruise-manager's here) shows none.
 		"| a cached pod in the steady heap profile, with its Pod struct, against kube-controller-manager's (KiB) | 5.0 | – | 5.0 | 2.0 | 0.40× | ≤ 0.5× met |",
 		"Where it goes, upstream+kruise (the last run's profiles):\n\nkube-controller-manager, live heap: …",
 	} {

@@ -27,9 +27,9 @@ func rolloutProfilePath(logDir, label string) string {
 // charges decoding with what the fields point to, not with the struct they live in.
 const podStructBytes = float64(unsafe.Sizeof(corev1.Pod{}))
 
-// protobufPodDecode is where a process that reads pods as protobuf allocates what a cached
-// pod holds. A process that reads them as JSON (kruise-manager) allocates them elsewhere,
-// through reflection, and gets no figure.
+// protobufPodDecode is where a process that reads pods as protobuf (all three managers do)
+// allocates what a cached pod holds. One that read them as JSON would allocate them
+// elsewhere, through reflection, and get no figure.
 const protobufPodDecode = `v1\.\(\*Pod\)\.Unmarshal`
 
 // goToolPprof runs `go tool pprof` with args on a profile and returns its output.

@@ -68,7 +68,7 @@ var clusterRows = []clusterFigure{
 			return 0
 		}},
 	// The same target by the heap profile: what a cached pod holds, without the process's
-	// fixed heap. Only the processes that decode pods from protobuf have the figure.
+	// fixed heap.
 	{name: "a cached pod in the steady heap profile, with its Pod struct, against kube-controller-manager's (KiB)", format: formatKiB, target: 0.5, zeroUnknown: true,
 		side:     func(r clusterRun) float64 { return cachedPodOf(r, "") },
 		upstream: func(r clusterRun) float64 { return cachedPodOf(r, kubeControllerManagerLabel) },
