@@ -60,18 +60,13 @@ var clusterRows = []clusterFigure{
 	{name: "heap per pod against kube-controller-manager's (KiB)", format: formatKiB, target: 0.5,
 		side: heapPerPod,
 		upstream: func(r clusterRun) float64 {
-			for _, p := range r.Processes {
-				if p.Label == kubeControllerManagerLabel {
-					return float64(p.HeapInUse) / float64(r.Pods)
-				}
-			}
-			return 0
+			return float64(processLabelled(r, kubeControllerManagerLabel).HeapInUse) / float64(r.Pods)
 		}},
 	// The same target by the heap profile: what a cached pod holds, without the process's
 	// fixed heap.
 	{name: "a cached pod in the steady heap profile, with its Pod struct, against kube-controller-manager's (KiB)", format: formatKiB, target: 0.5, zeroUnknown: true,
-		side:     func(r clusterRun) float64 { return cachedPodOf(r, "") },
-		upstream: func(r clusterRun) float64 { return cachedPodOf(r, kubeControllerManagerLabel) },
+		side:     func(r clusterRun) float64 { return r.sum(func(p processFigures) float64 { return p.CachedPod }) },
+		upstream: func(r clusterRun) float64 { return processLabelled(r, kubeControllerManagerLabel).CachedPod },
 		process:  func(p processFigures, _ clusterRun) float64 { return p.CachedPod }},
 	{name: "idle CPU-s", format: formatCPU,
 		side:    func(r clusterRun) float64 { return r.sum(func(p processFigures) float64 { return p.IdleCPU }) },
@@ -176,15 +171,14 @@ func (r *clusterResults) markdown(o *options) string {
 	return b.String()
 }
 
-// cachedPodOf is what a cached pod holds in the process labelled label of r, or in its
-// only process when label is empty; 0 when unknown.
-func cachedPodOf(r clusterRun, label string) float64 {
+// processLabelled is the figures of r's process labelled label; all zero when r has none.
+func processLabelled(r clusterRun, label string) processFigures {
 	for _, p := range r.Processes {
-		if p.Label == label || (label == "" && len(r.Processes) == 1) {
-			return p.CachedPod
+		if p.Label == label {
+			return p
 		}
 	}
-	return 0
+	return processFigures{}
 }
 
 // heapPerPod is a side's Go heap in use, summed over its processes, per pod of the cluster.

@@ -242,23 +242,18 @@ func NewController(ctx context.Context,
 // addClaimControllerIndex indexes claims by their controller's UID. Adding it again is a
 // no-op.
 func addClaimControllerIndex(informer cache.SharedIndexInformer) error {
-	if _, exists := informer.GetIndexer().GetIndexers()[ClaimControllerIndex]; exists {
-		return nil
-	}
-	err := informer.AddIndexers(cache.Indexers{
-		ClaimControllerIndex: func(obj any) ([]string, error) {
-			claim, ok := obj.(*corev1.PersistentVolumeClaim)
-			if !ok {
-				return nil, nil
-			}
-			if ref := metav1.GetControllerOfNoCopy(claim); ref != nil {
-				return []string{string(ref.UID)}, nil
-			}
+	err := informers.AddIndex(informer, ClaimControllerIndex, func(obj any) ([]string, error) {
+		claim, ok := obj.(*corev1.PersistentVolumeClaim)
+		if !ok {
 			return nil, nil
-		},
+		}
+		if ref := metav1.GetControllerOfNoCopy(claim); ref != nil {
+			return []string{string(ref.UID)}, nil
+		}
+		return nil, nil
 	})
 	if err != nil {
-		return fmt.Errorf("adding claim index %q: %w", ClaimControllerIndex, err)
+		return fmt.Errorf("indexing claims: %w", err)
 	}
 	return nil
 }

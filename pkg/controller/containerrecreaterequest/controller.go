@@ -109,10 +109,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 }
 
 func addPodUIDIndex(informer cache.SharedIndexInformer) error {
-	if _, exists := informer.GetIndexer().GetIndexers()[podUIDIndex]; exists {
-		return nil
-	}
-	err := informer.AddIndexers(cache.Indexers{podUIDIndex: func(obj any) ([]string, error) {
+	err := informers.AddIndex(informer, podUIDIndex, func(obj any) ([]string, error) {
 		crr, ok := obj.(*appsv1beta1.ContainerRecreateRequest)
 		if !ok {
 			return nil, nil
@@ -121,9 +118,9 @@ func addPodUIDIndex(informer cache.SharedIndexInformer) error {
 			return []string{uid}, nil
 		}
 		return nil, nil
-	}})
+	})
 	if err != nil {
-		return fmt.Errorf("adding ContainerRecreateRequest index %q: %w", podUIDIndex, err)
+		return fmt.Errorf("indexing ContainerRecreateRequests: %w", err)
 	}
 	return nil
 }

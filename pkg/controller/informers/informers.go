@@ -1,6 +1,7 @@
 // Package informers holds the settings every informer factory in bosun's binaries shares:
 // a transform that drops metadata.managedFields before objects are cached, and the
-// randomised default resync period.
+// randomised default resync period; and what controllers do to the shared informers:
+// register handlers (AddHandlers) and add indexes (AddIndex).
 //
 // managedFields is often the largest part of an object's metadata and no controller reads
 // it, so dropping it before caching saves a large share of informer memory. The resync

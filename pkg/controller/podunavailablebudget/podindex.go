@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/bosun-dev/bosun/pkg/controller/informers"
 	"github.com/bosun-dev/bosun/pkg/controller/podutil"
 )
 
@@ -44,11 +45,8 @@ func addPodIndexes(informer cache.SharedIndexInformer) error {
 	if err := podutil.AddPodControllerIndex(informer); err != nil {
 		return err
 	}
-	if _, exists := informer.GetIndexer().GetIndexers()[sharedOwnerIndex]; exists {
-		return nil
-	}
-	if err := informer.AddIndexers(cache.Indexers{sharedOwnerIndex: indexBySharedOwners}); err != nil {
-		return fmt.Errorf("adding pod index %q: %w", sharedOwnerIndex, err)
+	if err := informers.AddIndex(informer, sharedOwnerIndex, indexBySharedOwners); err != nil {
+		return fmt.Errorf("indexing pods: %w", err)
 	}
 	return nil
 }

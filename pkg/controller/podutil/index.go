@@ -6,6 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/bosun-dev/bosun/pkg/controller/informers"
 )
 
 const (
@@ -27,20 +29,15 @@ func PodControllerIndexKey(namespace string, ref *metav1.OwnerReference) string 
 // AddPodControllerIndex adds PodControllerIndex to a pod informer. Adding it again is a
 // no-op, so every controller sharing the informer can call it.
 func AddPodControllerIndex(informer cache.SharedIndexInformer) error {
-	if _, exists := informer.GetIndexer().GetIndexers()[PodControllerIndex]; exists {
-		return nil
-	}
-	err := informer.AddIndexers(cache.Indexers{
-		PodControllerIndex: func(obj any) ([]string, error) {
-			pod, ok := obj.(*corev1.Pod)
-			if !ok {
-				return nil, nil
-			}
-			return []string{PodControllerIndexKey(pod.Namespace, metav1.GetControllerOfNoCopy(pod))}, nil
-		},
+	err := informers.AddIndex(informer, PodControllerIndex, func(obj any) ([]string, error) {
+		pod, ok := obj.(*corev1.Pod)
+		if !ok {
+			return nil, nil
+		}
+		return []string{PodControllerIndexKey(pod.Namespace, metav1.GetControllerOfNoCopy(pod))}, nil
 	})
 	if err != nil {
-		return fmt.Errorf("adding pod index %q: %w", PodControllerIndex, err)
+		return fmt.Errorf("indexing pods: %w", err)
 	}
 	return nil
 }

@@ -145,24 +145,19 @@ func NewController(ctx context.Context, rsInformer appsinformers.ReplicaSetInfor
 // addControllerUIDIndex indexes ReplicaSets by their controller's UID. Other controllers
 // sharing the informer may have added the same index already.
 func addControllerUIDIndex(informer cache.SharedIndexInformer) error {
-	if _, exists := informer.GetIndexer().GetIndexers()[ControllerUIDIndex]; exists {
-		return nil
-	}
-	err := informer.AddIndexers(cache.Indexers{
-		ControllerUIDIndex: func(obj any) ([]string, error) {
-			rs, ok := obj.(*appsv1.ReplicaSet)
-			if !ok {
-				return nil, nil
-			}
-			ref := metav1.GetControllerOfNoCopy(rs)
-			if ref == nil {
-				return nil, nil
-			}
-			return []string{string(ref.UID)}, nil
-		},
+	err := informers.AddIndex(informer, ControllerUIDIndex, func(obj any) ([]string, error) {
+		rs, ok := obj.(*appsv1.ReplicaSet)
+		if !ok {
+			return nil, nil
+		}
+		ref := metav1.GetControllerOfNoCopy(rs)
+		if ref == nil {
+			return nil, nil
+		}
+		return []string{string(ref.UID)}, nil
 	})
 	if err != nil {
-		return fmt.Errorf("adding ReplicaSet index %q: %w", ControllerUIDIndex, err)
+		return fmt.Errorf("indexing ReplicaSets: %w", err)
 	}
 	return nil
 }
