@@ -276,6 +276,14 @@ func (s *clusterSide) run(ctx context.Context, upstreamBinary string) (clusterRu
 	if err := standIns.check(ctx); err != nil {
 		return run, err
 	}
+	// The profiles are read once everything is measured: `go tool pprof` on a large heap
+	// takes seconds of CPU that must not fall into the idle window or the rollout.
+	for i := range run.Processes {
+		p := &run.Processes[i]
+		if p.CachedPod, _, err = cachedPodBytes(ctx, heapProfilePath(s.logDir, p.Label), run.Pods); err != nil {
+			return run, fmt.Errorf("reading what a cached pod holds in %s: %w", p.Label, err)
+		}
+	}
 	if run.Profiles, err = profileTops(ctx, run); err != nil {
 		return run, err
 	}
@@ -335,9 +343,6 @@ func (s *clusterSide) steady(ctx context.Context, synced []time.Duration) ([]pro
 		}
 		if p.HeapInUse, err = s.heapInUse(m); err != nil {
 			return nil, err
-		}
-		if p.CachedPod, _, err = cachedPodBytes(ctx, heap, s.plan.pods()); err != nil {
-			return nil, fmt.Errorf("reading what a cached pod holds in %s: %w", p.Label, err)
 		}
 	}
 	return figures, nil
