@@ -218,14 +218,17 @@ func (c *Controller) createPods(ctx context.Context, v *view, n, nOld int) (bool
 	}
 
 	var (
-		mu      sync.Mutex
-		next    int
-		created = sets.New[string]()
+		mu   sync.Mutex
+		next int
+		// tried are the pods whose create was sent; createPod settles their expectations
+		// when the create fails.
+		tried, created = sets.New[string](), sets.New[string]()
 	)
 	_, err := slowstart.Batch(len(pods), slowstart.SlowStartInitialBatchSize, func() error {
 		mu.Lock()
 		p := pods[next]
 		next++
+		tried.Insert(p.pod.Name)
 		mu.Unlock()
 		if err := c.createPod(ctx, v, p.cs, p.pod, existingClaims); err != nil {
 			return err
@@ -235,13 +238,26 @@ func (c *Controller) createPods(ctx context.Context, v *view, n, nOld int) (bool
 		mu.Unlock()
 		return nil
 	})
-	// No informer event will come for the pods that were not created.
+	// No informer event will come for the pods whose create was never sent.
 	for _, p := range pods {
-		if !created.Has(p.pod.Name) {
+		if !tried.Has(p.pod.Name) {
 			c.scaleExpectations.Observe(v.key, expectations.Create, podsResource, p.pod.Name)
 		}
 	}
 	return created.Len() > 0 || waiting, err
+}
+
+// createFailed settles the expectation of a create of resource/name that failed with err:
+// a refused create will never show, one that got no answer may have been carried out and
+// waits, marked, until the next sync reads it live (see checkUnansweredLive). Taking it as
+// failed would create the CloneSet's pod a second time under a new name when the informer,
+// reconnecting after a kube-apiserver crash, is slower than the next sync.
+func (c *Controller) createFailed(key, resource, name string, err error) {
+	if expectations.AnswerLost(err) {
+		c.scaleExpectations.Unanswered(key, expectations.Create, resource, name)
+		return
+	}
+	c.scaleExpectations.Observe(key, expectations.Create, resource, name)
 }
 
 // terminatingNameWait is how long past its deletion deadline a pod being deleted is waited
@@ -313,12 +329,15 @@ func (c *Controller) createPod(ctx context.Context, v *view, cs *appsv1beta1.Clo
 		}
 		c.scaleExpectations.Expect(v.key, expectations.Create, claimsResource, claim.Name)
 		if _, err := c.kubeClient.CoreV1().PersistentVolumeClaims(claim.Namespace).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
-			c.scaleExpectations.Observe(v.key, expectations.Create, claimsResource, claim.Name)
+			c.createFailed(v.key, claimsResource, claim.Name, err)
+			// The pod's create is not sent.
+			c.scaleExpectations.Observe(v.key, expectations.Create, podsResource, pod.Name)
 			c.recorder.Eventf(eventObject(v.cs), corev1.EventTypeWarning, FailedCreateReason, "failed to create pvc: %v, pvc: %v", err, dumpJSON(claim))
 			return fmt.Errorf("creating claim %s: %w", klog.KObj(claim), err)
 		}
 	}
 	if _, err := c.kubeClient.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		c.createFailed(v.key, podsResource, pod.Name, err)
 		c.recorder.Eventf(eventObject(v.cs), corev1.EventTypeWarning, FailedCreateReason, "failed to create pod: %v, pod: %v", err, dumpJSON(pod))
 		return fmt.Errorf("creating pod %s: %w", klog.KObj(pod), err)
 	}

@@ -642,3 +642,81 @@ func TestSurplusFlagKeepsSpecifiedDeletesWithinMaxUnavailable(t *testing.T) {
 		t.Errorf("deleted %v, want one ready pod at a time", deleted)
 	}
 }
+
+// A pod create that got no answer (kube-apiserver crashed after it committed and logged
+// the pod, or timed out) may have been carried out. The next sync reads the pod live: there,
+// it waits for the cache to show it rather than create a second pod under a new name; not
+// there, it creates again; when the API server does not answer that read either, it
+// creates nothing and looks again soon. A refused create is simply retried.
+func TestCreatesThatGotNoAnswerAreReadLive(t *testing.T) {
+	apiServerDown := errors.New(`Post "https://127.0.0.1:6443/api/v1/namespaces/ns/pods": unexpected EOF`)
+	for _, tc := range []struct {
+		name      string
+		createErr error
+		landed    bool
+		getErr    error // of the live read in the second sync
+		// wantCreated is how many creates the second sync sends; wantPending whether the
+		// first pod's expectation still waits after it.
+		wantCreated int
+		wantPending bool
+	}{
+		{name: "carried out, answer lost", createErr: apiServerDown, landed: true, wantPending: true},
+		{name: "carried out, timed out", createErr: apierrors.NewTimeoutError("the commit outlasted the request", 0), landed: true, wantPending: true},
+		{name: "not carried out, answer lost", createErr: apiServerDown, wantCreated: 1},
+		{name: "the live read fails too", createErr: apiServerDown, landed: true, getErr: apiServerDown, wantPending: true},
+		{name: "refused", createErr: apierrors.NewForbidden(corev1.Resource("pods"), "", errors.New("quota")), wantCreated: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := newCS(1)
+			revision := revisionOf(t, cs, 1)
+			f := newFixture(t, fixtureOption{}, cs, revision)
+			var creates atomic.Int32
+			f.kubeClient.PrependReactor("create", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
+				if creates.Add(1) > 1 {
+					return false, nil, nil
+				}
+				if tc.landed {
+					pod := action.(clienttesting.CreateAction).GetObject()
+					if err := f.kubeClient.Tracker().Add(pod); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return true, nil, tc.createErr
+			})
+			if tc.getErr != nil {
+				f.kubeClient.PrependReactor("get", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+					return true, nil, tc.getErr
+				})
+			}
+			if err := f.c.syncCloneSet(f.ctx, key(cs)); err == nil {
+				t.Fatal("the first sync succeeded although its create failed")
+			}
+			first := f.createdPods()
+			if len(first) != 1 {
+				t.Fatalf("the first sync created %d pods, want 1", len(first))
+			}
+
+			if err := f.c.syncCloneSet(f.ctx, key(cs)); err != nil {
+				t.Fatalf("second sync: %v", err)
+			}
+			if again := f.createdPods()[1:]; len(again) != tc.wantCreated {
+				t.Errorf("the second sync created %v, want %d pods", podNamesOf(again), tc.wantCreated)
+			}
+			pending := slices.Contains(f.c.scaleExpectations.Pending(key(cs)),
+				expectations.Expected{Action: expectations.Create, Resource: podsResource, Name: first[0].Name})
+			if pending != tc.wantPending {
+				t.Errorf("the first pod's expectation pending: %v, want %v (pending: %v)", pending, tc.wantPending, f.c.scaleExpectations.Pending(key(cs)))
+			}
+			unanswered := f.c.scaleExpectations.PendingUnanswered(key(cs))
+			if wantUnanswered := tc.getErr != nil; (len(unanswered) > 0) != wantUnanswered {
+				t.Errorf("still to be read live: %v, want some: %v", unanswered, wantUnanswered)
+			}
+			if tc.getErr != nil {
+				delayed := f.queue.Delayed()
+				if last := delayed[len(delayed)-1]; last.Delay != unansweredRecheck {
+					t.Errorf("requeued after %v, want %v", last.Delay, unansweredRecheck)
+				}
+			}
+		})
+	}
+}

@@ -30,6 +30,10 @@ import (
 // expectations.ExpectationsTimeout is looked at again after they were checked live.
 const leakedExpectationsRecheck = 10 * time.Second
 
+// unansweredRecheck is how soon a sync reads again the children whose creates got no answer
+// when the API server did not answer that read either.
+const unansweredRecheck = time.Second
+
 // view is what one sync knows about a CloneSet.
 type view struct {
 	key string
@@ -187,6 +191,16 @@ func (c *Controller) scaleExpectationsMet(ctx context.Context, key string, cs *a
 		return true, 0
 	}
 	logger := klog.FromContext(ctx)
+	if unanswered := c.scaleExpectations.PendingUnanswered(key); len(unanswered) > 0 {
+		unread := c.checkUnansweredLive(ctx, key, cs.Namespace, unanswered)
+		if met, waited = c.scaleExpectations.Satisfied(key); met {
+			return true, 0
+		}
+		if unread > 0 {
+			// The API server did not answer again; it is likely down.
+			return false, unansweredRecheck
+		}
+	}
 	if waited < expectations.ExpectationsTimeout {
 		logger.V(4).Info("Waiting for created and deleted pods and claims to show in the cache", "pending", c.scaleExpectations.Pending(key))
 		return false, expectations.ExpectationsTimeout - waited
@@ -204,6 +218,30 @@ func (c *Controller) scaleExpectationsMet(ctx context.Context, key string, cs *a
 		}
 	}
 	return false, leakedExpectationsRecheck
+}
+
+// checkUnansweredLive reads live the children of key whose creates got no answer: one that
+// is not there, or already cached, was settled (its expectation is dropped); one that is
+// there but not cached yet was carried out, and its expectation waits for the informer as
+// any other. One the API server does not answer for stays unanswered, to be read again;
+// it returns how many did.
+func (c *Controller) checkUnansweredLive(ctx context.Context, key, namespace string, unanswered []expectations.Expected) (unread int) {
+	logger := klog.FromContext(ctx)
+	for _, e := range unanswered {
+		settled, err := c.settledLive(ctx, namespace, e)
+		switch {
+		case err != nil:
+			unread++
+			logger.V(2).Info("Could not read live a child whose create got no answer", "expected", e, "err", err)
+		case settled:
+			logger.V(2).Info("A create that got no answer is settled", "expected", e)
+			c.scaleExpectations.Observe(key, e.Action, e.Resource, e.Name)
+		default:
+			logger.V(2).Info("A create that got no answer was carried out; waiting for the cache to show it", "expected", e)
+			c.scaleExpectations.Confirm(key, e)
+		}
+	}
+	return unread
 }
 
 // settledLive reports whether the API server shows e's write settled: a deleted object

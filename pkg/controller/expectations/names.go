@@ -2,11 +2,13 @@ package expectations
 
 import (
 	"cmp"
+	"errors"
 	"maps"
 	"slices"
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/clock"
 )
@@ -46,6 +48,9 @@ type NameStore struct {
 
 type nameRecord struct {
 	pending sets.Set[Expected]
+	// unanswered are the pending writes whose requests got no answer: they may have been
+	// carried out or not, which only the API server can tell.
+	unanswered sets.Set[Expected]
 	// since is when the record last went from nothing pending to something pending.
 	since time.Time
 }
@@ -65,7 +70,7 @@ func (s *NameStore) Expect(key string, action Action, resource, name string) {
 	defer s.mu.Unlock()
 	r := s.byKey[key]
 	if r == nil {
-		r = &nameRecord{pending: sets.New[Expected](), since: s.clock.Now()}
+		r = &nameRecord{pending: sets.New[Expected](), unanswered: sets.New[Expected](), since: s.clock.Now()}
 		s.byKey[key] = r
 	}
 	r.pending.Insert(Expected{Action: action, Resource: resource, Name: name})
@@ -80,10 +85,48 @@ func (s *NameStore) Observe(key string, action Action, resource, name string) {
 	if r == nil {
 		return
 	}
-	r.pending.Delete(Expected{Action: action, Resource: resource, Name: name})
+	e := Expected{Action: action, Resource: resource, Name: name}
+	r.pending.Delete(e)
+	r.unanswered.Delete(e)
 	if r.pending.Len() == 0 {
 		delete(s.byKey, key)
 	}
+}
+
+// Unanswered records that the write of an expectation got no answer (the connection
+// broke, or the server timed out): it stays pending, since the write may have been carried
+// out and the informer may yet show it, until the controller reads the child live and
+// either Observes it (not there) or Confirms it (there, to be waited for). Writes nobody
+// expects are ignored.
+func (s *NameStore) Unanswered(key string, action Action, resource, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := Expected{Action: action, Resource: resource, Name: name}
+	if r := s.byKey[key]; r != nil && r.pending.Has(e) {
+		r.unanswered.Insert(e)
+	}
+}
+
+// Confirm records that an unanswered write was carried out: its expectation waits for
+// the informer as any other.
+func (s *NameStore) Confirm(key string, e Expected) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.byKey[key]; r != nil {
+		r.unanswered.Delete(e)
+	}
+}
+
+// PendingUnanswered returns the pending expectations of key whose writes got no answer,
+// sorted as Pending sorts.
+func (s *NameStore) PendingUnanswered(key string) []Expected {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.byKey[key]
+	if r == nil {
+		return nil
+	}
+	return sortedExpected(r.unanswered)
 }
 
 // Satisfied reports whether nothing is pending for key and, when something is, how long the
@@ -106,7 +149,11 @@ func (s *NameStore) Pending(key string) []Expected {
 	if r == nil {
 		return nil
 	}
-	return slices.SortedFunc(maps.Keys(r.pending), func(a, b Expected) int {
+	return sortedExpected(r.pending)
+}
+
+func sortedExpected(set sets.Set[Expected]) []Expected {
+	return slices.SortedFunc(maps.Keys(set), func(a, b Expected) int {
 		return cmp.Or(cmp.Compare(a.Action, b.Action), cmp.Compare(a.Resource, b.Resource), cmp.Compare(a.Name, b.Name))
 	})
 }
@@ -116,4 +163,20 @@ func (s *NameStore) Forget(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.byKey, key)
+}
+
+// AnswerLost reports whether a write that failed with err may have been carried out all
+// the same: it got no answer from the API server (a broken connection: kube-apiserver
+// logs and commits a write before its answer leaves, and a crash in between loses only
+// the answer) or a server error, which a timeout after the commit is too. A refusal (a
+// status below 500) was not carried out.
+func AnswerLost(err error) bool {
+	if err == nil {
+		return false
+	}
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return true
+	}
+	return status.Status().Code >= 500
 }

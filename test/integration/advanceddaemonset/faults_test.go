@@ -584,12 +584,13 @@ type statusCounts struct {
 // began: the pods created and still there are exactly those it needs, the pods deleted are
 // exactly the old ones it replaces, once each, and, with the hook, each only after its
 // owner released it. One exception, which the test names: a create that a kube-apiserver
-// SIGKILL cut off without an answer may have landed, and the controller, as upstream's,
-// takes it as failed and creates another pod for the node (pods have generated names, so
-// the second create cannot be refused); it then deletes the surplus pod. Such surplus
-// pods must have been created at a kube-apiserver kill or within framework.RetryWindow
-// after it, and be gone at the end. all are the namespace's pods at the end, active those
-// of the DaemonSet.
+// SIGKILL cut off without an answer may have landed (even one the audit log shows
+// accepted: the server logs before it answers), and the controller, as upstream's, takes
+// it as failed and creates another pod for the node (pods have generated names, so the
+// second create cannot be refused); it then deletes the surplus pod. Such surplus pods
+// must have been created at a kube-apiserver kill or within framework.RetryWindow after
+// it, be no more than the creates left unanswered, and be gone at the end. all are the
+// namespace's pods at the end, active those of the DaemonSet.
 func (r *faultRun) checkWrites(t *testing.T, p faultPhase, began time.Time, all []corev1.Pod, active []*corev1.Pod) framework.PodWrites {
 	t.Helper()
 	previous := sets.New[string]()
@@ -615,6 +616,9 @@ func (r *faultRun) checkWrites(t *testing.T, p faultPhase, began time.Time, all 
 			}
 		}
 		t.Errorf("%d pods were created and are there, want exactly %d; the other active pods: %v", kept.Len(), p.creates, others)
+	}
+	if surplus.Len() > writes.UnansweredCreates {
+		t.Errorf("%d surplus pods, but only %d creates were left unanswered: %v", surplus.Len(), writes.UnansweredCreates, sets.List(surplus))
 	}
 	for _, name := range sets.List(surplus) {
 		if at, audited := writes.CreatedAt[name]; audited && !r.faults.AfterAPIServerKill(at, framework.RetryWindow) {

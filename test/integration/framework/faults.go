@@ -177,6 +177,15 @@ func (f *FaultInjector) DuringFault(received, completed time.Time) bool {
 	})
 }
 
+// AtAPIServerKill reports whether a request the API server completed at completed (by its
+// clock) may have been cut off before its answer left: kube-apiserver was SIGKILLed within
+// faultSlack of it.
+func (f *FaultInjector) AtAPIServerKill(completed time.Time) bool {
+	return slices.ContainsFunc(f.Faults(), func(fault Fault) bool {
+		return fault.Target == FaultAPIServer && !completed.Before(fault.At.Add(-faultSlack)) && !completed.After(fault.At.Add(faultSlack))
+	})
+}
+
 // AfterAPIServerKill reports whether at (by the API server's clock) falls between a
 // kube-apiserver SIGKILL and within after its restart.
 func (f *FaultInjector) AfterAPIServerKill(at time.Time, within time.Duration) bool {
@@ -216,12 +225,21 @@ type PodWrites struct {
 	// CutOff are the requests that failed during a fault, as "verb name: code".
 	CutOff []string
 	// Unanswered counts the creates and deletes whose outcome their client could not
-	// know: those that failed during a fault, the pods of Unaudited, and pods whose
-	// accepted create was followed by a kube-apiserver SIGKILL and that are gone with no
-	// audited delete. A controller that takes such a create as failed may create another
-	// pod in its place; one that takes such a delete as failed leaves the pod a while
-	// longer.
+	// know: those that failed during a fault, those of AcceptedAtKill, the pods of
+	// Unaudited not counted by a failed create, and pods whose accepted create was
+	// followed by a kube-apiserver SIGKILL and that are gone with no audited delete. A
+	// controller that takes such a create as failed may create another pod in its place;
+	// one that takes such a delete as failed leaves the pod a while longer.
 	Unanswered int
+	// UnansweredCreates is the share of Unanswered that are creates: each may have left
+	// one surplus pod.
+	UnansweredCreates int
+	// AcceptedAtKill are the pods whose create kube-apiserver carried out and audited
+	// right at its SIGKILL: the audit event is written before the answer leaves the
+	// server, and a SIGKILL between the two leaves the client with a broken connection
+	// for a create that landed. (A delete answered so is retried and answered 404, which
+	// counts it.)
+	AcceptedAtKill []string
 	// Unaudited are pods that exist with no audited create: created at a kube-apiserver
 	// SIGKILL, which may cut off the audit event of a write that landed, or by a create of a
 	// generated name that a fault cut off (one pod for each such create).
@@ -230,8 +248,8 @@ type PodWrites struct {
 
 // String is the log line of the writes.
 func (w PodWrites) String() string {
-	return fmt.Sprintf("%d pods created (%d creates accepted, %d not audited by name), %d deleted; %d requests cut off by faults: %v",
-		w.Created.Len(), w.Accepted, len(w.Unaudited), len(w.Deleted), len(w.CutOff), w.CutOff)
+	return fmt.Sprintf("%d pods created (%d creates accepted, %d of them at a kube-apiserver SIGKILL, %d not audited by name), %d deleted; %d requests cut off by faults: %v",
+		w.Created.Len(), w.Accepted, len(w.AcceptedAtKill), len(w.Unaudited), len(w.Deleted), len(w.CutOff), w.CutOff)
 }
 
 // CheckPodWrites reads from the audit log the creates and deletes of pods of the test's
@@ -274,6 +292,9 @@ func (f *FaultInjector) CheckPodWrites(t testing.TB, began time.Time, previous s
 			createdOK.Insert(name)
 			tried.Insert(name)
 			w.CreatedAt[name] = ev.RequestReceivedTimestamp.Time
+			if f.AtAPIServerKill(ev.StageTimestamp.Time) {
+				w.AcceptedAtKill = append(w.AcceptedAtKill, name)
+			}
 		case ok:
 			w.Deleted[name]++
 		case f.DuringFault(ev.RequestReceivedTimestamp.Time, ev.StageTimestamp.Time),
@@ -283,8 +304,10 @@ func (f *FaultInjector) CheckPodWrites(t testing.TB, began time.Time, previous s
 			w.Unanswered++
 			switch {
 			case ev.Verb == "create" && name == "":
+				w.UnansweredCreates++
 				unnamed++
 			case ev.Verb == "create":
+				w.UnansweredCreates++
 				tried.Insert(name)
 			}
 		default:
@@ -309,10 +332,14 @@ func (f *FaultInjector) CheckPodWrites(t testing.TB, began time.Time, previous s
 			w.Created.Insert(name)
 		}
 	}
+	// The unaudited creates at a SIGKILL; a cut-off create of a generated name is counted
+	// above, by its failed request.
+	unauditedAtKill := 0
 	for _, name := range sets.List(w.Created.Difference(tried)) {
 		// A create the API server carried out but did not log before its SIGKILL.
 		if pod := byName[name]; pod != nil && f.DuringAPIServerKill(pod.CreationTimestamp.Time) {
 			w.Unaudited = append(w.Unaudited, name)
+			unauditedAtKill++
 			continue
 		}
 		// Or the pod of a create of a generated name that was cut off: one pod each.
@@ -323,7 +350,8 @@ func (f *FaultInjector) CheckPodWrites(t testing.TB, began time.Time, previous s
 		}
 		t.Errorf("pod %s exists or was deleted, but no create of it in this phase is audited", name)
 	}
-	w.Unanswered += len(w.Unaudited)
+	w.Unanswered += unauditedAtKill + len(w.AcceptedAtKill)
+	w.UnansweredCreates += unauditedAtKill + len(w.AcceptedAtKill)
 	for _, name := range sets.List(createdOK.Difference(w.Created)) {
 		// Deleted by a request whose audit event a kube-apiserver SIGKILL cut off.
 		if f.AfterAPIServerKill(w.CreatedAt[name], time.Hour) {
