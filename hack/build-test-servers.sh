@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Builds the real etcd, kube-apiserver, kubectl, kube-controller-manager, kube-scheduler and
-# kubelet (the upstream side of the handover tests, of `make bench`, and the control plane and
-# node of `make local-up` and the end-to-end suite) from the Go module proxy into
+# Builds the real etcd, kube-apiserver, kubectl, kube-controller-manager, kube-scheduler,
+# kubelet and kube-proxy (the upstream side of the handover tests, of `make bench`, and the
+# control plane and node of `make local-up` and the end-to-end suite) from the Go module proxy into
 # _output/tools/bin. The binaries are reused until
 # hack/tools changes, so only the first run on a machine pays the few minutes of compiling.
 #
-# Usage: hack/build-test-servers.sh [binary ...]   (default: all six)
+# Usage: hack/build-test-servers.sh [binary ...]   (default: all seven)
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -15,7 +15,7 @@ mkdir -p "${OUT}"
 
 binaries=("$@")
 if [ ${#binaries[@]} -eq 0 ]; then
-  binaries=(etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kubelet)
+  binaries=(etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kubelet kube-proxy)
 fi
 
 # The stamp covers everything that decides what gets built, this script included.

@@ -34,6 +34,7 @@ requirements=(
   "docker-registry   docker-registry"
   "htpasswd          apache2-utils"
   "/bin/busybox      busybox-static"
+  "iptables-restore  iptables"
 )
 
 missing_packages=()

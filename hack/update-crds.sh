@@ -6,14 +6,8 @@ set -o errexit -o nounset -o pipefail
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 
-CRD_TOOLS="${BOSUN_ROOT}/hack/crd-tools"
-stamp=$(cat "${CRD_TOOLS}/go.mod" "${CRD_TOOLS}/go.sum" | sha256sum | cut -c1-16)
+bosun::util::build_tool hack/crd-tools sigs.k8s.io/controller-tools/cmd/controller-gen controller-gen
 CONTROLLER_GEN="${BOSUN_TOOLS_BIN}/controller-gen"
-if [ ! -x "${CONTROLLER_GEN}" ] || [ "$(cat "${CONTROLLER_GEN}.stamp" 2>/dev/null)" != "${stamp}" ]; then
-  mkdir -p "${BOSUN_TOOLS_BIN}"
-  (cd "${CRD_TOOLS}" && GOFLAGS=-mod=mod go build -o "${CONTROLLER_GEN}" sigs.k8s.io/controller-tools/cmd/controller-gen)
-  echo "${stamp}" >"${CONTROLLER_GEN}.stamp"
-fi
 
 # Both versions of every kind are served, v1beta1 stored (its types carry
 # +kubebuilder:storageversion). DaemonSet, ContainerRecreateRequest and

@@ -13,7 +13,7 @@ export BOSUN_CACHE_DIR BOSUN_TOOLS_BIN
 BOSUN_STAGING_MODULES=(api client-go)
 BOSUN_STAGING_DIR="${BOSUN_ROOT}/staging/src/github.com/bosun-dev"
 # Modules of their own that are not staged: build tools and examples.
-BOSUN_OTHER_MODULES=(hack/tools hack/crd-tools docs/examples/list-daemonsets)
+BOSUN_OTHER_MODULES=(hack/tools hack/crd-tools hack/helm-tools docs/examples/list-daemonsets)
 
 # bosun::util::verify_generated runs an update script against a scratch copy of the tree and
 # fails when the result differs from the committed files under the given paths.
@@ -40,4 +40,20 @@ bosun::util::verify_generated() {
   done
   rm -rf "${scratch}"
   return "${failed}"
+}
+
+# bosun::util::build_tool builds the package pkg of the tools module in dir (relative to the
+# root) into ${BOSUN_TOOLS_BIN}/<name>, unless the binary there was built from that module's
+# go.mod and go.sum already.
+bosun::util::build_tool() {
+  local dir=$1 pkg=$2 name=$3 stamp binary
+  stamp=$(cat "${BOSUN_ROOT}/${dir}/go.mod" "${BOSUN_ROOT}/${dir}/go.sum" | sha256sum | cut -c1-16)
+  binary="${BOSUN_TOOLS_BIN}/${name}"
+  if [ -x "${binary}" ] && [ "$(cat "${binary}.stamp" 2>/dev/null)" = "${stamp}" ]; then
+    return 0
+  fi
+  echo "building ${name} from ${dir} (once per machine and version)" >&2
+  mkdir -p "${BOSUN_TOOLS_BIN}"
+  (cd "${BOSUN_ROOT}/${dir}" && GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -o "${binary}" "${pkg}")
+  echo "${stamp}" >"${binary}.stamp"
 }

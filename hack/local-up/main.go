@@ -28,7 +28,16 @@ func main() {
 	flag.StringVar(&opts.UpstreamControllers, "upstream-controllers", cluster.DefaultUpstreamControllers,
 		"upstream kube-controller-manager's --controllers")
 	flag.StringVar(&opts.NodeName, "node-name", cluster.DefaultNodeName, "name of the node")
+	flag.BoolVar(&opts.InCluster, "in-cluster", false, "install bosun inside the cluster from its images and Helm chart (in bosun-system), as in a managed cluster, instead of running its binaries on the host; upstream kube-controller-manager then runs all its controllers and the node runs kube-proxy")
 	flag.Parse()
+	if opts.InCluster {
+		opts.UpstreamControllers = "" // all of them, unless -upstream-controllers says otherwise
+		flag.Visit(func(f *flag.Flag) {
+			if f.Name == "upstream-controllers" {
+				opts.UpstreamControllers = f.Value.String()
+			}
+		})
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -4,6 +4,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/bosun-dev/bosun/pkg/controller/podcache"
 	"github.com/bosun-dev/bosun/test/integration/framework"
 )
 
@@ -112,28 +114,32 @@ func TestClusterReportComparesTheSidesAgainstTheTargets(t *testing.T) {
 }
 
 // The cached-pod figure is read from a real heap profile through `go tool pprof`: pods
-// decoded from protobuf and kept, as an informer keeps them, must show up at about the
-// bytes they hold.
+// decoded from protobuf and trimmed, and kept, as bosun's informer keeps them, must show up
+// at about the bytes they hold, the maps its transform built included.
 func TestCachedPodBytesReadsWhatDecodedPodsHold(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go tool pprof")
 	}
 	defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
 	runtime.MemProfileRate = 1
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "default", Labels: map[string]string{"app": "web", "tier": "front"}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.example/web:v1",
-			Env: []corev1.EnvVar{{Name: "MODE", Value: "production"}}}}},
-	}
-	data, err := pod.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
 	const pods = 2000
 	kept := make([]*corev1.Pod, pods)
 	for i := range kept {
+		// Labels of its own, so that the transform builds each pod its own map.
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "default", Labels: map[string]string{"app": "web", "instance": strconv.Itoa(i)}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.example/web:v1",
+				Env: []corev1.EnvVar{{Name: "MODE", Value: "production"}}}}},
+		}
+		data, err := pod.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
 		kept[i] = &corev1.Pod{}
 		if err := kept[i].Unmarshal(data); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := podcache.Trim(kept[i]); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -161,6 +167,10 @@ func TestCachedPodBytesReadsWhatDecodedPodsHold(t *testing.T) {
 	t.Logf("a decoded pod holds %.0f bytes besides its %.0f-byte struct", fields, podStructBytes)
 	if fields < 100 || fields > 2000 {
 		t.Errorf("a decoded pod holds %.0f bytes besides its struct by the profile, want a few hundred", fields)
+	}
+	// The maps bosun's transform rebuilt are the pods' too.
+	if transform, err := focusedBytes(t.Context(), path, podCacheFrames[1]); err != nil || transform < 100*pods {
+		t.Errorf("the pod cache's transform holds %.0f bytes by the profile (%v), want each pod's label map", transform, err)
 	}
 	if _, ok, err := cachedPodBytes(t.Context(), path, 0); ok || err != nil {
 		t.Errorf("a figure for zero pods (ok %v, err %v)", ok, err)

@@ -27,10 +27,12 @@ func rolloutProfilePath(logDir, label string) string {
 // charges decoding with what the fields point to, not with the struct they live in.
 const podStructBytes = float64(unsafe.Sizeof(corev1.Pod{}))
 
-// protobufPodDecode is where a process that reads pods as protobuf (all three managers do)
-// allocates what a cached pod holds. One that read them as JSON would allocate them
-// elsewhere, through reflection, and get no figure.
-const protobufPodDecode = `v1\.\(\*Pod\)\.Unmarshal`
+// podCacheFrames are where a process allocates what its cached pods hold: protobuf pod
+// decoding (all three managers read pods as protobuf; one that read them as JSON would
+// allocate them elsewhere, through reflection, and get no figure) and, in bosun, the pod
+// cache's transform, which builds the label and annotation maps pods share and the table
+// that finds them. Neither runs under the other, so their bytes add up.
+var podCacheFrames = []string{`v1\.\(\*Pod\)\.Unmarshal`, `/pkg/controller/podcache\.`}
 
 // goToolPprof runs `go tool pprof` with args on a profile and returns its output.
 func goToolPprof(ctx context.Context, args ...string) (string, error) {
@@ -46,18 +48,32 @@ func goToolPprof(ctx context.Context, args ...string) (string, error) {
 }
 
 // cachedPodBytes reads from a heap profile what one cached pod holds: the live bytes
-// allocated under protobuf pod decoding, divided by pods, plus the Pod struct. ok is false
-// when the profile shows no such bytes.
+// allocated under podCacheFrames, divided by pods, plus the Pod struct. ok is false when
+// the profile shows no such bytes.
 func cachedPodBytes(ctx context.Context, heapProfile string, pods int) (float64, bool, error) {
-	out, err := goToolPprof(ctx, "-unit=B", "-sample_index=inuse_space", "-focus="+protobufPodDecode, "-top", "-cum", "-nodecount=1", heapProfile)
-	if err != nil {
-		return 0, false, err
+	total := 0.0
+	for _, frame := range podCacheFrames {
+		focused, err := focusedBytes(ctx, heapProfile, frame)
+		if err != nil {
+			return 0, false, err
+		}
+		total += focused
 	}
-	focused, ok := topCumBytes(out)
-	if !ok || focused == 0 || pods == 0 {
+	if total == 0 || pods == 0 {
 		return 0, false, nil
 	}
-	return focused/float64(pods) + podStructBytes, true, nil
+	return total/float64(pods) + podStructBytes, true, nil
+}
+
+// focusedBytes returns the live bytes a heap profile holds under the frames matching
+// focus, 0 when none does.
+func focusedBytes(ctx context.Context, heapProfile, focus string) (float64, error) {
+	out, err := goToolPprof(ctx, "-unit=B", "-sample_index=inuse_space", "-focus="+focus, "-top", "-cum", "-nodecount=1", heapProfile)
+	if err != nil {
+		return 0, err
+	}
+	focused, _ := topCumBytes(out)
+	return focused, nil
 }
 
 // topCumBytes reads the cumulative bytes of the first node of `go tool pprof -unit=B -top

@@ -24,6 +24,10 @@ const (
 	// clusterDirEnv points the suite at a cluster already running (`make local-up`'s
 	// directory, _output/local-up) instead of starting its own.
 	clusterDirEnv = "BOSUN_E2E_CLUSTER_DIR"
+	// inClusterEnv makes the suite start a cluster with bosun installed inside it from its
+	// images and Helm chart (cluster.Options.InCluster); `make test-e2e` runs the cases that
+	// tell such an install works on one.
+	inClusterEnv = "BOSUN_E2E_IN_CLUSTER"
 )
 
 // suite is the cluster every case runs on, nil when the suite is skipped; skipReason
@@ -62,7 +66,11 @@ func run(m *testing.M) int {
 		}
 		ctx := klog.NewContext(context.Background(), klog.Background())
 		began := time.Now()
-		c, err := cluster.Start(ctx, cluster.Options{Dir: filepath.Join(root, "_output", "e2e")})
+		opts := cluster.Options{Dir: filepath.Join(root, "_output", "e2e")}
+		if os.Getenv(inClusterEnv) == "1" {
+			opts = cluster.Options{Dir: filepath.Join(root, "_output", "e2e-in-cluster"), InCluster: true}
+		}
+		c, err := cluster.Start(ctx, opts)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "e2e: starting the local cluster:", err)
 			return 1

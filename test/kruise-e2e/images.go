@@ -9,8 +9,8 @@ import (
 	"os/exec"
 	"strings"
 
+	"github.com/bosun-dev/bosun/hack/images/ociimage"
 	"github.com/bosun-dev/bosun/test/e2e/cluster"
-	"github.com/bosun-dev/bosun/test/e2e/cluster/ociimage"
 )
 
 // imagePath is the repository prefix under which OpenKruise's suite looks for its images

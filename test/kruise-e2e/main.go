@@ -55,6 +55,9 @@ type options struct {
 	withoutFreshNodes bool
 	// manager is the manager under test: bosun, or kruise-manager for a reference run.
 	manager string
+	// inCluster installs bosun inside the cluster from its images and Helm chart
+	// (cluster.Options.InCluster) instead of running its binaries on the host.
+	inCluster bool
 }
 
 // The managers the suite runs against: bosun-controller-manager with bosun-daemon, the
@@ -87,6 +90,7 @@ func main() {
 	flag.Int64Var(&o.seed, "seed", defaultSeed, "Ginkgo's random seed, which orders the specs: fixed, so that every run orders them as the run the expectation file was recorded from (0: a new order each run)")
 	flag.BoolVar(&o.withoutFreshNodes, "without-fresh-nodes", false, "leave out the specs that need a node that has not pulled their image yet, each of which runs on a new cluster of its own (minutes each)")
 	flag.StringVar(&o.manager, "manager", managerBosun, "the manager the suite runs against: "+managerBosun+", or "+managerKruise+" (OpenKruise v1.9.0's kruise-manager and kruise-daemon, with the same feature gates) for a reference run, whose outcomes are printed and not judged against the expectations")
+	flag.BoolVar(&o.inCluster, "in-cluster", false, "install bosun inside the local cluster from its images and Helm chart, as a managed cluster runs it, instead of running its binaries on the host (with -manager="+managerBosun+")")
 	flag.Parse()
 	if _, err := regexp.Compile(o.skipFile); err != nil {
 		fmt.Fprintln(os.Stderr, "kruise-e2e: -skip-file:", err)
@@ -243,7 +247,7 @@ func parts(o options, expected map[specKey]expectation) []part {
 func runOnFreshCluster(ctx context.Context, o options, root string, run int, p part, suiteBinary, agnhost string) ([]outcome, error) {
 	began := time.Now()
 	c, err := cluster.Start(ctx, cluster.Options{Dir: filepath.Join(root, "_output", p.dir), ManagerFeatureGates: kruiseCIGates,
-		MirroredRegistries: mirroredRegistries, WithoutBosun: o.manager == managerKruise})
+		MirroredRegistries: mirroredRegistries, WithoutBosun: o.manager == managerKruise, InCluster: o.inCluster && o.manager == managerBosun})
 	if err != nil {
 		return nil, fmt.Errorf("starting the local cluster: %w", err)
 	}

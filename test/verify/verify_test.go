@@ -57,6 +57,23 @@ func TestVerifyScriptsFailOnStaleInputs(t *testing.T) {
 			appendTo(t, filepath.Join(tree, "go.mod"), "\nrequire github.com/google/btree v1.1.3\n")
 		},
 		fails: []failure{{"hack/verify-vendor.sh", "go.mod is stale"}},
+	}, {
+		name: "the in-cluster base edited without regenerating the chart",
+		change: func(t *testing.T, tree string) {
+			path := filepath.Join(tree, "config/default/manager.yaml")
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			edited := strings.Replace(string(data), "  replicas: 2\n", "  replicas: 3\n", 1)
+			if edited == string(data) {
+				t.Fatal("config/default/manager.yaml has no `replicas: 2` to edit")
+			}
+			if err := os.WriteFile(path, []byte(edited), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		},
+		fails: []failure{{"hack/verify-chart.sh", "config/helm/bosun is stale"}},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -11,6 +11,10 @@
 // containers' resources, probes, mounts, commands and security context, the pod's other
 // volumes, tolerations, inter-pod affinity, spread constraints and DNS settings.
 //
+// What is left is then shared among the cached pods where they hold equal values (see
+// intern.go): one copy of each string that repeats across pods, and of equal label and
+// annotation maps.
+//
 // A trimmed pod cannot be written back whole: an Update would ask the API server to drop
 // what was trimmed. Trimmed tells such a pod apart, and podcontrol's writers, the only
 // place where bosun updates whole pods, write the live pod instead. Reading a trimmed field
@@ -37,8 +41,9 @@ const trimmedMark corev1.TerminationMessagePolicy = "bosun.dev/trimmed"
 var ErrTrimmed = errors.New("the pod is a trimmed cached copy and cannot be written whole")
 
 // Trim is a cache.TransformFunc: it drops metadata.managedFields from every object and, from
-// pods, what the manager does not read (see the package comment). The informer hands it a
-// freshly decoded object it owns, so it changes the object in place.
+// pods, what the manager does not read (see the package comment), then swaps the pod's
+// repeated strings and maps for the copies other pods hold. The informer hands it a freshly
+// decoded object it owns, so it changes the object in place.
 func Trim(obj any) (any, error) {
 	obj, err := toolkitinformers.StripManagedFields(obj)
 	if pod, ok := obj.(*corev1.Pod); ok && err == nil {
@@ -85,6 +90,7 @@ func trimPod(pod *corev1.Pod) {
 	for i := range pod.Status.ContainerStatuses {
 		trimContainerStatus(&pod.Status.ContainerStatuses[i])
 	}
+	sharedStrings.sharePodStrings(pod)
 }
 
 // trimContainer keeps what in-place updates, container recreation and launch priority

@@ -68,7 +68,7 @@ func (w *MutatingWebhook) Add(mutations ...Mutation) []webhook.Registration {
 		// webhook missed, and a pod without the KruisePodReady gate is only left out of its
 		// owner's not-ready marks. So an outage must not stop pods from being created.
 		FailurePolicy:     ptr.To(admissionregistrationv1.Ignore),
-		NamespaceSelector: notKubeSystem(),
+		NamespaceSelector: outsideControlPlane(),
 		Handler:           w,
 	}}
 }

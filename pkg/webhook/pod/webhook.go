@@ -104,7 +104,7 @@ func Registrations(deps Dependencies) []webhook.Registration {
 			Type:              webhook.Validating,
 			Rules:             podRules("pods", ops...),
 			FailurePolicy:     ptr.To(admissionregistrationv1.Fail),
-			NamespaceSelector: notKubeSystem(),
+			NamespaceSelector: outsideControlPlane(),
 			Handler:           webhook.HandlerFunc(h.validate),
 		})
 	}
@@ -115,7 +115,7 @@ func Registrations(deps Dependencies) []webhook.Registration {
 			Type:              webhook.Validating,
 			Rules:             podRules("pods/eviction", admissionregistrationv1.Create),
 			FailurePolicy:     ptr.To(admissionregistrationv1.Fail),
-			NamespaceSelector: notKubeSystem(),
+			NamespaceSelector: outsideControlPlane(),
 			Handler:           webhook.HandlerFunc(h.validate),
 		})
 	}
@@ -133,12 +133,17 @@ func podRules(resource string, ops ...admissionregistrationv1.OperationType) []a
 	}}
 }
 
-// notKubeSystem keeps kube-system's pods out of the webhooks: the control plane's own pods
-// must stay deletable and creatable while bosun itself is down or being rescheduled.
-func notKubeSystem() *metav1.LabelSelector {
-	return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-		Key:      corev1.LabelMetadataName,
-		Operator: metav1.LabelSelectorOpNotIn,
-		Values:   []string{metav1.NamespaceSystem},
-	}}}
+// ControlPlaneNamespaceLabel marks the namespaces whose pods the pod webhooks leave alone, as
+// OpenKruise marks kruise-system: the in-cluster install labels bosun-system with it.
+const ControlPlaneNamespaceLabel = "control-plane"
+
+// outsideControlPlane keeps the pods of kube-system and of namespaces labelled
+// ControlPlaneNamespaceLabel out of the webhooks: the control plane's pods, and bosun's own
+// when it runs inside the cluster, must stay creatable and deletable while no replica of bosun
+// answers (the webhooks that judge deletions fail closed).
+func outsideControlPlane() *metav1.LabelSelector {
+	return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+		{Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpNotIn, Values: []string{metav1.NamespaceSystem}},
+		{Key: ControlPlaneNamespaceLabel, Operator: metav1.LabelSelectorOpDoesNotExist},
+	}}
 }

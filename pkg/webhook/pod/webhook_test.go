@@ -65,9 +65,10 @@ func TestRegistrations(t *testing.T) {
 					t.Errorf("registration %s failure policy %v, want %s", reg.Name, *reg.FailurePolicy, wantPolicy)
 				}
 				sel := reg.NamespaceSelector
-				if sel == nil || len(sel.MatchExpressions) != 1 || sel.MatchExpressions[0].Key != "kubernetes.io/metadata.name" ||
-					sel.MatchExpressions[0].Operator != "NotIn" || !slices.Equal(sel.MatchExpressions[0].Values, []string{"kube-system"}) {
-					t.Errorf("registration %s namespace selector %v, want kube-system excluded", reg.Name, sel)
+				if sel == nil || len(sel.MatchExpressions) != 2 || sel.MatchExpressions[0].Key != "kubernetes.io/metadata.name" ||
+					sel.MatchExpressions[0].Operator != "NotIn" || !slices.Equal(sel.MatchExpressions[0].Values, []string{"kube-system"}) ||
+					sel.MatchExpressions[1].Key != "control-plane" || sel.MatchExpressions[1].Operator != "DoesNotExist" {
+					t.Errorf("registration %s namespace selector %v, want kube-system and namespaces labelled control-plane excluded", reg.Name, sel)
 				}
 			}
 			wantPaths := map[string]string{MutatingName: "/mutate-pod", ValidatingName: "/validate-pod", ValidatingEvictionName: "/validate-pod-eviction"}

@@ -56,6 +56,10 @@ func cleanUp(ctx context.Context, dir string) error {
 	errs = append(errs, removeNetworkResults())
 	errs = append(errs, removeStaleShimSockets())
 	errs = append(errs, removeSystemLeftovers())
+	// Its directory says kube-proxy ran for this cluster (the in-cluster install does).
+	if _, err := os.Stat(filepath.Join(dir, "kube-proxy")); err == nil {
+		errs = append(errs, cleanUpKubeProxy(ctx))
+	}
 	return errors.Join(errs...)
 }
 

@@ -62,6 +62,14 @@ type Options struct {
 	// installs another controller of the same kinds first and then hands the cluster over
 	// with StartBosun.
 	WithoutBosun bool
+	// InCluster installs bosun inside the cluster instead of running its binaries on the
+	// host: its images are built and pushed to the open registry and the Helm chart is
+	// applied (see installBosun), in InClusterNamespace. Upstream kube-controller-manager then
+	// runs all its controllers, as in a managed cluster, and the node runs kube-proxy, so that
+	// pods reach the API server through the "kubernetes" Service and the API server reaches
+	// the webhooks through theirs. The API server listens on every address and advertises
+	// the pod network's gateway, the node's address as the pods see it.
+	InCluster bool
 	// MirroredRegistries are public registries (as containerd names them, e.g. docker.io)
 	// whose pulls the node sends to the slow open registry instead: a test that names an
 	// image of such a registry finds it there, pushed under the same repository path, and
@@ -134,6 +142,9 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	timeout := opts.StartTimeout
 	if timeout == 0 {
 		timeout = DefaultStartTimeout
+		if opts.InCluster {
+			timeout = inClusterStartTimeout
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -185,7 +196,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err := step("containerd", func() error { return c.startContainerd(ctx) }); err != nil {
 		return nil, err
 	}
-	if err := step("etcd and kube-apiserver", func() error { return c.startControlPlane(ctx, !opts.WithoutBosun) }); err != nil {
+	if err := step("etcd and kube-apiserver", func() error { return c.startControlPlane(ctx, c.runsBosunProcesses()) }); err != nil {
 		return nil, err
 	}
 	if err := step("the controllers and the scheduler", func() error { return c.startControllers(ctx, opts) }); err != nil {
@@ -197,7 +208,12 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err := step("the kubelet", func() error { return c.startKubelet(ctx) }); err != nil {
 		return nil, err
 	}
-	if !opts.WithoutBosun {
+	if opts.InCluster {
+		if err := step("kube-proxy", func() error { return c.startKubeProxy(ctx) }); err != nil {
+			return nil, err
+		}
+	}
+	if c.runsBosunProcesses() {
 		if err := step("bosun-daemon", func() error { return c.startDaemon(ctx, opts.DaemonBinary) }); err != nil {
 			return nil, err
 		}
@@ -205,6 +221,11 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	c.watch()
 	if err := step("a Ready node", func() error { return c.waitUntilUsable(ctx) }); err != nil {
 		return nil, err
+	}
+	if opts.InCluster {
+		if err := step("bosun, installed from its images and Helm chart", func() error { return c.installBosun(ctx) }); err != nil {
+			return nil, err
+		}
 	}
 	if err := c.writeState(); err != nil {
 		return nil, err
@@ -222,10 +243,16 @@ func withDefaults(opts Options) (Options, error) {
 	}
 	if opts.UpstreamControllers == "" {
 		opts.UpstreamControllers = DefaultUpstreamControllers
+		if opts.InCluster {
+			opts.UpstreamControllers = "*"
+		}
 	}
 	root, err := framework.RepoRoot()
 	if err != nil {
 		return opts, err
+	}
+	if opts.InCluster {
+		return opts, nil // bosun's binaries are built into its images
 	}
 	for _, b := range []struct {
 		path *string
@@ -241,23 +268,35 @@ func withDefaults(opts Options) (Options, error) {
 	return opts, nil
 }
 
+// runsBosunProcesses reports whether bosun's binaries run on the host as processes of the
+// cluster: not when the cluster starts without bosun or installs it inside.
+func (c *Cluster) runsBosunProcesses() bool { return !c.opts.WithoutBosun && !c.opts.InCluster }
+
 // startControlPlane starts etcd and kube-apiserver with the users the components run as and
-// applies bosun's RBAC, and bosun's CRDs when crds is set.
+// applies bosun's RBAC (the in-cluster install brings its own), and bosun's CRDs when crds
+// is set.
 func (c *Cluster) startControlPlane(ctx context.Context, crds bool) error {
+	apiServerArgs := []string{
+		// Pods get their ServiceAccount and its token, as in any cluster: upstream's
+		// serviceaccount and token controllers run here.
+		"--disable-admission-plugins=",
+		// The node's host name need not resolve; its address does.
+		"--kubelet-preferred-address-types=InternalIP",
+	}
+	if c.opts.InCluster {
+		// The "kubernetes" Service's endpoint is the pods' gateway, an address of this host
+		// once the bridge exists; kube-proxy sends the Service's traffic there.
+		apiServerArgs = append(apiServerArgs, "--bind-address=0.0.0.0", "--advertise-address="+podGateway)
+	}
 	cp, err := framework.StartControlPlane(ctx, framework.Options{
 		Dir:       filepath.Join(c.dir, "control-plane"),
 		BosunCRDs: crds,
 		Users: []framework.User{
 			{Name: controllerManagerUser},
 			{Name: "system:node:" + c.nodeName, Groups: []string{nodeGroup}},
+			{Name: kubeProxyUser},
 		},
-		APIServerArgs: []string{
-			// Pods get their ServiceAccount and its token, as in any cluster: upstream's
-			// serviceaccount and token controllers run here.
-			"--disable-admission-plugins=",
-			// The node's host name need not resolve; its address does.
-			"--kubelet-preferred-address-types=InternalIP",
-		},
+		APIServerArgs: apiServerArgs,
 	})
 	if err != nil {
 		var missing *framework.MissingBinariesError
@@ -267,6 +306,9 @@ func (c *Cluster) startControlPlane(ctx context.Context, crds bool) error {
 		return err
 	}
 	c.controlPlane = cp
+	if c.opts.InCluster {
+		return nil
+	}
 	return c.kubectl(ctx, "apply", "-f", filepath.Join(repoRoot(), "config", "rbac"))
 }
 
@@ -295,7 +337,7 @@ func (c *Cluster) startControllers(ctx context.Context, opts Options) error {
 	if err := c.startScheduler(ctx); err != nil {
 		return err
 	}
-	if opts.WithoutBosun {
+	if !c.runsBosunProcesses() {
 		return nil
 	}
 	return c.startBosunControllerManager(ctx, opts)

@@ -19,7 +19,10 @@ const (
 	bridgeName  = "bosun0"
 	networkName = "bosun-local"
 	podSubnet   = "10.88.0.0/16"
-	cniBinDir   = "/usr/lib/cni"
+	// podGateway is the bridge's address, the pods' default gateway (host-local gives the
+	// subnet's first address to the gateway).
+	podGateway = "10.88.0.1"
+	cniBinDir  = "/usr/lib/cni"
 )
 
 // containerd is the node's container runtime, with its root, state, socket, registry hosts
@@ -139,10 +142,12 @@ func (c *Cluster) startContainerd(ctx context.Context) error {
 	return c.containerdReady(ctx, process)
 }
 
-// containerdSocket is where containerd listens. Unix socket paths are limited to 108 bytes,
-// so a deep cluster directory makes containerd fail with a clear error of its own.
+// containerdSocket is where containerd listens: <dir>/run stands for a node's /run, holding
+// sockets only, so that bosun-daemon's pod can mount it as it mounts /run on a real node.
+// Unix socket paths are limited to 108 bytes, so a deep cluster directory makes containerd
+// fail with a clear error of its own.
 func containerdSocket(dir string) string {
-	return filepath.Join(dir, "containerd", "containerd.sock")
+	return filepath.Join(dir, "run", "containerd", "containerd.sock")
 }
 
 // withRuntime calls f with a CRI runtime client connected to containerd.

@@ -8,7 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 
-	"github.com/bosun-dev/bosun/test/e2e/cluster/ociimage"
+	"github.com/bosun-dev/bosun/hack/images/ociimage"
 )
 
 const (

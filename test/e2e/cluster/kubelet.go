@@ -3,11 +3,8 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
-	"time"
 
 	"github.com/bosun-dev/bosun/test/integration/framework"
 )
@@ -104,10 +101,5 @@ func (c *Cluster) startKubelet(ctx context.Context) error {
 	// Start waits for the node's Ready later, with the rest of the cluster; a restart waits
 	// for both.
 	c.components = append(c.components, &component{Process: process, port: ports[1], ready: c.kubeletReady(ports[1])})
-	return framework.WaitFor(ctx, time.Minute, "the kubelet to answer /healthz", func(ctx context.Context) (bool, error) {
-		if process.Exited() {
-			return false, fmt.Errorf("the kubelet exited: %s", process.LogTail(40))
-		}
-		return answers(ctx, "http://127.0.0.1:"+strconv.Itoa(ports[1])+"/healthz", http.StatusOK), nil
-	})
+	return plainHealthzReady("the kubelet", ports[1])(ctx, process)
 }

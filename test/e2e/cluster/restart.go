@@ -151,16 +151,25 @@ func (c *Cluster) containerdReady(ctx context.Context, p *framework.Process) err
 	})
 }
 
+// plainHealthzReady waits until the process, called who in messages, answers 200 on
+// http://127.0.0.1:<port>/healthz, as the kubelet and kube-proxy serve it: plain HTTP, no
+// authentication.
+func plainHealthzReady(who string, port int) func(context.Context, *framework.Process) error {
+	return func(ctx context.Context, p *framework.Process) error {
+		return framework.WaitFor(ctx, time.Minute, who+" to answer /healthz", func(ctx context.Context) (bool, error) {
+			if p.Exited() {
+				return false, fmt.Errorf("%s exited: %s", who, p.LogTail(40))
+			}
+			return answers(ctx, "http://127.0.0.1:"+strconv.Itoa(port)+"/healthz", http.StatusOK), nil
+		})
+	}
+}
+
 // kubeletReady waits until the kubelet answers /healthz on healthPort and, once the
 // control plane runs, until its node is Ready: the node a restarted kubelet reports.
 func (c *Cluster) kubeletReady(healthPort int) func(context.Context, *framework.Process) error {
 	return func(ctx context.Context, p *framework.Process) error {
-		err := framework.WaitFor(ctx, time.Minute, "the kubelet to answer /healthz", func(ctx context.Context) (bool, error) {
-			if p.Exited() {
-				return false, fmt.Errorf("the kubelet exited: %s", p.LogTail(40))
-			}
-			return answers(ctx, "http://127.0.0.1:"+strconv.Itoa(healthPort)+"/healthz", http.StatusOK), nil
-		})
+		err := plainHealthzReady("the kubelet", healthPort)(ctx, p)
 		if err != nil || c.controlPlane == nil {
 			return err
 		}

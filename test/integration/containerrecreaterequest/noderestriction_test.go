@@ -136,31 +136,25 @@ func bosunClient(t *testing.T, config *rest.Config) bosunclientset.Interface {
 }
 
 // writeNodeImageStatus writes the status of the NodeImage name with client, as the agent
-// does (a read, then an update of the status subresource).
+// does (a read, then an update of the status subresource). The NodeImage controller
+// rewrites the status meanwhile (after each of these writes too), so a conflict reads again.
 func (e *testEnv) writeNodeImageStatus(client bosunclientset.Interface, name string) error {
-	nodeImages := client.AppsV1beta1().NodeImages()
-	ni, err := nodeImages.Get(e.Ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	ni.Status.Desired++
-	_, err = nodeImages.UpdateStatus(e.Ctx, ni, metav1.UpdateOptions{})
+	nodeImages := framework.NewObjects(e.Env, "NodeImage", "", client.AppsV1beta1().NodeImages())
+	_, err := nodeImages.TryUpdateStatus(name, func(ni *appsv1beta1.NodeImage) { ni.Status.Desired++ })
 	return err
 }
 
 // patchRequestStatus writes the status of the request name with client, as the agent
 // writes a phase: a read, then an update of the status subresource (a request the
-// controller has not given a phase yet gets Pending, which the schema requires).
+// controller has not given a phase yet gets Pending, which the schema requires). The
+// request's controller writes its status too, so a conflict reads again.
 func (e *testEnv) patchRequestStatus(client bosunclientset.Interface, name string) error {
-	requests := client.AppsV1beta1().ContainerRecreateRequests(e.Namespace)
-	request, err := requests.Get(e.Ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	if request.Status.Phase == "" {
-		request.Status.Phase = appsv1beta1.ContainerRecreateRequestPending
-	}
-	request.Status.Message = "written by the test"
-	_, err = requests.UpdateStatus(e.Ctx, request, metav1.UpdateOptions{})
+	requests := framework.NewObjects(e.Env, "ContainerRecreateRequest", e.Namespace, client.AppsV1beta1().ContainerRecreateRequests(e.Namespace))
+	_, err := requests.TryUpdateStatus(name, func(request *appsv1beta1.ContainerRecreateRequest) {
+		if request.Status.Phase == "" {
+			request.Status.Phase = appsv1beta1.ContainerRecreateRequestPending
+		}
+		request.Status.Message = "written by the test"
+	})
 	return err
 }

@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/bosun-dev/bosun/test/integration/framework"
@@ -336,19 +337,25 @@ func TestLeaderExitsWhenItsLeaseIsTaken(t *testing.T) {
 	})
 	waitForHolder(ctx, t, client, "stolen", 30*time.Second, "the manager to lead", func(h string) bool { return h != "" })
 
-	// Another holder overwrites the Lease, as a split brain or an operator would.
-	lease, err := client.CoordinationV1().Leases("kube-system").Get(ctx, "stolen", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
+	// Another holder overwrites the Lease, as a split brain or an operator would. The
+	// manager renews every retry period, so a read-then-write can lose the race to a
+	// renewal; the intruder, like any writer, reads again and retries.
+	steal := func() error {
+		lease, err := client.CoordinationV1().Leases("kube-system").Get(ctx, "stolen", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		lease.Spec = coordinationv1.LeaseSpec{
+			HolderIdentity:       ptr.To("intruder"),
+			LeaseDurationSeconds: ptr.To[int32](3600),
+			AcquireTime:          &metav1.MicroTime{Time: time.Now()},
+			RenewTime:            &metav1.MicroTime{Time: time.Now()},
+		}
+		_, err = client.CoordinationV1().Leases("kube-system").Update(ctx, lease, metav1.UpdateOptions{})
+		return err
 	}
-	lease.Spec = coordinationv1.LeaseSpec{
-		HolderIdentity:       ptr.To("intruder"),
-		LeaseDurationSeconds: ptr.To[int32](3600),
-		AcquireTime:          &metav1.MicroTime{Time: time.Now()},
-		RenewTime:            &metav1.MicroTime{Time: time.Now()},
-	}
-	if _, err := client.CoordinationV1().Leases("kube-system").Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
+	if err := retry.RetryOnConflict(retry.DefaultRetry, steal); err != nil {
+		t.Fatalf("overwriting the Lease: %v", err)
 	}
 	if err := m.proc.Wait(ctx); err != nil && !m.proc.Exited() {
 		t.Fatalf("the manager kept running after losing its Lease: %v", err)

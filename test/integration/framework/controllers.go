@@ -125,12 +125,16 @@ type ControllerManager struct {
 // "ok", that is once its controllers' caches have synced, and, for a manager serving
 // webhooks (a non-zero --webhook-port), once /readyz does too. The caller stops it.
 func StartControllerManager(ctx context.Context, name, path string, args []string, logPath string) (*ControllerManager, error) {
+	return startControllerManager(ctx, name, path, args, nil, logPath)
+}
+
+func startControllerManager(ctx context.Context, name, path string, args, env []string, logPath string) (*ControllerManager, error) {
 	ports, err := FreeLoopbackPorts(1)
 	if err != nil {
 		return nil, err
 	}
 	all := append([]string{"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(ports[0])}, args...)
-	process, err := StartProcess(ProcessConfig{Name: name, Path: path, Args: all, LogPath: logPath})
+	process, err := StartProcess(ProcessConfig{Name: name, Path: path, Args: all, Env: env, LogPath: logPath})
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +194,7 @@ func StartBosunControllerManager(t testing.TB, cp *ControlPlane, opts Controller
 		}
 		opts.WebhookPort = ports[0]
 	}
-	cm := startForTest(t, BuildBosunBinary(t, "bosun-controller-manager"), BosunControllerManagerArgs(cp, opts))
+	cm := startForTest(t, BuildBosunBinary(t, "bosun-controller-manager"), BosunControllerManagerArgs(cp, opts), DetectCacheMutation)
 	if opts.Webhooks {
 		// Registered after the manager's own cleanup, so it runs first: the manager is
 		// stopped below, and the CRDs it pointed at itself must not stay pointed at nothing.
@@ -215,17 +219,23 @@ func StartUpstreamControllerManager(t testing.TB, cp *ControlPlane, controllers 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return startForTest(t, path, UpstreamControllerManagerArgs(cp, ControllerManagerOptions{Controllers: controllers, ExtraArgs: extraArgs}))
+	return startForTest(t, path, UpstreamControllerManagerArgs(cp, ControllerManagerOptions{Controllers: controllers, ExtraArgs: extraArgs}), nil)
 }
 
-// startForTest starts a manager that the end of the test stops, printing its log tail if
-// the test failed.
-func startForTest(t testing.TB, path string, args []string) *ControllerManager {
+// DetectCacheMutation is the environment of the bosun-controller-manager processes tests
+// start: client-go's cache mutation detector, which makes the process panic when code
+// writes to an object of an informer's cache. The manager's pod cache shares maps and
+// strings among pods (podcache), so such a write would reach other pods too.
+var DetectCacheMutation = []string{"KUBE_CACHE_MUTATION_DETECTOR=true"}
+
+// startForTest starts a manager with env added to its environment that the end of the
+// test stops, printing its log tail if the test failed.
+func startForTest(t testing.TB, path string, args, env []string) *ControllerManager {
 	t.Helper()
 	name := filepath.Base(path)
 	ctx, cancel := context.WithTimeout(context.Background(), ControllerManagerStartTimeout)
 	defer cancel()
-	cm, err := StartControllerManager(ctx, name, path, args, filepath.Join(t.TempDir(), name+".log"))
+	cm, err := startControllerManager(ctx, name, path, args, env, filepath.Join(t.TempDir(), name+".log"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,6 +261,6 @@ func (cm *ControllerManager) Restart() {
 	t := cm.t
 	t.Helper()
 	cm.Kill()
-	restarted := startForTest(t, cm.path, cm.Args)
+	restarted := startForTest(t, cm.path, cm.Args, cm.Process.Config().Env)
 	cm.Process, cm.Port, cm.WebhookPort = restarted.Process, restarted.Port, restarted.WebhookPort
 }

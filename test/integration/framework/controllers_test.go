@@ -2,6 +2,7 @@ package framework_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,5 +61,10 @@ func TestBosunControllerManagerStarts(t *testing.T) {
 	cm := framework.StartBosunControllerManager(t, cp, framework.ControllerManagerOptions{Controllers: "*,-garbagecollector"})
 	if code, body := framework.GetEndpoint(cm.Port, "/healthz", ""); code != 200 {
 		t.Fatalf("/healthz = %d %q", code, body)
+	}
+	// client-go's warning when its cache mutation detector is on: tests of the manager
+	// fail on a write to a cached object.
+	if log, err := cm.Log(); err != nil || !strings.Contains(log, "Mutation detector is enabled") {
+		t.Errorf("the manager runs without the cache mutation detector (log read: %v):\n%s", err, cm.LogTail(20))
 	}
 }

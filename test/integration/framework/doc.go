@@ -14,6 +14,10 @@
 // stopped. On Linux the kernel also kills it when the test binary dies (panic, timeout,
 // SIGKILL), so no test leaves an etcd or kube-apiserver behind.
 //
+// The bosun-controller-manager a test starts (StartBosunControllerManager) runs with
+// client-go's cache mutation detector (DetectCacheMutation): it panics when the manager's
+// code writes to an object of its informers' caches, whose pods share maps and strings.
+//
 // A test package usually shares one control plane between its tests, because starting one
 // takes about ten seconds:
 //
