@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -250,6 +251,11 @@ func newFixtureWith(t *testing.T, client *fake.Clientset, dyn *dynamicfake.FakeD
 	watchReactor := func(tracker clienttesting.ObjectTracker) clienttesting.WatchReactionFunc {
 		return func(a clienttesting.Action) (bool, watch.Interface, error) {
 			w, err := tracker.Watch(a.GetResource(), a.GetNamespace())
+			if err == nil {
+				w = watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
+					return e, e.Type == watch.Error || selectedByName(a.(clienttesting.WatchAction).GetWatchRestrictions().Fields, e.Object)
+				})
+			}
 			select {
 			case watching <- struct{}{}:
 			default:
@@ -265,6 +271,7 @@ func newFixtureWith(t *testing.T, client *fake.Clientset, dyn *dynamicfake.FakeD
 	var recorder *record.FakeRecorder
 	if dyn != nil {
 		dyn.PrependWatchReactor("*", watchReactor(dyn.Tracker()))
+		dyn.PrependReactor("list", "*", listByNameReactor(dyn.Tracker()))
 		recorder = record.NewFakeRecorder(100)
 		crds.Client, crds.Recorder = dyn, recorder
 		crds.Informers, crdFactories = NewCRDInformers(dyn, ConversionCRDNames())
@@ -311,6 +318,36 @@ func newFixtureWith(t *testing.T, client *fake.Clientset, dyn *dynamicfake.FakeD
 	}
 	return &fixture{t: t, ctx: ctx, client: client, ca: ca, w: w, factory: factory,
 		dyn: dyn, crdInformer: crds.Informers, recorder: recorder}
+}
+
+// listByNameReactor answers lists as the tracker does, keeping only the objects a
+// metadata.name field selector selects: the fake clients ignore field selectors, and the
+// writer watches each CRD through an informer of its own selected by name. Without the
+// filter every CRD informer would deliver every CRD, each at its own moment.
+func listByNameReactor(tracker clienttesting.ObjectTracker) clienttesting.ReactionFunc {
+	all := clienttesting.ObjectReaction(tracker)
+	return func(a clienttesting.Action) (bool, runtime.Object, error) {
+		handled, list, err := all(a)
+		if err != nil || list == nil {
+			return handled, list, err
+		}
+		selector := a.(clienttesting.ListAction).GetListRestrictions().Fields
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return true, nil, err
+		}
+		kept := slices.DeleteFunc(items, func(o runtime.Object) bool { return !selectedByName(selector, o) })
+		return true, list, meta.SetList(list, kept)
+	}
+}
+
+// selectedByName reports whether selector, of metadata.name alone or empty, selects obj.
+func selectedByName(selector fields.Selector, obj runtime.Object) bool {
+	if selector == nil || selector.Empty() {
+		return true
+	}
+	accessor, err := meta.Accessor(obj)
+	return err == nil && selector.Matches(fields.Set{"metadata.name": accessor.GetName()})
 }
 
 // run starts the writer with two workers; it stops when the test ends.
