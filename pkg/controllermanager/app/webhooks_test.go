@@ -262,18 +262,26 @@ func TestStartWebhooksConfiguresTheConversionWebhook(t *testing.T) {
 		}
 	}
 
-	w := httptest.NewRecorder()
-	readyz.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/readyz/webhook-configuration", nil))
-	if body := w.Body.String(); w.Code == http.StatusOK || !strings.Contains(body, "podunavailablebudgets.policy.kruise.io is not labelled") ||
-		!strings.Contains(body, "service kruise-system/kruise-webhook-service") {
-		t.Errorf("/readyz/webhook-configuration answered %d %q, want the unmanaged CRD named", w.Code, body)
+	// The writer syncs each CRD on its own key, so the unmanaged one may be looked at after
+	// the managed one was written.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		w := httptest.NewRecorder()
+		readyz.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/readyz/webhook-configuration", nil))
+		body := w.Body.String()
+		if w.Code != http.StatusOK && strings.Contains(body, "podunavailablebudgets.policy.kruise.io is not labelled") &&
+			strings.Contains(body, "service kruise-system/kruise-webhook-service") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz/webhook-configuration answered %d %q after 30 seconds, want the unmanaged CRD named", w.Code, body)
+		}
 	}
 	select {
 	case e := <-recorder.Events:
 		if !strings.Contains(e, "ConversionNotManaged") {
 			t.Errorf("event %q, want ConversionNotManaged", e)
 		}
-	default:
+	case <-time.After(30 * time.Second):
 		t.Error("no event on the unmanaged CRD")
 	}
 }

@@ -264,6 +264,7 @@ func newFixtureWith(t *testing.T, client *fake.Clientset, dyn *dynamicfake.FakeD
 		}
 	}
 	client.PrependWatchReactor("*", watchReactor(client.Tracker()))
+	client.PrependReactor("list", "*", listByNameReactor(client.Tracker()))
 	factory := informers.NewSharedInformerFactory(client, 0)
 
 	var crds CRDs
@@ -322,8 +323,9 @@ func newFixtureWith(t *testing.T, client *fake.Clientset, dyn *dynamicfake.FakeD
 
 // listByNameReactor answers lists as the tracker does, keeping only the objects a
 // metadata.name field selector selects: the fake clients ignore field selectors, and the
-// writer watches each CRD through an informer of its own selected by name. Without the
-// filter every CRD informer would deliver every CRD, each at its own moment.
+// writer watches each webhook configuration and each CRD through an informer of its own,
+// selected by name. Without the filter every CRD informer would deliver every CRD, each at
+// its own moment.
 func listByNameReactor(tracker clienttesting.ObjectTracker) clienttesting.ReactionFunc {
 	all := clienttesting.ObjectReaction(tracker)
 	return func(a clienttesting.Action) (bool, runtime.Object, error) {
