@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -247,35 +248,25 @@ func TestStartWebhooksConfiguresTheConversionWebhook(t *testing.T) {
 	}
 
 	want := map[string]any{"url": url, "caBundle": base64.StdEncoding.EncodeToString(certPEM)}
-	var got map[string]any
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	eventually(t, fmt.Sprintf("%v", want), func() (bool, string) {
 		obj, err := crds.Tracker().Get(crdResource, "", "daemonsets.apps.kruise.io")
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, _, _ = unstructured.NestedMap(obj.(*unstructured.Unstructured).Object, "spec", "conversion", "webhook", "clientConfig")
-		if reflect.DeepEqual(got, want) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("clientConfig %v after 30 seconds, want %v", got, want)
-		}
-	}
+		got, _, _ := unstructured.NestedMap(obj.(*unstructured.Unstructured).Object, "spec", "conversion", "webhook", "clientConfig")
+		return reflect.DeepEqual(got, want), fmt.Sprintf("clientConfig %v", got)
+	})
 
 	// The writer syncs each CRD on its own key, so the unmanaged one may be looked at after
 	// the managed one was written.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	eventually(t, "the unmanaged CRD named", func() (bool, string) {
 		w := httptest.NewRecorder()
 		readyz.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/readyz/webhook-configuration", nil))
 		body := w.Body.String()
-		if w.Code != http.StatusOK && strings.Contains(body, "podunavailablebudgets.policy.kruise.io is not labelled") &&
-			strings.Contains(body, "service kruise-system/kruise-webhook-service") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz/webhook-configuration answered %d %q after 30 seconds, want the unmanaged CRD named", w.Code, body)
-		}
-	}
+		named := w.Code != http.StatusOK && strings.Contains(body, "podunavailablebudgets.policy.kruise.io is not labelled") &&
+			strings.Contains(body, "service kruise-system/kruise-webhook-service")
+		return named, fmt.Sprintf("/readyz/webhook-configuration answered %d %q", w.Code, body)
+	})
 	select {
 	case e := <-recorder.Events:
 		if !strings.Contains(e, "ConversionNotManaged") {
@@ -283,5 +274,20 @@ func TestStartWebhooksConfiguresTheConversionWebhook(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Error("no event on the unmanaged CRD")
+	}
+}
+
+// eventually calls check every 20 ms until it reports done, and fails the test after 30
+// seconds with what check last observed and what was wanted.
+func eventually(t *testing.T, want string, check func() (done bool, observed string)) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		done, observed := check()
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s after 30 seconds, want %s", observed, want)
+		}
 	}
 }

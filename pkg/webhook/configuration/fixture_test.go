@@ -252,8 +252,9 @@ func newFixtureWith(t *testing.T, client *fake.Clientset, dyn *dynamicfake.FakeD
 		return func(a clienttesting.Action) (bool, watch.Interface, error) {
 			w, err := tracker.Watch(a.GetResource(), a.GetNamespace())
 			if err == nil {
+				selector := a.(clienttesting.WatchAction).GetWatchRestrictions().Fields
 				w = watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
-					return e, e.Type == watch.Error || selectedByName(a.(clienttesting.WatchAction).GetWatchRestrictions().Fields, e.Object)
+					return e, e.Type == watch.Error || selectedByName(selector, e.Object)
 				})
 			}
 			select {
